@@ -1,0 +1,2 @@
+//! The `llmperf` binary.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Online accumulation of finished records into a summary and percentiles.

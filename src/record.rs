@@ -1,0 +1,276 @@
+//! The one record type that crosses the channel from a request to the aggregator and the store.
+//!
+//! A worker fills a [`RequestRecord`] while a request runs (timestamps as [`Instant`]s, raw chunk payloads
+//! as bytes); [`RequestRecord::finish`] derives evalscope's per-request metrics (TTFT, ITL, TPOT, latency)
+//! exactly as `BenchmarkData.finalize` does (spec §4).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::clock;
+
+/// Why a request failed, grouped for the summary ("failures by kind").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FailureKind {
+    /// The server answered with an HTTP status other than 200.
+    HttpStatus,
+    /// The connection could not be made (refused, DNS, TLS).
+    Connect,
+    /// A timeout fired (connect, read or total).
+    Timeout,
+    /// The stream carried an in-band `{"error": …}` event.
+    InBandError,
+    /// The connection broke while the body was being read.
+    Disconnect,
+    /// The response could not be understood (no usage, undecodable body).
+    BadResponse,
+    /// The run was interrupted while this request was in flight.
+    Cancelled,
+}
+
+impl FailureKind {
+    /// A short, stable label used in summaries and the `error` column.
+    pub fn label(self) -> &'static str {
+        match self {
+            FailureKind::HttpStatus => "http_status",
+            FailureKind::Connect => "connect",
+            FailureKind::Timeout => "timeout",
+            FailureKind::InBandError => "in_band_error",
+            FailureKind::Disconnect => "disconnect",
+            FailureKind::BadResponse => "bad_response",
+            FailureKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Token usage as reported by the server (`usage` object).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// `usage.prompt_tokens`.
+    pub prompt_tokens: Option<u64>,
+    /// `usage.completion_tokens`.
+    pub completion_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`.
+    pub cached_tokens: Option<u64>,
+}
+
+/// Everything known about one request, from its intended send time to its last byte.
+#[derive(Debug, Clone)]
+pub struct RequestRecord {
+    /// Position in the run's request list (warmup requests first).
+    pub index: usize,
+    /// Warmup requests are sent like the others but never stored or summarised.
+    pub is_warmup: bool,
+    /// The exact JSON body sent (also the DB's `request` column).
+    pub request: Arc<str>,
+    /// When the request was meant to be sent: the schedule slot (open loop, paced closed loop) or the moment
+    /// a concurrency slot became free (closed loop).
+    pub scheduled_at: Instant,
+    /// Immediately before the request was handed to the HTTP client (evalscope's `st`).
+    pub sent_at: Instant,
+    /// The last JSON event (stream) or the end of the body (non-stream); for failures, when it failed.
+    pub completed_at: Instant,
+    /// Arrival time of every output-bearing chunk (stamped at the socket read, before parsing).
+    pub chunk_times: Vec<Instant>,
+    /// Chunks carrying `choices` from the first output on (evalscope's `n_decode_chunks`).
+    pub n_decode_chunks: u32,
+    /// `true` when the response was a `text/event-stream`.
+    pub is_stream: bool,
+    /// `true` when the request succeeded.
+    pub success: bool,
+    /// HTTP status, when a response arrived.
+    pub status_code: Option<u16>,
+    /// Failure class, `None` on success.
+    pub failure: Option<FailureKind>,
+    /// Failure text (server body, transport error), `None` on success.
+    pub error: Option<String>,
+    /// Server-reported usage.
+    pub usage: Usage,
+    /// Raw JSON payloads kept for `response_messages`: the stream chunks that carry `choices`, or the whole
+    /// non-stream body. Concatenated; `response_spans` gives each one's byte range.
+    pub response_bytes: Vec<u8>,
+    /// Byte ranges of the individual payloads inside `response_bytes`.
+    pub response_spans: Vec<(u32, u32)>,
+}
+
+impl RequestRecord {
+    /// A fresh record for a request about to be sent.
+    pub fn new(index: usize, is_warmup: bool, request: Arc<str>, scheduled_at: Instant) -> Self {
+        let now = Instant::now();
+        RequestRecord {
+            index,
+            is_warmup,
+            request,
+            scheduled_at,
+            sent_at: now,
+            completed_at: now,
+            chunk_times: Vec::new(),
+            n_decode_chunks: 0,
+            is_stream: false,
+            success: false,
+            status_code: None,
+            failure: None,
+            error: None,
+            usage: Usage::default(),
+            response_bytes: Vec::new(),
+            response_spans: Vec::new(),
+        }
+    }
+
+    /// Marks the record failed with `kind` and `error` text, ending it at `at`.
+    pub fn fail(&mut self, kind: FailureKind, error: impl Into<String>, at: Instant) {
+        self.success = false;
+        self.failure = Some(kind);
+        self.error = Some(error.into());
+        if at >= self.sent_at {
+            self.completed_at = at;
+        }
+    }
+
+    /// Keeps one raw JSON payload for `response_messages`.
+    pub fn keep_response(&mut self, payload: &[u8]) {
+        let start = self.response_bytes.len() as u32;
+        self.response_bytes.extend_from_slice(payload);
+        self.response_spans
+            .push((start, self.response_bytes.len() as u32));
+    }
+
+    /// The kept raw payloads, in arrival order.
+    pub fn responses(&self) -> impl Iterator<Item = &[u8]> {
+        self.response_spans
+            .iter()
+            .map(|&(a, b)| &self.response_bytes[a as usize..b as usize])
+    }
+
+    /// `start_time` in monotonic seconds.
+    pub fn start_time(&self) -> f64 {
+        clock::secs(self.sent_at)
+    }
+
+    /// `completed_time` in monotonic seconds.
+    pub fn completed_time(&self) -> f64 {
+        clock::secs(self.completed_at)
+    }
+
+    /// Intended send time in monotonic seconds.
+    pub fn scheduled_time(&self) -> f64 {
+        clock::secs(self.scheduled_at)
+    }
+
+    /// Send lag: actual minus intended send time, in seconds (never negative).
+    pub fn send_lag_s(&self) -> f64 {
+        self.sent_at
+            .saturating_duration_since(self.scheduled_at)
+            .as_secs_f64()
+    }
+
+    /// `query_latency`: completed minus start, seconds.
+    pub fn latency_s(&self) -> f64 {
+        self.completed_at
+            .saturating_duration_since(self.sent_at)
+            .as_secs_f64()
+    }
+
+    /// `first_chunk_latency` (TTFT), seconds: first output chunk for streams (0.0 when a stream carried no
+    /// output, as evalscope), the whole latency for non-stream responses.
+    pub fn ttft_s(&self) -> f64 {
+        if !self.is_stream {
+            return self.latency_s();
+        }
+        match self.chunk_times.first() {
+            Some(t) => t.saturating_duration_since(self.sent_at).as_secs_f64(),
+            None => 0.0,
+        }
+    }
+
+    /// Gaps between consecutive output chunks, seconds (`inter_chunk_latency`).
+    pub fn itl_s(&self) -> impl Iterator<Item = f64> + '_ {
+        self.chunk_times
+            .windows(2)
+            .map(|w| w[1].saturating_duration_since(w[0]).as_secs_f64())
+    }
+
+    /// `prompt_tokens` (0 when unknown).
+    pub fn prompt_tokens(&self) -> u64 {
+        self.usage.prompt_tokens.unwrap_or(0)
+    }
+
+    /// `completion_tokens` (0 when unknown).
+    pub fn completion_tokens(&self) -> u64 {
+        self.usage.completion_tokens.unwrap_or(0)
+    }
+
+    /// `time_per_output_token`, seconds: `(latency - ttft) / (completion_tokens - 1)` when more than one token
+    /// came back, else 0 (non-stream responses are 0 too, because their TTFT is the latency).
+    pub fn tpot_s(&self) -> f64 {
+        let n = self.completion_tokens();
+        if n > 1 {
+            (self.latency_s() - self.ttft_s()) / (n - 1) as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// Chunk arrival times in monotonic seconds (the `chunk_times` column).
+    pub fn chunk_times_s(&self) -> Vec<f64> {
+        self.chunk_times.iter().map(|&t| clock::secs(t)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn record_with_chunks(offsets_ms: &[u64], end_ms: u64, tokens: u64) -> RequestRecord {
+        let t0 = Instant::now();
+        let mut r = RequestRecord::new(0, false, Arc::from("{}"), t0);
+        r.sent_at = t0;
+        r.is_stream = true;
+        r.success = true;
+        r.chunk_times = offsets_ms
+            .iter()
+            .map(|&ms| t0 + Duration::from_millis(ms))
+            .collect();
+        r.completed_at = t0 + Duration::from_millis(end_ms);
+        r.usage.completion_tokens = Some(tokens);
+        r
+    }
+
+    #[test]
+    fn derives_evalscope_per_request_metrics() {
+        let r = record_with_chunks(&[50, 60, 75, 85], 90, 4);
+        assert!((r.ttft_s() - 0.050).abs() < 1e-9);
+        assert!((r.latency_s() - 0.090).abs() < 1e-9);
+        let itl: Vec<f64> = r.itl_s().collect();
+        assert_eq!(itl.len(), 3);
+        assert!((itl[1] - 0.015).abs() < 1e-9);
+        // (0.090 - 0.050) / (4 - 1)
+        assert!((r.tpot_s() - 0.040 / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn single_token_and_non_stream_have_zero_tpot() {
+        let r = record_with_chunks(&[50], 60, 1);
+        assert_eq!(r.tpot_s(), 0.0);
+        let mut ns = record_with_chunks(&[], 80, 5);
+        ns.is_stream = false;
+        assert!((ns.ttft_s() - ns.latency_s()).abs() < 1e-12);
+        assert_eq!(ns.tpot_s(), 0.0);
+    }
+
+    #[test]
+    fn stream_without_output_has_zero_ttft() {
+        let r = record_with_chunks(&[], 30, 0);
+        assert_eq!(r.ttft_s(), 0.0);
+    }
+
+    #[test]
+    fn kept_responses_round_trip() {
+        let mut r = record_with_chunks(&[], 1, 0);
+        r.keep_response(br#"{"a":1}"#);
+        r.keep_response(br#"{"b":2}"#);
+        let v: Vec<&[u8]> = r.responses().collect();
+        assert_eq!(v, vec![&br#"{"a":1}"#[..], &br#"{"b":2}"#[..]]);
+    }
+}
