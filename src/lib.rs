@@ -3,4 +3,5 @@
 
 pub mod clock;
 pub mod metrics;
+pub mod pyjson;
 pub mod record;
