@@ -1,7 +1,67 @@
 //! llmperf: a fast, truthful load generator for LLM serving endpoints and a drop-in replacement for
 //! `evalscope perf`.
+//!
+//! Data flow: [`cli::Cli`] (raw flags) → [`plan::RunPlan`] (validated) → for each run of the sweep, the
+//! [`dataset`] gives inputs, [`api`] turns them into bodies, the [`engine`] sends them and turns each response
+//! into a [`record::RequestRecord`], one aggregator feeds [`metrics`] and the [`store`], and [`export`]
+//! writes evalscope's files. [`sim`] is the built-in OpenAI-compatible simulator.
 
+pub mod api;
+pub mod cli;
 pub mod clock;
+pub mod dataset;
+pub mod engine;
+pub mod export;
+pub mod logging;
 pub mod metrics;
+pub mod plan;
+pub mod progress;
 pub mod pyjson;
 pub mod record;
+pub mod runner;
+pub mod shutdown;
+pub mod sim;
+pub mod store;
+
+/// Exit code for usage errors (bad flags or input).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code for runtime failures.
+pub const EXIT_FAILURE: i32 = 1;
+
+/// Runs llmperf for parsed flags and returns the process exit code.
+pub fn run(cli: cli::Cli) -> i32 {
+    clock::init();
+    logging::init(cli.debug);
+    let plan = match plan::RunPlan::from_cli(cli, chrono::Local::now()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let limit = plan.runs.iter().map(|r| r.total()).max().unwrap_or(1) as usize;
+    let items = match dataset::load(&plan, limit) {
+        Ok(items) => items,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return EXIT_USAGE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let code = match runtime.block_on(runner::run_sweep(plan, items)) {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            EXIT_FAILURE
+        }
+    };
+    logging::close_log_file();
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    code
+}

@@ -1,2 +1,9 @@
-//! The `llmperf` binary.
-fn main() {}
+//! The `llmperf` binary: parse argv, run, exit with a meaningful code (0 ok, 1 runtime failure, 2 usage
+//! error, 130/143 interrupted).
+
+use clap::Parser;
+
+fn main() {
+    let cli = llmperf::cli::Cli::parse();
+    std::process::exit(llmperf::run(cli));
+}

@@ -1,0 +1,4 @@
+//! API plugins: how a request body is built and how one response event is read.
+
+pub mod openai;
+pub mod openai_event;

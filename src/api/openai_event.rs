@@ -1,0 +1,357 @@
+//! Reading one OpenAI response event (an SSE `data:` payload or a whole non-stream body) into a record.
+//!
+//! The fast path deserialises only the fields that matter (borrowed where possible, unknown fields
+//! skipped); an event whose fields have unexpected types falls back to a generic JSON walk, so no valid
+//! JSON event is ever misread.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::record::{FailureKind, RequestRecord, Usage};
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(borrow, default)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageJson>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+    #[serde(borrow, default)]
+    object: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    message: Option<Delta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<ToolCall<'a>>>,
+    #[serde(borrow, default)]
+    reasoning_details: Option<Vec<ReasoningDetail<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCall<'a> {
+    #[serde(borrow, default)]
+    function: Option<Function<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Function<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ReasoningDetail<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    summary: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct UsageJson {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<Details>,
+}
+
+#[derive(Deserialize)]
+struct Details {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+fn non_empty(s: &Option<Cow<'_, str>>) -> bool {
+    s.as_deref().is_some_and(|s| !s.is_empty())
+}
+
+impl Delta<'_> {
+    /// evalscope's `_parse_chat_delta`: text, reasoning, tool-call text or reasoning details.
+    fn has_output(&self) -> bool {
+        non_empty(&self.content)
+            || non_empty(&self.reasoning_content)
+            || non_empty(&self.reasoning)
+            || self.tool_calls.iter().flatten().any(|t| {
+                t.function
+                    .as_ref()
+                    .is_some_and(|f| non_empty(&f.name) || non_empty(&f.arguments))
+            })
+            || self
+                .reasoning_details
+                .iter()
+                .flatten()
+                .any(|d| non_empty(&d.text) || non_empty(&d.summary))
+    }
+}
+
+/// What one event contained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EventInfo {
+    /// The payload was JSON (non-JSON events such as `[DONE]` are skipped).
+    pub is_json: bool,
+    /// An in-band error event.
+    pub is_error: bool,
+    /// `choices` was present and non-empty.
+    pub has_choices: bool,
+    /// The first choice carried output (text, reasoning, tool-call text).
+    pub has_output: bool,
+    /// The usage object, when present.
+    pub usage: Option<Usage>,
+}
+
+fn usage_of(u: UsageJson) -> Usage {
+    Usage {
+        prompt_tokens: u.prompt_tokens,
+        completion_tokens: u.completion_tokens,
+        cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+    }
+}
+
+/// Classifies one event payload.
+pub fn inspect(payload: &[u8]) -> EventInfo {
+    match serde_json::from_slice::<Event<'_>>(payload) {
+        Ok(ev) => {
+            let is_error = ev.error.is_some() || ev.object.as_deref() == Some("error");
+            let choices = ev.choices.unwrap_or_default();
+            let has_output = choices.first().is_some_and(|c| {
+                non_empty(&c.text)
+                    || c.delta.as_ref().is_some_and(Delta::has_output)
+                    || c.message.as_ref().is_some_and(Delta::has_output)
+            });
+            EventInfo {
+                is_json: true,
+                is_error,
+                has_choices: !choices.is_empty(),
+                has_output,
+                usage: ev.usage.map(usage_of),
+            }
+        }
+        Err(_) => match serde_json::from_slice::<Value>(payload) {
+            Ok(v) => inspect_value(&v),
+            Err(_) => EventInfo::default(),
+        },
+    }
+}
+
+fn str_non_empty(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_str).is_some_and(|s| !s.is_empty())
+}
+
+fn value_has_output(d: &Value) -> bool {
+    str_non_empty(d.get("content"))
+        || str_non_empty(d.get("reasoning_content"))
+        || str_non_empty(d.get("reasoning"))
+        || d.get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|calls| {
+                calls.iter().any(|c| {
+                    let f = c.get("function");
+                    str_non_empty(f.and_then(|f| f.get("name")))
+                        || str_non_empty(f.and_then(|f| f.get("arguments")))
+                })
+            })
+        || d.get("reasoning_details")
+            .and_then(Value::as_array)
+            .is_some_and(|ds| {
+                ds.iter()
+                    .any(|x| str_non_empty(x.get("text")) || str_non_empty(x.get("summary")))
+            })
+}
+
+/// The generic path for events whose fields have unexpected types.
+fn inspect_value(v: &Value) -> EventInfo {
+    let Some(obj) = v.as_object() else {
+        return EventInfo {
+            is_json: true,
+            ..EventInfo::default()
+        };
+    };
+    let is_error = obj.get("error").is_some_and(|e| !e.is_null())
+        || obj.get("object").and_then(Value::as_str) == Some("error");
+    let choices = obj.get("choices").and_then(Value::as_array);
+    let first = choices.and_then(|c| c.first());
+    let has_output = first.is_some_and(|c| {
+        str_non_empty(c.get("text"))
+            || c.get("delta").is_some_and(value_has_output)
+            || c.get("message").is_some_and(value_has_output)
+    });
+    let usage = obj.get("usage").filter(|u| u.is_object()).map(|u| Usage {
+        prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64),
+        completion_tokens: u.get("completion_tokens").and_then(Value::as_u64),
+        cached_tokens: u
+            .get("prompt_tokens_details")
+            .and_then(|d| d.get("cached_tokens"))
+            .and_then(Value::as_u64),
+    });
+    EventInfo {
+        is_json: true,
+        is_error,
+        has_choices: choices.is_some_and(|c| !c.is_empty()),
+        has_output,
+        usage,
+    }
+}
+
+fn merge_usage(record: &mut RequestRecord, u: Usage) {
+    if u.prompt_tokens.is_some() || u.completion_tokens.is_some() {
+        record.usage.prompt_tokens = u.prompt_tokens.or(Some(0));
+        record.usage.completion_tokens = u.completion_tokens.or(Some(0));
+    }
+    if u.cached_tokens.is_some() {
+        record.usage.cached_tokens = u.cached_tokens;
+    }
+}
+
+/// Applies one SSE event that arrived at `at` to `record` (evalscope's `StreamedResponseHandler` rules).
+pub fn apply_stream_event(record: &mut RequestRecord, payload: &[u8], at: Instant) {
+    let info = inspect(payload);
+    if !info.is_json {
+        return;
+    }
+    if info.is_error && record.error.is_none() {
+        record.failure = Some(FailureKind::InBandError);
+        record.error = Some(String::from_utf8_lossy(payload).into_owned());
+    }
+    if info.has_choices {
+        if info.has_output {
+            record.chunk_times.push(at);
+        }
+        if !record.chunk_times.is_empty() {
+            record.n_decode_chunks += 1;
+        }
+        record.keep_response(payload);
+    }
+    if let Some(u) = info.usage {
+        merge_usage(record, u);
+    }
+    record.completed_at = at;
+}
+
+/// Applies a whole non-stream JSON body to `record`; returns `false` when it was not JSON.
+pub fn apply_body(record: &mut RequestRecord, body: &[u8]) -> bool {
+    let info = inspect(body);
+    if !info.is_json {
+        return false;
+    }
+    if info.is_error {
+        record.failure = Some(FailureKind::InBandError);
+        record.error = Some(String::from_utf8_lossy(body).into_owned());
+    }
+    record.keep_response(body);
+    if let Some(u) = info.usage {
+        merge_usage(record, u);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn rec() -> RequestRecord {
+        RequestRecord::new(0, false, Arc::from("{}"), Instant::now())
+    }
+
+    #[test]
+    fn role_only_and_usage_chunks_are_not_output() {
+        let role = br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}"#;
+        let usage = br#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":3}}}"#;
+        let i = inspect(role);
+        assert!(i.has_choices && !i.has_output);
+        let u = inspect(usage);
+        assert!(!u.has_choices);
+        assert_eq!(
+            u.usage,
+            Some(Usage { prompt_tokens: Some(7), completion_tokens: Some(5), cached_tokens: Some(3) })
+        );
+        assert!(!inspect(b"[DONE]").is_json);
+    }
+
+    #[test]
+    fn every_output_field_counts() {
+        for p in [
+            &br#"{"choices":[{"delta":{"content":"hi"}}]}"#[..],
+            br#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#,
+            br#"{"choices":[{"delta":{"reasoning":"think"}}]}"#,
+            br#"{"choices":[{"delta":{"content":null,"tool_calls":[{"function":{"arguments":"{\""}}]}}]}"#,
+            br#"{"choices":[{"delta":{"reasoning_details":[{"summary":"s"}]}}]}"#,
+            br#"{"object":"text_completion","choices":[{"text":" a"}]}"#,
+        ] {
+            assert!(inspect(p).has_output, "{}", String::from_utf8_lossy(p));
+        }
+        assert!(!inspect(br#"{"choices":[{"delta":{"content":""}}]}"#).has_output);
+    }
+
+    #[test]
+    fn odd_types_fall_back_to_the_generic_walk() {
+        let p = br#"{"choices":[{"delta":{"content":"x","tool_calls":"weird"}}],"usage":null}"#;
+        let i = inspect(p);
+        assert!(i.is_json && i.has_output && i.usage.is_none());
+    }
+
+    #[test]
+    fn stream_events_fill_the_record() {
+        let mut r = rec();
+        let t0 = r.sent_at;
+        let at = |ms| t0 + Duration::from_millis(ms);
+        apply_stream_event(&mut r, br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#, at(40));
+        apply_stream_event(&mut r, br#"{"choices":[{"delta":{"content":"a"}}]}"#, at(50));
+        apply_stream_event(&mut r, br#"{"choices":[{"delta":{}}]}"#, at(55));
+        apply_stream_event(&mut r, br#"{"choices":[{"delta":{"content":"b"}}]}"#, at(60));
+        apply_stream_event(&mut r, br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#, at(61));
+        apply_stream_event(&mut r, b"[DONE]", at(70));
+        assert_eq!(r.chunk_times, vec![at(50), at(60)]);
+        assert_eq!(r.n_decode_chunks, 3);
+        assert_eq!(r.responses().count(), 4, "choices chunks only, usage-only chunk not kept");
+        assert_eq!(r.completed_at, at(61), "latency ends at the last JSON event");
+        assert_eq!(r.usage.completion_tokens, Some(2));
+        assert!(r.error.is_none());
+    }
+
+    #[test]
+    fn in_band_error_marks_failure() {
+        let mut r = rec();
+        apply_stream_event(&mut r, br#"{"error":{"message":"boom"}}"#, Instant::now());
+        assert_eq!(r.failure, Some(FailureKind::InBandError));
+        assert!(r.error.as_deref().unwrap().contains("boom"));
+        let mut r = rec();
+        apply_stream_event(&mut r, br#"{"object":"error","message":"x"}"#, Instant::now());
+        assert_eq!(r.failure, Some(FailureKind::InBandError));
+    }
+
+    #[test]
+    fn non_stream_body() {
+        let mut r = rec();
+        assert!(apply_body(&mut r, br#"{"choices":[{"message":{"content":"hey"}}],"usage":{"prompt_tokens":4,"completion_tokens":1}}"#));
+        assert_eq!(r.usage.prompt_tokens, Some(4));
+        assert_eq!(r.responses().count(), 1);
+        assert!(!apply_body(&mut rec(), b"not json"));
+    }
+}

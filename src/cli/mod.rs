@@ -1,0 +1,318 @@
+//! The command line, spelled exactly as `evalscope perf` spells it (spec §1).
+//!
+//! This is the raw form: values as typed, with only per-value parsing. Every rule that involves more than
+//! one flag lives in [`crate::plan`].
+
+mod parsers;
+
+use clap::{ArgAction, Parser};
+pub use parsers::{parse_header, parse_json_object, HeaderPair};
+
+/// A fast, truthful load generator for LLM serving endpoints; a drop-in replacement for `evalscope perf`.
+///
+/// Example (no server needed): llmperf --api mock --model demo --prompt 'Write a story' --parallel 1 4
+/// --number 20 40 --max-tokens 64 --stream
+#[derive(Debug, Clone, Parser)]
+#[command(name = "llmperf", version, max_term_width = 110)]
+pub struct Cli {
+    // ── Endpoint ─────────────────────────────────────────────────────────────────────────────────────
+    /// Model name sent as `model` in every request body; its last path component names the output folder.
+    #[arg(long, help_heading = "Endpoint")]
+    pub model: Option<String>,
+
+    /// API plugin: `openai` (chat/completions and completions) or `mock` (the built-in simulator, started
+    /// in-process on a free loopback port; see the Simulator options).
+    #[arg(long, default_value = "openai", help_heading = "Endpoint")]
+    pub api: String,
+
+    /// Endpoint URL. A URL whose path does not end in an API endpoint gets one appended (for `openai`:
+    /// `/chat/completions`), e.g. `http://host:8000/v1` → `http://host:8000/v1/chat/completions`.
+    #[arg(
+        long,
+        default_value = "http://127.0.0.1:8877/v1/chat/completions",
+        help_heading = "Endpoint"
+    )]
+    pub url: String,
+
+    /// Extra HTTP headers, each `KEY=VALUE` (e.g. `--headers X-Team=infra Authorization='Bearer x'`).
+    #[arg(long, num_args = 1.., value_name = "KEY=VALUE", value_parser = parse_header, help_heading = "Endpoint")]
+    pub headers: Vec<HeaderPair>,
+
+    /// API key, sent as `Authorization: Bearer <KEY>` (overrides an Authorization header). Never written
+    /// to any file or log.
+    #[arg(long, help_heading = "Endpoint")]
+    pub api_key: Option<String>,
+
+    /// TCP connect timeout in seconds [default: none].
+    #[arg(long, value_name = "SECONDS", help_heading = "Endpoint")]
+    pub connect_timeout: Option<u64>,
+
+    /// Timeout in seconds between two reads of a response body [default: none].
+    #[arg(long, value_name = "SECONDS", help_heading = "Endpoint")]
+    pub read_timeout: Option<u64>,
+
+    /// Timeout in seconds for one whole request; also the time budget of the connection test's retries.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 21600,
+        help_heading = "Endpoint"
+    )]
+    pub total_timeout: u64,
+
+    /// Skip the test request sent before each run.
+    #[arg(long, help_heading = "Endpoint")]
+    pub no_test_connection: bool,
+
+    // ── Load ─────────────────────────────────────────────────────────────────────────────────────────
+    /// Requests per run, warmup excluded. Several values make a sweep, paired with `--parallel` (closed
+    /// loop) or `--rate` (open loop).
+    #[arg(short = 'n', long, num_args = 1.., default_values_t = [1000], help_heading = "Load")]
+    pub number: Vec<u64>,
+
+    /// Requests in flight at once (closed loop). Several values make a sweep, one run per value.
+    #[arg(long, num_args = 1.., default_values_t = [1], allow_negative_numbers = true, help_heading = "Load")]
+    pub parallel: Vec<i64>,
+
+    /// Requests per second. Closed loop: Poisson pacing with the first value (−1 = none). Open loop: the
+    /// sweep variable, one run per value (each > 0).
+    #[arg(long, num_args = 1.., default_values_t = [-1.0], allow_negative_numbers = true, help_heading = "Load")]
+    pub rate: Vec<f64>,
+
+    /// Open loop: send on a Poisson schedule at `--rate`, whatever the number in flight.
+    #[arg(long, help_heading = "Load")]
+    pub open_loop: bool,
+
+    /// Warmup requests before each run (not measured): ≥ 1 is a count, between 0 and 1 a fraction of
+    /// `--number` (at least 1), ≤ 0 none.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, help_heading = "Load")]
+    pub warmup_num: f64,
+
+    /// Soft time limit per run, in seconds: stop sending once it has passed, then wait for requests in
+    /// flight [default: none].
+    #[arg(long, value_name = "SECONDS", help_heading = "Load")]
+    pub duration: Option<f64>,
+
+    /// Seconds to sleep between the runs of a sweep.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5, help_heading = "Load")]
+    pub sleep_interval: u64,
+
+    // ── Prompts ──────────────────────────────────────────────────────────────────────────────────────
+    /// One fixed prompt for every request (overrides `--dataset`); `@path` reads it from a file.
+    #[arg(long, help_heading = "Prompts")]
+    pub prompt: Option<String>,
+
+    /// Request body template (JSON, or `@path`): its `messages` are replaced by the dataset's, `%m` and
+    /// `%p` are replaced by the model name and the prompt text; then the flags below are set on it.
+    #[arg(long, help_heading = "Prompts")]
+    pub query_template: Option<String>,
+
+    /// Dataset: `openqa` (JSONL with a `question` field), `line_by_line` (text lines, JSON message lists or
+    /// whole JSON bodies), `custom` (text lines). Read from `--dataset-path`.
+    #[arg(long, default_value = "openqa", help_heading = "Prompts")]
+    pub dataset: String,
+
+    /// Dataset file.
+    #[arg(long, help_heading = "Prompts")]
+    pub dataset_path: Option<String>,
+
+    /// Drop dataset prompts longer than this many characters.
+    #[arg(long, default_value_t = 131072, help_heading = "Prompts")]
+    pub max_prompt_length: u64,
+
+    /// Drop dataset prompts shorter than this many characters.
+    #[arg(long, default_value_t = 0, help_heading = "Prompts")]
+    pub min_prompt_length: u64,
+
+    /// Send messages (`{"messages": […]}`) rather than a plain `{"prompt": …}` [default: true when the URL
+    /// ends in `chat/completions`].
+    #[arg(long, overrides_with = "no_apply_chat_template", help_heading = "Prompts")]
+    pub apply_chat_template: bool,
+
+    /// Send plain `{"prompt": …}` bodies.
+    #[arg(long, overrides_with = "apply_chat_template", help_heading = "Prompts")]
+    pub no_apply_chat_template: bool,
+
+    // ── Generation parameters (request body) ────────────────────────────────────────────────────────
+    /// `max_tokens`: one value, or two (`MIN MAX`) to draw each request's value uniformly.
+    #[arg(long, num_args = 1.., default_values_t = [2048], help_heading = "Generation")]
+    pub max_tokens: Vec<u64>,
+
+    /// `min_tokens` (vLLM also needs `ignore_eos` to force a length).
+    #[arg(long, help_heading = "Generation")]
+    pub min_tokens: Option<u64>,
+
+    /// `temperature`.
+    #[arg(long, default_value_t = 0.0, help_heading = "Generation")]
+    pub temperature: f64,
+
+    /// `top_p`.
+    #[arg(long, help_heading = "Generation")]
+    pub top_p: Option<f64>,
+
+    /// `top_k`.
+    #[arg(long, allow_negative_numbers = true, help_heading = "Generation")]
+    pub top_k: Option<i64>,
+
+    /// `seed`: also seeds llmperf's own random choices (max_tokens draws, Poisson schedule).
+    #[arg(long, help_heading = "Generation")]
+    pub seed: Option<u64>,
+
+    /// `stop` sequences.
+    #[arg(long, num_args = 0.., help_heading = "Generation")]
+    pub stop: Option<Vec<String>>,
+
+    /// `stop_token_ids` (sent as integers).
+    #[arg(long, num_args = 0.., help_heading = "Generation")]
+    pub stop_token_ids: Option<Vec<i64>>,
+
+    /// Stream the response (`"stream": true` with `stream_options.include_usage`) [default].
+    #[arg(long, overrides_with = "no_stream", help_heading = "Generation")]
+    pub stream: bool,
+
+    /// Ask for one whole response (`"stream": false`).
+    #[arg(long, overrides_with = "stream", help_heading = "Generation")]
+    pub no_stream: bool,
+
+    /// JSON object merged last into every body (overrides anything), e.g. '{"ignore_eos": true}'.
+    #[arg(long, default_value = "{}", value_parser = parse_json_object, help_heading = "Generation")]
+    pub extra_args: serde_json::Map<String, serde_json::Value>,
+
+    /// `frequency_penalty`.
+    #[arg(long, allow_negative_numbers = true, help_heading = "Generation")]
+    pub frequency_penalty: Option<f64>,
+
+    /// `repetition_penalty`.
+    #[arg(long, help_heading = "Generation")]
+    pub repetition_penalty: Option<f64>,
+
+    /// `logprobs: true`.
+    #[arg(long, action = ArgAction::SetTrue, help_heading = "Generation")]
+    pub logprobs: bool,
+
+    /// `n` (choices per request).
+    #[arg(long, help_heading = "Generation")]
+    pub n_choices: Option<u64>,
+
+    // ── Output ───────────────────────────────────────────────────────────────────────────────────────
+    /// Root folder of the results.
+    #[arg(long, default_value = "outputs", help_heading = "Output")]
+    pub outputs_dir: String,
+
+    /// Name of the result folder [default: the model's last path component].
+    #[arg(long, help_heading = "Output")]
+    pub name: Option<String>,
+
+    /// Display label shown in the report's Basic Information.
+    #[arg(long, help_heading = "Output")]
+    pub alias: Option<String>,
+
+    /// Write results straight under `<outputs-dir>/<name>` without the `YYYYmmdd_HHMMSS` level.
+    #[arg(long, help_heading = "Output")]
+    pub no_timestamp: bool,
+
+    /// Commit the SQLite database every N stored requests (also at least once a second and at the end).
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, help_heading = "Output")]
+    pub db_commit_interval: i64,
+
+    /// Log the running summary every N finished requests.
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true, help_heading = "Output")]
+    pub log_every_n_query: i64,
+
+    /// Debug logging: request starts and response chunks (secrets masked).
+    #[arg(long, help_heading = "Output")]
+    pub debug: bool,
+
+    // ── Simulator (`--api mock`) ─────────────────────────────────────────────────────────────────────
+    /// Simulator: time to first token, in milliseconds.
+    #[arg(long, default_value_t = 50.0, help_heading = "Simulator (--api mock)")]
+    pub mock_ttft_ms: f64,
+
+    /// Simulator: time between tokens, in milliseconds.
+    #[arg(long, default_value_t = 10.0, help_heading = "Simulator (--api mock)")]
+    pub mock_itl_ms: f64,
+
+    /// Simulator: output length of a request that does not force one (`ignore_eos`); always kept within
+    /// the request's `min_tokens`..`max_tokens`.
+    #[arg(long, default_value_t = 64, help_heading = "Simulator (--api mock)")]
+    pub mock_output_tokens: u32,
+
+    /// Simulator: worker threads of its own runtime.
+    #[arg(long, default_value_t = 1, help_heading = "Simulator (--api mock)")]
+    pub mock_threads: usize,
+}
+
+impl Cli {
+    /// `--stream`/`--no-stream`, last one wins; streaming by default.
+    pub fn stream_enabled(&self) -> bool {
+        !self.no_stream
+    }
+
+    /// `--apply-chat-template`/`--no-apply-chat-template`, `None` when neither was given.
+    pub fn apply_chat_template_flag(&self) -> Option<bool> {
+        if self.apply_chat_template {
+            Some(true)
+        } else if self.no_apply_chat_template {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_the_seed_recipe_shape() {
+        let cli = Cli::try_parse_from([
+            "llmperf", "--model", "m", "--parallel", "1", "4", "8", "--number", "100", "200", "400",
+            "--rate", "-1", "--max-tokens", "128", "--stream", "--extra-args", r#"{"ignore_eos": true}"#,
+            "--stop", "a", "b", "--headers", "X-A=1", "X-B=x=y",
+        ])
+        .unwrap();
+        assert_eq!(cli.parallel, vec![1, 4, 8]);
+        assert_eq!(cli.number, vec![100, 200, 400]);
+        assert_eq!(cli.rate, vec![-1.0]);
+        assert!(cli.stream_enabled());
+        assert_eq!(cli.extra_args["ignore_eos"], serde_json::json!(true));
+        assert_eq!(cli.stop, Some(vec!["a".into(), "b".into()]));
+        assert_eq!(cli.headers[1].value, "x=y");
+    }
+
+    #[test]
+    fn defaults_match_evalscope() {
+        let cli = Cli::try_parse_from(["llmperf", "--model", "m"]).unwrap();
+        assert_eq!(cli.number, vec![1000]);
+        assert_eq!(cli.parallel, vec![1]);
+        assert_eq!(cli.max_tokens, vec![2048]);
+        assert_eq!(cli.temperature, 0.0);
+        assert_eq!(cli.total_timeout, 21600);
+        assert_eq!(cli.url, "http://127.0.0.1:8877/v1/chat/completions");
+        assert!(cli.stream_enabled());
+        assert_eq!(cli.apply_chat_template_flag(), None);
+    }
+
+    #[test]
+    fn last_of_stream_and_no_stream_wins() {
+        let cli = Cli::try_parse_from(["llmperf", "--stream", "--no-stream"]).unwrap();
+        assert!(!cli.stream_enabled());
+        let cli = Cli::try_parse_from(["llmperf", "--no-stream", "--stream"]).unwrap();
+        assert!(cli.stream_enabled());
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        let err = Cli::try_parse_from(["llmperf", "--extra-args", "{oops"]).unwrap_err();
+        assert!(err.to_string().contains("--extra-args"), "{err}");
+        let err = Cli::try_parse_from(["llmperf", "--headers", "novalue"]).unwrap_err();
+        assert!(err.to_string().contains("--headers"), "{err}");
+    }
+}

@@ -1,0 +1,56 @@
+//! Per-value parsers for flags whose values have structure (`KEY=VALUE`, JSON).
+
+/// One `--headers` item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderPair {
+    /// Header name, trimmed.
+    pub name: String,
+    /// Header value, trimmed.
+    pub value: String,
+}
+
+/// `KEY=VALUE`, split on the first `=`, both sides trimmed (evalscope's `ParseKVAction`).
+pub fn parse_header(s: &str) -> Result<HeaderPair, String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok(HeaderPair {
+            name: k.trim().to_string(),
+            value: v.trim().to_string(),
+        }),
+        _ => Err(format!(
+            "invalid key-value pair {s:?}: expected KEY=VALUE, e.g. X-Team=infra"
+        )),
+    }
+}
+
+/// A JSON object (for `--extra-args`), keys kept in the order written.
+pub fn parse_json_object(s: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str::<serde_json::Value>(s) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(other) => Err(format!(
+            "expected a JSON object like '{{\"ignore_eos\": true}}', got {other}"
+        )),
+        Err(e) => Err(format!("not valid JSON ({e}); expected e.g. '{{\"ignore_eos\": true}}'")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_splits_on_first_equals_and_trims() {
+        let h = parse_header(" Authorization = Bearer a=b ").unwrap();
+        assert_eq!(h.name, "Authorization");
+        assert_eq!(h.value, "Bearer a=b");
+        assert!(parse_header("nope").is_err());
+        assert!(parse_header("=v").is_err());
+    }
+
+    #[test]
+    fn json_object_keeps_key_order() {
+        let m = parse_json_object(r#"{"z": 1, "a": {"k": [1, 2.5]}}"#).unwrap();
+        assert_eq!(m.keys().collect::<Vec<_>>(), vec!["z", "a"]);
+        assert!(parse_json_object("[1]").is_err());
+        assert!(parse_json_object("{").is_err());
+    }
+}

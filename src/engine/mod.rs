@@ -1,0 +1,92 @@
+//! The load engine: dispatchers that decide *when* each request is sent (closed loop with a concurrency
+//! cap, open loop on an absolute schedule), the client that sends it, and the connection test.
+//!
+//! Requests are prepared before dispatch (bodies serialised once). Each finished request becomes a
+//! [`RequestRecord`] sent over a channel to the one aggregator that owns the statistics.
+
+pub mod client;
+mod closed_loop;
+pub mod conn_test;
+mod open_loop;
+pub mod schedule;
+pub mod sse;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use crate::plan::LoadMode;
+use crate::record::RequestRecord;
+use crate::shutdown::Shutdown;
+pub use client::HttpClient;
+
+/// One prepared request.
+#[derive(Debug, Clone)]
+pub struct PreparedRequest {
+    /// The exact body.
+    pub body: Arc<str>,
+    /// Warmup requests are not measured.
+    pub is_warmup: bool,
+}
+
+/// What the dispatcher needs for one run.
+pub struct Dispatch {
+    /// Closed or open loop.
+    pub mode: LoadMode,
+    /// Concurrency cap (closed loop).
+    pub parallel: usize,
+    /// Rate in req/s; ≤ 0 means unpaced.
+    pub rate: f64,
+    /// Soft time limit for the measured phase.
+    pub duration: Option<Duration>,
+    /// Seed for the arrival schedule.
+    pub seed: u64,
+}
+
+/// How dispatching ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DispatchOutcome {
+    /// Requests handed to the client (warmup included).
+    pub dispatched: usize,
+    /// Requests in flight abandoned after an interruption's grace period.
+    pub abandoned: usize,
+    /// Dispatch stopped because `--duration` passed.
+    pub hit_duration: bool,
+}
+
+/// Sends `requests` (warmup first) per `dispatch`, delivering every finished record to `records`. Returns
+/// once every dispatched request has finished or was abandoned.
+pub async fn run(
+    client: &HttpClient,
+    dispatch: &Dispatch,
+    requests: Vec<PreparedRequest>,
+    records: mpsc::Sender<RequestRecord>,
+    shutdown: &Shutdown,
+) -> DispatchOutcome {
+    match dispatch.mode {
+        LoadMode::Closed => closed_loop::run(client, dispatch, requests, records, shutdown).await,
+        LoadMode::Open => open_loop::run(client, dispatch, requests, records, shutdown).await,
+    }
+}
+
+/// Sends one request and delivers its record, unless the run abandons it first. Returns whether it was
+/// abandoned.
+async fn send_one(
+    client: HttpClient,
+    index: usize,
+    request: PreparedRequest,
+    scheduled_at: Instant,
+    records: mpsc::Sender<RequestRecord>,
+    shutdown: Shutdown,
+) -> bool {
+    let record = RequestRecord::new(index, request.is_warmup, request.body, scheduled_at);
+    tokio::select! {
+        biased;
+        record = client.send(record) => {
+            let _ = records.send(record).await;
+            false
+        }
+        _ = shutdown.abandoned() => true,
+    }
+}

@@ -1,0 +1,159 @@
+//! `benchmark_args.json`: every evalscope `Arguments` field in declaration order (spec §5.4), with this
+//! run's values, secrets masked; llmperf's own settings follow after evalscope's keys.
+
+use serde_json::{json, Map, Value};
+
+use crate::engine::client::is_secret_header;
+use crate::plan::{RunPlan, RunSpec};
+
+/// What a masked secret is written as.
+pub const MASK: &str = "**********";
+
+/// The arguments object for one run; `url` is the endpoint actually used, `run_dir` the run's folder.
+pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Map<String, Value> {
+    let cli = &plan.cli;
+    let headers: Map<String, Value> = plan
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            let v = if is_secret_header(k) { MASK } else { v.as_str() };
+            (k.clone(), json!(v))
+        })
+        .collect();
+    let max_tokens = match plan.params.max_tokens {
+        (a, b) if a == b => json!(a),
+        (a, b) => json!([a, b]),
+    };
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    put("model", json!(plan.model));
+    put("model_id", json!(plan.model_id));
+    put("attn_implementation", Value::Null);
+    put("api", json!(cli.api));
+    put("tokenizer_path", Value::Null);
+    put("port", json!(8877));
+    put("url", json!(url));
+    put("headers", Value::Object(headers));
+    put("connect_timeout", json!(cli.connect_timeout));
+    put("read_timeout", json!(cli.read_timeout));
+    put("total_timeout", json!(cli.total_timeout));
+    put("api_key", if cli.api_key.is_some() { json!(MASK) } else { Value::Null });
+    put("no_test_connection", json!(cli.no_test_connection));
+    put("scenario", Value::Null);
+    put("number", json!(spec.number));
+    put("parallel", json!(spec.parallel));
+    put("rate", json!(spec.rate));
+    put("warmup_num", json!(cli.warmup_num));
+    put("enable_pd_metrics", json!(false));
+    put("open_loop", json!(cli.open_loop));
+    put("sleep_interval", json!(cli.sleep_interval));
+    put("duration", json!(cli.duration));
+    put("sla_auto_tune", json!(false));
+    put("sla_variable", json!("parallel"));
+    put("sla_params", Value::Null);
+    put("sla_num_runs", json!(3));
+    put("sla_upper_bound", json!(65536));
+    put("sla_lower_bound", json!(1));
+    put("sla_fixed_parallel", Value::Null);
+    put("sla_number_multiplier", Value::Null);
+    put("db_commit_interval", json!(plan.db_commit_interval));
+    put("queue_size_multiplier", json!(5));
+    put("in_flight_task_multiplier", json!(2));
+    put("num_workers", json!(0));
+    put("log_every_n_query", json!(plan.log_every_n));
+    put("debug", json!(cli.debug));
+    put("enable_progress_tracker", json!(false));
+    put("visualizer", Value::Null);
+    put("wandb_api_key", Value::Null);
+    put("swanlab_api_key", Value::Null);
+    put("swanlab_host", Value::Null);
+    put("name", json!(cli.name));
+    put("alias", json!(cli.alias));
+    put("outputs_dir", json!(run_dir));
+    put("no_timestamp", json!(cli.no_timestamp));
+    put("max_prompt_length", json!(cli.max_prompt_length));
+    put("min_prompt_length", json!(cli.min_prompt_length));
+    put("prefix_length", json!(0));
+    put("prefix_count", json!(1));
+    put("prompt", json!(cli.prompt));
+    put("query_template", json!(cli.query_template));
+    put("apply_chat_template", json!(plan.apply_chat_template));
+    put("image_width", json!(224));
+    put("image_height", json!(224));
+    put("image_format", json!("RGB"));
+    put("image_num", json!(1));
+    put("image_patch_size", json!(28));
+    put("dataset", json!(cli.dataset));
+    put("dataset_path", json!(cli.dataset_path));
+    put("data_source", Value::Null);
+    put("dataset_offset", json!(0));
+    put("dataset_args", Value::Null);
+    put("frequency_penalty", json!(cli.frequency_penalty));
+    put("repetition_penalty", json!(cli.repetition_penalty));
+    put("logprobs", if cli.logprobs { json!(true) } else { Value::Null });
+    put("max_tokens", max_tokens);
+    put("min_tokens", json!(cli.min_tokens));
+    put("n_choices", json!(cli.n_choices));
+    put("seed", json!(cli.seed));
+    put("stop", json!(cli.stop));
+    put("stop_token_ids", json!(cli.stop_token_ids));
+    put("stream", json!(plan.params.stream));
+    put("temperature", json!(cli.temperature));
+    put("top_p", json!(cli.top_p));
+    put("top_k", json!(cli.top_k));
+    put("extra_args", Value::Object(cli.extra_args.clone()));
+    put("tokenize_prompt", json!(false));
+    put("multi_turn", json!(false));
+    put("min_turns", json!(1));
+    put("max_turns", Value::Null);
+    put("multi_turn_args", Value::Null);
+    // llmperf's own settings, after every evalscope key.
+    put("llmperf_version", json!(env!("CARGO_PKG_VERSION")));
+    if let Some(mock) = &plan.mock {
+        put("mock_ttft_ms", json!(mock.ttft.as_secs_f64() * 1000.0));
+        put("mock_itl_ms", json!(mock.itl.as_secs_f64() * 1000.0));
+        put("mock_output_tokens", json!(mock.output_tokens));
+        put("mock_threads", json!(mock.threads));
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn golden_keys() -> Option<Vec<String>> {
+        let root = std::env::var("LLMPERF_SHARED_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
+        let dir = format!("{root}/reference/evalscope-golden/a_seed/outputs");
+        let stamp = std::fs::read_dir(&dir).ok()?.next()?.ok()?.path();
+        let text = std::fs::read_to_string(stamp.join("test1/parallel_1_number_20/benchmark_args.json")).ok()?;
+        let v: Map<String, Value> = serde_json::from_str(&text).ok()?;
+        Some(v.keys().cloned().collect())
+    }
+
+    #[test]
+    fn keys_follow_evalscope_then_extras_and_secrets_are_masked() {
+        let cli = Cli::try_parse_from([
+            "llmperf", "--model", "m", "--prompt", "p", "--api-key", "sk-secret",
+            "--headers", "X-Api-Key=k2", "X-Team=t", "--max-tokens", "3", "9",
+        ])
+        .unwrap();
+        let plan = RunPlan::from_cli(cli, chrono::Local::now()).unwrap();
+        let m = args_json(&plan, &plan.runs[0], plan.url.as_str(), "out/run");
+        let text = crate::pyjson::dumps_indent4(&m);
+        assert!(!text.contains("sk-secret") && !text.contains("k2"), "{text}");
+        assert_eq!(m["headers"]["X-Team"], json!("t"));
+        assert_eq!(m["api_key"], json!(MASK));
+        assert_eq!(m["max_tokens"], json!([3, 9]));
+        assert_eq!(m["rate"], json!(-1.0));
+        let keys: Vec<String> = m.keys().cloned().collect();
+        let golden = golden_keys().expect("golden benchmark_args.json under ../shared");
+        assert_eq!(&keys[..golden.len()], &golden[..]);
+        assert_eq!(keys[golden.len()], "llmperf_version");
+    }
+}

@@ -1,0 +1,3 @@
+//! Output files and text: one file per format.
+
+pub mod args;

@@ -1,0 +1,651 @@
+//! `RunPlan::from_cli`: every cross-flag rule, checked once, turning raw flags into typed values.
+//!
+//! The engine never re-checks a flag. Errors here are usage errors (exit code 2) and name the flag.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::Url;
+
+use crate::cli::Cli;
+
+/// A usage error: a flag value or combination that cannot run. Exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
+}
+
+/// Which API plugin talks to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiKind {
+    /// OpenAI-compatible `/v1/chat/completions` or `/v1/completions`.
+    OpenAi,
+    /// The built-in simulator, started in-process; requests are OpenAI-shaped.
+    Mock,
+}
+
+/// Closed loop (fixed concurrency) or open loop (arrival rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadMode {
+    /// `--parallel` requests in flight; optional Poisson pacing by the first `--rate`.
+    Closed,
+    /// Poisson arrivals at `--rate`, no concurrency cap.
+    Open,
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptSource {
+    /// `--prompt`: one fixed prompt, one body reused by every request.
+    Fixed(String),
+    /// A dataset file.
+    Dataset {
+        /// The dataset plugin.
+        kind: DatasetKind,
+        /// `--dataset-path`.
+        path: PathBuf,
+    },
+}
+
+/// The dataset plugins this build supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatasetKind {
+    /// JSONL with a `question` field per line.
+    OpenQa,
+    /// Plain lines, JSON message arrays or whole JSON bodies.
+    LineByLine,
+    /// Plain lines.
+    Custom,
+}
+
+impl DatasetKind {
+    /// The `--dataset` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetKind::OpenQa => "openqa",
+            DatasetKind::LineByLine => "line_by_line",
+            DatasetKind::Custom => "custom",
+        }
+    }
+}
+
+/// Generation parameters copied into every body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenParams {
+    /// `max_tokens` as `(min, max)`; equal when fixed.
+    pub max_tokens: (u64, u64),
+    /// `min_tokens`.
+    pub min_tokens: Option<u64>,
+    /// `frequency_penalty`.
+    pub frequency_penalty: Option<f64>,
+    /// `repetition_penalty`.
+    pub repetition_penalty: Option<f64>,
+    /// `logprobs: true` when set.
+    pub logprobs: bool,
+    /// `n`.
+    pub n_choices: Option<u64>,
+    /// `seed`.
+    pub seed: Option<u64>,
+    /// `stop`.
+    pub stop: Option<Vec<String>>,
+    /// `stream`.
+    pub stream: bool,
+    /// `stop_token_ids`.
+    pub stop_token_ids: Option<Vec<i64>>,
+    /// `temperature`.
+    pub temperature: f64,
+    /// `top_p`.
+    pub top_p: Option<f64>,
+    /// `top_k`.
+    pub top_k: Option<i64>,
+    /// `--extra-args`, merged last.
+    pub extra_args: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Request timeouts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timeouts {
+    /// `--connect-timeout`.
+    pub connect: Option<Duration>,
+    /// `--read-timeout` (between reads).
+    pub read: Option<Duration>,
+    /// `--total-timeout` (whole request; connection-test budget).
+    pub total: Duration,
+}
+
+/// Simulator settings for `--api mock`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MockSettings {
+    /// Time to first token.
+    pub ttft: Duration,
+    /// Time between tokens.
+    pub itl: Duration,
+    /// Natural output length.
+    pub output_tokens: u32,
+    /// Simulator runtime threads.
+    pub threads: usize,
+}
+
+/// One run of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    /// Measured requests.
+    pub number: u64,
+    /// Concurrency (−1 in open loop).
+    pub parallel: i64,
+    /// Rate in req/s (−1.0 when not paced).
+    pub rate: f64,
+    /// Warmup requests sent first, not measured.
+    pub warmup: u64,
+    /// `parallel_<P>_number_<N>` or `rate_<R>_number_<N>`.
+    pub dir_name: String,
+}
+
+impl RunSpec {
+    /// Warmup plus measured requests.
+    pub fn total(&self) -> u64 {
+        self.number + self.warmup
+    }
+}
+
+/// The validated plan of a whole invocation.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// The flags as typed (for `benchmark_args.json`).
+    pub cli: Cli,
+    /// `--model`.
+    pub model: String,
+    /// Basename of the model (evalscope's `model_id`).
+    pub model_id: String,
+    /// API plugin.
+    pub api: ApiKind,
+    /// Endpoint URL after auto-append (for `--api mock`, host and port are replaced at start).
+    pub url: Url,
+    /// Headers sent with every request (Authorization included when `--api-key` is set).
+    pub headers: Vec<(String, String)>,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Send a test request before each run.
+    pub test_connection: bool,
+    /// Closed or open loop.
+    pub mode: LoadMode,
+    /// The runs, in order.
+    pub runs: Vec<RunSpec>,
+    /// Soft per-run time limit.
+    pub duration: Option<Duration>,
+    /// Pause between runs.
+    pub sleep_interval: Duration,
+    /// Where prompts come from.
+    pub prompts: PromptSource,
+    /// `--query-template` text (file already read).
+    pub query_template: Option<String>,
+    /// Messages (`true`) or plain prompts (`false`).
+    pub apply_chat_template: bool,
+    /// Prompt length filter, characters.
+    pub prompt_length: (u64, u64),
+    /// Body parameters.
+    pub params: GenParams,
+    /// Run root: `<outputs-dir>/[<timestamp>/]<name>`.
+    pub output_root: PathBuf,
+    /// Commit every N rows.
+    pub db_commit_interval: usize,
+    /// Log the running summary every N requests.
+    pub log_every_n: u64,
+    /// Debug logging.
+    pub debug: bool,
+    /// Simulator settings when `--api mock`.
+    pub mock: Option<MockSettings>,
+}
+
+/// The endpoint suffix appended for each API when the URL has none.
+const ENDPOINT_SUFFIXES: [&str; 8] = [
+    "chat/completions",
+    "completions",
+    "responses",
+    "embeddings",
+    "reranks",
+    "rerank",
+    "systemone",
+    "decide",
+];
+
+/// Replaces characters that cannot be in a folder name (evalscope's rule).
+pub fn sanitize_name(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '<' | '>' | ':' | '"' | '|' | '?' | '*' | '\\' | '/' | '\0' => '_',
+            c => c,
+        })
+        .collect()
+}
+
+/// `--url` with the endpoint appended when its path names none. Returns the URL and whether it changed.
+pub fn complete_url(raw: &str) -> Result<(Url, bool), UsageError> {
+    let mut url = Url::parse(raw).or_else(|e| {
+        usage(format!(
+            "--url {raw:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8000/v1/chat/completions"
+        ))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return usage(format!("--url {raw:?} must start with http:// or https://"));
+    }
+    let path = url.path().trim_end_matches('/').to_string();
+    if ENDPOINT_SUFFIXES.iter().any(|s| path.ends_with(s)) {
+        return Ok((url, false));
+    }
+    url.set_path(&format!("{path}/chat/completions"));
+    Ok((url, true))
+}
+
+fn read_at_file(flag: &str, value: &str) -> Result<String, UsageError> {
+    match value.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .or_else(|e| usage(format!("{flag} @{path}: cannot read the file ({e})"))),
+        None => Ok(value.to_string()),
+    }
+}
+
+fn warmup_count(warmup_num: f64, number: u64) -> u64 {
+    if warmup_num <= 0.0 {
+        0
+    } else if warmup_num >= 1.0 {
+        warmup_num as u64
+    } else {
+        ((warmup_num * number as f64) as u64).max(1)
+    }
+}
+
+fn is_chat_url(url: &Url) -> bool {
+    url.path().trim_end_matches('/').ends_with("chat/completions")
+}
+
+impl RunPlan {
+    /// Validates `cli` into a plan. `now` names the timestamp folder.
+    pub fn from_cli(cli: Cli, now: chrono::DateTime<chrono::Local>) -> Result<RunPlan, UsageError> {
+        let model = match &cli.model {
+            Some(m) if !m.trim().is_empty() => m.clone(),
+            _ => return usage("--model is required (the model name sent in each request, e.g. --model qwen2.5)"),
+        };
+        let model_id = model
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(&model)
+            .to_string();
+        let api = match cli.api.as_str() {
+            "openai" => ApiKind::OpenAi,
+            "mock" => ApiKind::Mock,
+            other => {
+                return usage(format!(
+                    "--api {other:?} is not supported; use one of: openai, mock"
+                ))
+            }
+        };
+        let (url, _) = complete_url(&cli.url)?;
+
+        let mut headers: Vec<(String, String)> = Vec::new();
+        for h in &cli.headers {
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&h.name));
+            headers.push((h.name.clone(), h.value.clone()));
+        }
+        if let Some(key) = &cli.api_key {
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+            headers.push(("Authorization".into(), format!("Bearer {key}")));
+        }
+        for (k, v) in &headers {
+            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
+                || reqwest::header::HeaderValue::from_str(v).is_err()
+            {
+                return usage(format!("--headers {k:?}: not a valid HTTP header name/value"));
+            }
+        }
+
+        let timeouts = Timeouts {
+            connect: cli.connect_timeout.map(Duration::from_secs),
+            read: cli.read_timeout.map(Duration::from_secs),
+            total: Duration::from_secs(cli.total_timeout.max(1)),
+        };
+
+        let mode = if cli.open_loop {
+            LoadMode::Open
+        } else {
+            LoadMode::Closed
+        };
+        if cli.number.contains(&0) {
+            return usage("--number: every value must be at least 1");
+        }
+        let runs = match mode {
+            LoadMode::Closed => {
+                if cli.number.len() != cli.parallel.len() {
+                    return usage(format!(
+                        "--number and --parallel must have the same length: --number has {} value(s), --parallel has {} (one run per pair)",
+                        cli.number.len(),
+                        cli.parallel.len()
+                    ));
+                }
+                if let Some(p) = cli.parallel.iter().find(|p| **p <= 0) {
+                    return usage(format!("--parallel {p}: every value must be greater than 0"));
+                }
+                let rate = cli.rate[0];
+                if rate <= 0.0 && rate != -1.0 {
+                    return usage(format!(
+                        "--rate {rate}: must be greater than 0, or -1 for no pacing"
+                    ));
+                }
+                cli.number
+                    .iter()
+                    .zip(&cli.parallel)
+                    .map(|(&number, &parallel)| RunSpec {
+                        number,
+                        parallel,
+                        rate,
+                        warmup: warmup_count(cli.warmup_num, number),
+                        dir_name: format!("parallel_{parallel}_number_{number}"),
+                    })
+                    .collect::<Vec<_>>()
+            }
+            LoadMode::Open => {
+                if cli.number.len() != cli.rate.len() {
+                    return usage(format!(
+                        "--number and --rate must have the same length in --open-loop: --number has {} value(s), --rate has {}",
+                        cli.number.len(),
+                        cli.rate.len()
+                    ));
+                }
+                if let Some(r) = cli.rate.iter().find(|r| !(**r > 0.0) || !r.is_finite()) {
+                    return usage(format!(
+                        "--rate {r}: --open-loop needs every rate greater than 0 (requests per second)"
+                    ));
+                }
+                cli.number
+                    .iter()
+                    .zip(&cli.rate)
+                    .map(|(&number, &rate)| RunSpec {
+                        number,
+                        parallel: -1,
+                        rate,
+                        warmup: warmup_count(cli.warmup_num, number),
+                        dir_name: format!(
+                            "rate_{}_number_{number}",
+                            crate::pyjson::float_repr(rate)
+                        ),
+                    })
+                    .collect()
+            }
+        };
+        for (i, r) in runs.iter().enumerate() {
+            if runs[..i].iter().any(|o| o.dir_name == r.dir_name) {
+                return usage(format!(
+                    "the sweep repeats the run {}: each (--number, --parallel/--rate) pair must be distinct",
+                    r.dir_name
+                ));
+            }
+        }
+
+        let duration = match cli.duration {
+            None => None,
+            Some(d) if d > 0.0 && d.is_finite() => Some(Duration::from_secs_f64(d)),
+            Some(d) => return usage(format!("--duration {d}: must be a number of seconds > 0")),
+        };
+
+        let max_tokens = match cli.max_tokens.as_slice() {
+            [v] => (*v, *v),
+            [a, b] if a <= b => (*a, *b),
+            [a, b] => {
+                return usage(format!(
+                    "--max-tokens {a} {b}: the minimum must not exceed the maximum"
+                ))
+            }
+            _ => return usage("--max-tokens takes one value, or two (MIN MAX)"),
+        };
+        if cli.min_prompt_length > cli.max_prompt_length {
+            return usage(format!(
+                "--min-prompt-length {} is greater than --max-prompt-length {}",
+                cli.min_prompt_length, cli.max_prompt_length
+            ));
+        }
+
+        let prompts = match &cli.prompt {
+            Some(p) => PromptSource::Fixed(read_at_file("--prompt", p)?),
+            None => {
+                let kind = match cli.dataset.as_str() {
+                    "openqa" => DatasetKind::OpenQa,
+                    "line_by_line" => DatasetKind::LineByLine,
+                    "custom" => DatasetKind::Custom,
+                    other => {
+                        return usage(format!(
+                            "--dataset {other:?} is not supported; use one of: openqa, line_by_line, custom (from --dataset-path), or --prompt"
+                        ))
+                    }
+                };
+                let path = match &cli.dataset_path {
+                    Some(p) => PathBuf::from(p),
+                    None => {
+                        return usage(format!(
+                            "--dataset {} needs --dataset-path (a local file; llmperf downloads no datasets), or use --prompt",
+                            kind.name()
+                        ))
+                    }
+                };
+                if !path.is_file() {
+                    return usage(format!(
+                        "--dataset-path {}: no such file",
+                        path.display()
+                    ));
+                }
+                PromptSource::Dataset { kind, path }
+            }
+        };
+        let query_template = match &cli.query_template {
+            Some(t) => {
+                let text = read_at_file("--query-template", t)?;
+                let probe = text.replace("%m", "m").replace("%p", "p");
+                match serde_json::from_str::<serde_json::Value>(&probe) {
+                    Ok(serde_json::Value::Object(_)) => Some(text),
+                    Ok(_) => return usage("--query-template must be a JSON object"),
+                    Err(e) => return usage(format!("--query-template is not valid JSON: {e}")),
+                }
+            }
+            None => None,
+        };
+
+        let apply_chat_template = cli
+            .apply_chat_template_flag()
+            .unwrap_or_else(|| is_chat_url(&url));
+
+        let params = GenParams {
+            max_tokens,
+            min_tokens: cli.min_tokens,
+            frequency_penalty: cli.frequency_penalty,
+            repetition_penalty: cli.repetition_penalty,
+            logprobs: cli.logprobs,
+            n_choices: cli.n_choices,
+            seed: cli.seed,
+            stop: cli.stop.clone(),
+            stream: cli.stream_enabled(),
+            stop_token_ids: cli.stop_token_ids.clone(),
+            temperature: cli.temperature,
+            top_p: cli.top_p,
+            top_k: cli.top_k,
+            extra_args: cli.extra_args.clone(),
+        };
+
+        let name = sanitize_name(cli.name.as_deref().unwrap_or(&model_id));
+        let mut output_root = PathBuf::from(&cli.outputs_dir);
+        if !cli.no_timestamp {
+            output_root.push(now.format("%Y%m%d_%H%M%S").to_string());
+        }
+        output_root.push(name);
+
+        let mock = match api {
+            ApiKind::Mock => {
+                for (flag, v) in [("--mock-ttft-ms", cli.mock_ttft_ms), ("--mock-itl-ms", cli.mock_itl_ms)] {
+                    if !(v >= 0.0 && v.is_finite()) {
+                        return usage(format!("{flag} {v}: must be a number of milliseconds ≥ 0"));
+                    }
+                }
+                if cli.mock_threads == 0 {
+                    return usage("--mock-threads must be at least 1");
+                }
+                Some(MockSettings {
+                    ttft: Duration::from_secs_f64(cli.mock_ttft_ms / 1000.0),
+                    itl: Duration::from_secs_f64(cli.mock_itl_ms / 1000.0),
+                    output_tokens: cli.mock_output_tokens,
+                    threads: cli.mock_threads,
+                })
+            }
+            ApiKind::OpenAi => None,
+        };
+
+        Ok(RunPlan {
+            model,
+            model_id,
+            api,
+            url,
+            headers,
+            timeouts,
+            test_connection: !cli.no_test_connection,
+            mode,
+            runs,
+            duration,
+            sleep_interval: Duration::from_secs(cli.sleep_interval),
+            prompts,
+            query_template,
+            apply_chat_template,
+            prompt_length: (cli.min_prompt_length, cli.max_prompt_length),
+            params,
+            output_root,
+            db_commit_interval: cli.db_commit_interval.max(1) as usize,
+            log_every_n: cli.log_every_n_query.max(1) as u64,
+            debug: cli.debug,
+            mock,
+            cli,
+        })
+    }
+
+    /// The dataset name shown in reports (`--dataset` even with `--prompt`, as evalscope).
+    pub fn dataset_name(&self) -> &str {
+        &self.cli.dataset
+    }
+
+    /// `host:port` of the endpoint.
+    pub fn endpoint_label(&self) -> String {
+        let host = self.url.host_str().unwrap_or("");
+        match self.url.port_or_known_default() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Result<RunPlan, UsageError> {
+        let mut v = vec!["llmperf", "--model", "org/my-model", "--prompt", "hi"];
+        v.extend_from_slice(args);
+        RunPlan::from_cli(Cli::try_parse_from(v).unwrap(), chrono::Local::now())
+    }
+
+    fn err(args: &[&str]) -> String {
+        plan(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn url_gets_endpoint_appended() {
+        let (u, changed) = complete_url("http://h:1/v1").unwrap();
+        assert!(changed);
+        assert_eq!(u.as_str(), "http://h:1/v1/chat/completions");
+        let (u, _) = complete_url("http://h:1/v1/?x=1").unwrap();
+        assert_eq!(u.as_str(), "http://h:1/v1/chat/completions?x=1");
+        let (u, changed) = complete_url("http://h:1/v1/completions").unwrap();
+        assert!(!changed);
+        assert_eq!(u.path(), "/v1/completions");
+        assert!(complete_url("ftp://h/v1").is_err());
+    }
+
+    #[test]
+    fn sweep_runs_and_dir_names() {
+        let p = plan(&["--parallel", "1", "4", "--number", "10", "20", "--warmup-num", "0.5"]).unwrap();
+        let names: Vec<_> = p.runs.iter().map(|r| r.dir_name.as_str()).collect();
+        assert_eq!(names, ["parallel_1_number_10", "parallel_4_number_20"]);
+        assert_eq!(p.runs[0].warmup, 5);
+        assert_eq!(p.runs[1].warmup, 10);
+        assert_eq!(p.model_id, "my-model");
+        assert!(p.output_root.ends_with("my-model"));
+    }
+
+    #[test]
+    fn open_loop_uses_python_float_names() {
+        let p = plan(&["--open-loop", "--rate", "5", "0.5", "--number", "10", "20"]).unwrap();
+        assert_eq!(p.runs[0].dir_name, "rate_5.0_number_10");
+        assert_eq!(p.runs[1].dir_name, "rate_0.5_number_20");
+        assert_eq!(p.runs[0].parallel, -1);
+    }
+
+    #[test]
+    fn warmup_rules() {
+        assert_eq!(warmup_count(0.0, 100), 0);
+        assert_eq!(warmup_count(-1.0, 100), 0);
+        assert_eq!(warmup_count(5.9, 100), 5);
+        assert_eq!(warmup_count(0.001, 100), 1);
+        assert_eq!(warmup_count(0.25, 100), 25);
+    }
+
+    #[test]
+    fn usage_errors_name_the_flag() {
+        assert!(err(&["--parallel", "1", "2"]).contains("--number and --parallel"));
+        assert!(err(&["--parallel", "0"]).contains("--parallel"));
+        assert!(err(&["--open-loop", "--rate", "-1"]).contains("--rate"));
+        assert!(err(&["--open-loop", "--rate", "1", "2"]).contains("--rate"));
+        assert!(err(&["--max-tokens", "5", "2"]).contains("--max-tokens"));
+        assert!(err(&["--max-tokens", "1", "2", "3"]).contains("--max-tokens"));
+        assert!(err(&["--api", "nope"]).contains("--api"));
+        assert!(err(&["--url", "not a url"]).contains("--url"));
+        assert!(err(&["--duration", "0"]).contains("--duration"));
+        assert!(err(&["--parallel", "2", "2", "--number", "5", "5"]).contains("repeats"));
+        assert!(err(&["--query-template", "{bad"]).contains("--query-template"));
+        assert!(err(&["--min-prompt-length", "9", "--max-prompt-length", "3"]).contains("--min-prompt-length"));
+        let no_model = RunPlan::from_cli(Cli::try_parse_from(["llmperf"]).unwrap(), chrono::Local::now());
+        assert!(no_model.unwrap_err().to_string().contains("--model"));
+    }
+
+    #[test]
+    fn dataset_needs_a_path() {
+        let cli = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "openqa"]).unwrap();
+        let e = RunPlan::from_cli(cli, chrono::Local::now()).unwrap_err().to_string();
+        assert!(e.contains("--dataset-path"), "{e}");
+        let cli = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "zzz"]).unwrap();
+        let e = RunPlan::from_cli(cli, chrono::Local::now()).unwrap_err().to_string();
+        assert!(e.contains("--dataset"), "{e}");
+    }
+
+    #[test]
+    fn api_key_overrides_authorization_header() {
+        let p = plan(&["--headers", "authorization=x", "X-A=1", "--api-key", "sk-1"]).unwrap();
+        assert_eq!(
+            p.headers,
+            vec![("X-A".to_string(), "1".to_string()), ("Authorization".to_string(), "Bearer sk-1".to_string())]
+        );
+    }
+
+    #[test]
+    fn chat_template_default_follows_url() {
+        assert!(plan(&[]).unwrap().apply_chat_template);
+        let p = plan(&["--url", "http://h/v1/completions"]).unwrap();
+        assert!(!p.apply_chat_template);
+        let p = plan(&["--url", "http://h/v1/completions", "--apply-chat-template"]).unwrap();
+        assert!(p.apply_chat_template);
+    }
+
+    #[test]
+    fn name_is_sanitized() {
+        let p = plan(&["--name", "a/b:c", "--no-timestamp", "--outputs-dir", "o"]).unwrap();
+        assert_eq!(p.output_root, PathBuf::from("o/a_b_c"));
+    }
+}

@@ -1,0 +1,165 @@
+//! One run of a sweep: prepare every body, test the connection, dispatch, aggregate, and write the run's
+//! files as soon as it ends (so a later failure cannot lose them).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use rand::SeedableRng;
+use tokio::sync::mpsc;
+
+use super::aggregate::aggregate;
+use crate::api::openai::BodyComposer;
+use crate::dataset::{self, Item};
+use crate::engine::{self, conn_test, Dispatch, HttpClient, PreparedRequest};
+use crate::export;
+use crate::metrics::{Accumulator, BenchmarkSummary, PercentileTable, SummaryContext};
+use crate::plan::{LoadMode, PromptSource, RunPlan, RunSpec};
+use crate::pyjson;
+use crate::shutdown::Shutdown;
+use crate::store::Store;
+
+/// What a sweep shares between its runs.
+pub struct SweepContext<'a> {
+    /// The plan.
+    pub plan: &'a RunPlan,
+    /// The endpoint actually used (the simulator's for `--api mock`).
+    pub url: reqwest::Url,
+    /// Dataset items (cycled).
+    pub items: &'a [Item],
+    /// Body builder.
+    pub composer: BodyComposer,
+    /// Stop state.
+    pub shutdown: Shutdown,
+}
+
+/// The outcome of one run.
+pub struct RunResult {
+    /// The run.
+    pub spec: RunSpec,
+    /// Its summary.
+    pub summary: BenchmarkSummary,
+    /// Its percentiles.
+    pub percentiles: PercentileTable,
+    /// The run was cut short by a signal.
+    pub interrupted: bool,
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
+    let base = plan.params.seed.unwrap_or_else(rand::random);
+    base.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(run_index as u64)
+}
+
+fn prepare(ctx: &SweepContext<'_>, spec: &RunSpec, seed: u64) -> Vec<PreparedRequest> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let total = spec.total() as usize;
+    // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
+    let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_))
+        .then(|| ctx.composer.compose(&ctx.items[0], &mut rng));
+    (0..total)
+        .map(|i| PreparedRequest {
+            body: match &fixed {
+                Some(body) => body.clone(),
+                None => ctx.composer.compose(dataset::cycled(ctx.items, i), &mut rng),
+            },
+            is_warmup: (i as u64) < spec.warmup,
+        })
+        .collect()
+}
+
+/// Runs `spec` and writes its files under `<root>/<dir_name>`.
+pub async fn run_single(ctx: &SweepContext<'_>, spec: &RunSpec, run_index: usize) -> Result<RunResult> {
+    let plan = ctx.plan;
+    let run_dir: PathBuf = plan.output_root.join(&spec.dir_name);
+    std::fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+    let args = export::args::args_json(plan, spec, ctx.url.as_str(), &run_dir.to_string_lossy());
+    tracing::info!("Starting benchmark with args: ");
+    tracing::info!("{}", pyjson::dumps_indent4(&args));
+    write_file(&run_dir.join("benchmark_args.json"), &pyjson::dumps_indent4(&args))?;
+
+    let seed = run_seed(plan, run_index);
+    let requests = prepare(ctx, spec, seed);
+    let parallel = if spec.parallel > 0 { spec.parallel as usize } else { 1024 };
+    let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
+
+    if plan.test_connection {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5EED);
+        let body = ctx.composer.connection_test(plan.apply_chat_template, &mut rng);
+        conn_test::check(&client, body, plan.timeouts.total, &ctx.shutdown).await?;
+    }
+    if spec.warmup > 0 {
+        tracing::info!(
+            "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
+            spec.warmup,
+            spec.total(),
+            spec.number
+        );
+    } else if plan.mode == LoadMode::Closed && spec.parallel > 1 {
+        tracing::warn!(
+            "Warmup is disabled, so the first {p} requests are released at once against an idle server. Their TTFT carries the start-up burst and can dominate the reported percentiles. Pass --warmup-num {p} to keep that burst out of the measured window, or {} if you also read the max column.",
+            2 * spec.parallel,
+            p = spec.parallel
+        );
+    }
+
+    let db_path = run_dir.join("benchmark_data.db");
+    let store = Arc::new(Store::create(&db_path, plan.db_commit_interval)?);
+    tracing::info!("Save the data base to: {}", db_path.display());
+    let hook_store = Arc::downgrade(&store);
+    ctx.shutdown.set_flush_hook(Some(Box::new(move || {
+        if let Some(s) = hook_store.upgrade() {
+            let _ = s.flush();
+        }
+    })));
+
+    let acc = Accumulator::new(SummaryContext {
+        concurrency: spec.parallel,
+        request_rate: spec.rate,
+        input_only: false,
+    });
+    let progress = crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
+    let (tx, rx) = mpsc::channel(parallel.clamp(64, 8192));
+    let aggregator = tokio::spawn(aggregate(rx, acc, progress, store.clone(), plan.log_every_n));
+    let dispatch = Dispatch {
+        mode: plan.mode,
+        parallel,
+        rate: spec.rate,
+        duration: plan.duration,
+        seed,
+    };
+    let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await;
+    let (acc, progress) = aggregator.await.context("the aggregator task failed")?;
+    progress.finish();
+    ctx.shutdown.set_flush_hook(None);
+    let store = Arc::try_unwrap(store).map_err(|_| anyhow::anyhow!("the store is still shared"))?;
+    let rows = store.finish()?;
+    if outcome.hit_duration {
+        tracing::info!("--duration reached: stopped sending after {} requests", outcome.dispatched);
+    }
+    if outcome.abandoned > 0 {
+        tracing::warn!(
+            "{} request(s) still in flight after the grace period were abandoned (not stored)",
+            outcome.abandoned
+        );
+    }
+
+    let interrupted = ctx.shutdown.stopping();
+    let mut summary = acc.summary();
+    summary.extras.interrupted = interrupted;
+    let percentiles = acc.percentiles();
+    write_file(&run_dir.join("benchmark_summary.json"), &summary.to_json_string())?;
+    write_file(&run_dir.join("benchmark_percentile.json"), &percentiles.to_json_string())?;
+    tracing::info!("\n{}", export::console::summary_table(&summary));
+    tracing::info!("\n{}", export::console::percentile_table(&percentiles));
+    tracing::info!("Save the summary to: {} ({rows} requests stored)", run_dir.display());
+    Ok(RunResult {
+        spec: spec.clone(),
+        summary,
+        percentiles,
+        interrupted,
+    })
+}

@@ -1,0 +1,57 @@
+//! Ctrl-C and SIGTERM: every completed request kept, the summary written and marked, exit 128 + signal.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use llmperf::sim::{SimConfig, SimServer};
+
+fn interrupt_after_rows(signal: i32, expected_code: i32) {
+    let sim = SimServer::start(SimConfig {
+        ttft: Duration::from_millis(5),
+        itl: Duration::from_millis(5),
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llmperf"))
+        .args([
+            "--url", &sim.base_url(), "--model", "m", "--prompt", "x", "--number", "100000", "--parallel", "4",
+            "--max-tokens", "10", "--db-commit-interval", "1000000", "--no-timestamp",
+            "--outputs-dir", out.path().to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until requests are flowing (the simulator has seen some), then signal.
+    let t0 = Instant::now();
+    while sim.requests().len() < 40 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no traffic");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(expected_code));
+    let run = out.path().join("m/parallel_4_number_100000");
+    let rows = rows(&run.join("benchmark_data.db"));
+    assert!(rows.len() >= 30, "completed requests kept: {}", rows.len());
+    let s = json_file(&run.join("benchmark_summary.json"));
+    assert_eq!(s["Interrupted"], true);
+    assert_eq!(s["Total Requests"].as_u64().unwrap() as usize, rows.len());
+    assert!(out.path().join("m/performance_summary.txt").is_file());
+}
+
+#[test]
+fn sigint_keeps_every_completed_request() {
+    interrupt_after_rows(libc::SIGINT, 130);
+}
+
+#[test]
+fn sigterm_exits_143() {
+    interrupt_after_rows(libc::SIGTERM, 143);
+}

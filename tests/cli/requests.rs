@@ -1,0 +1,97 @@
+//! What goes over the wire: bodies byte for byte, headers, the connection test, datasets.
+
+use crate::common::*;
+
+#[test]
+fn prompt_bodies_are_evalscope_bytes_and_reused() {
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    ok(&llmperf(
+        out.path(),
+        &[
+            "--url", &url, "--model", "mock-model", "--prompt", "hello there", "--number", "3",
+            "--max-tokens", "5", "--seed", "1", "--extra-args", r#"{"ignore_eos": true}"#,
+            "--api-key", "sk-test-123", "--headers", "X-Foo=bar",
+        ],
+    ));
+    let reqs = sim.requests();
+    assert_eq!(reqs.len(), 4, "connection test + 3 requests");
+    let expected = r#"{"messages": [{"role": "user", "content": "hello there"}], "model": "mock-model", "max_tokens": 5, "seed": 1, "stream": true, "stream_options": {"include_usage": true}, "temperature": 0.0, "ignore_eos": true}"#;
+    for (path, body, headers) in &reqs[1..] {
+        assert_eq!(path, "/v1/chat/completions");
+        assert_eq!(body, expected);
+        let get = |k: &str| headers.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("authorization"), Some("Bearer sk-test-123"));
+        assert_eq!(get("x-foo"), Some("bar"));
+        assert_eq!(get("content-type"), Some("application/json"));
+    }
+    // The connection test has the run's shape with a small max_tokens.
+    let test: serde_json::Value = serde_json::from_str(&reqs[0].1).unwrap();
+    assert_eq!(test["messages"][0]["content"], "hello");
+    assert_eq!(test["max_tokens"], 4);
+    // The stored request is the sent one.
+    let root = run_root(out.path(), "mock-model");
+    let rows = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    assert!(rows.iter().all(|r| r.request == expected));
+}
+
+#[test]
+fn line_by_line_dataset_and_completions_endpoint() {
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let data = out.path().join("prompts.txt");
+    std::fs::write(
+        &data,
+        "first prompt\n[{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]\n{\"prompt\": \"body\", \"max_tokens\": 3}\n\n",
+    )
+    .unwrap();
+    let url = format!("{}/v1/completions", sim.base_url());
+    ok(&llmperf(
+        out.path().join("o").as_path(),
+        &[
+            "--url", &url, "--model", "m", "--dataset", "line_by_line", "--dataset-path",
+            data.to_str().unwrap(), "--number", "4", "--max-tokens", "6", "--no-test-connection",
+        ],
+    ));
+    let bodies: Vec<String> = sim.requests().into_iter().map(|r| r.1).collect();
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(
+        bodies[0],
+        r#"{"prompt": "first prompt", "model": "m", "max_tokens": 6, "stream": true, "stream_options": {"include_usage": true}, "temperature": 0.0}"#
+    );
+    assert!(bodies[1].starts_with(r#"{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}], "model": "m""#));
+    assert_eq!(
+        bodies[2],
+        r#"{"prompt": "body", "max_tokens": 3, "model": "m", "stream": true, "stream_options": {"include_usage": true}, "temperature": 0.0}"#
+    );
+    assert_eq!(bodies[3], bodies[0], "the dataset is cycled");
+}
+
+#[test]
+fn max_tokens_range_and_seed_make_identical_runs() {
+    let run = || {
+        let sim = fast_sim();
+        let out = tempfile::tempdir().unwrap();
+        let data = out.path().join("q.jsonl");
+        std::fs::write(&data, "{\"question\": \"a\"}\n{\"question\": \"b\"}\n").unwrap();
+        ok(&llmperf(
+            out.path().join("o").as_path(),
+            &[
+                "--url", &sim.base_url(), "--model", "m", "--dataset", "openqa", "--dataset-path",
+                data.to_str().unwrap(), "--number", "12", "--max-tokens", "2", "9", "--seed", "5",
+                "--no-test-connection",
+            ],
+        ));
+        let mut bodies: Vec<String> = sim.requests().into_iter().map(|r| r.1).collect();
+        bodies.sort();
+        bodies
+    };
+    let a = run();
+    assert_eq!(a, run(), "same seed, same bodies");
+    let maxes: std::collections::BTreeSet<u64> = a
+        .iter()
+        .map(|b| serde_json::from_str::<serde_json::Value>(b).unwrap()["max_tokens"].as_u64().unwrap())
+        .collect();
+    assert!(maxes.len() > 1 && maxes.iter().all(|m| (2..=9).contains(m)), "{maxes:?}");
+}
