@@ -1,6 +1,354 @@
-//! Online accumulation of finished records into a summary and percentiles.
+//! Online accumulation of finished records into evalscope's summary and percentile table.
+//!
+//! Mirrors evalscope 1.14.1's `MetricsAccumulator` (spec §4.1): running sums in arrival order (so float
+//! sums come out bit-identical), the `_safe_div` `-1` sentinel, and `create_message`'s key set, from which
+//! both the summary file and the periodic log line are built. Per-success values are kept in compact
+//! columns for the percentile table (spec §4.2); no record is kept.
 
-/// Placeholder until the accumulator lands.
-pub struct Accumulator;
-/// Placeholder until the accumulator lands.
-pub struct SummaryContext;
+use std::collections::BTreeMap;
+
+use super::percentile::PercentileTable;
+use super::samples::{Sample, SuccessRows};
+use super::summary::{keys, message_json_indent2, BenchmarkSummary, Message, PyNum, SummaryExtras};
+use crate::record::RequestRecord;
+
+/// What a run's summary needs beyond its records.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SummaryContext {
+    /// `Concurrency`: the closed-loop parallelism, −1 in open loop.
+    pub concurrency: i64,
+    /// `Request Rate (req/s)`: the open-loop rate, −1.0 when not paced.
+    pub request_rate: f64,
+    /// Embedding / rerank APIs: input-only summary keys and percentile columns.
+    pub input_only: bool,
+}
+
+/// Python's built-in `sum()` over floats (CPython ≥ 3.12: Neumaier-compensated), kept incrementally.
+#[derive(Debug, Clone, Copy, Default)]
+struct PySum {
+    sum: f64,
+    compensation: f64,
+}
+
+impl PySum {
+    fn add(&mut self, x: f64) {
+        let t = self.sum + x;
+        if self.sum.abs() >= x.abs() {
+            self.compensation += (self.sum - t) + x;
+        } else {
+            self.compensation += (x - t) + self.sum;
+        }
+        self.sum = t;
+    }
+
+    fn value(&self) -> f64 {
+        if self.compensation != 0.0 && self.compensation.is_finite() {
+            self.sum + self.compensation
+        } else {
+            self.sum
+        }
+    }
+}
+
+/// evalscope's `_safe_div`: the quotient as a float, or the `int` −1 on a zero denominator.
+fn safe_div(numerator: f64, denominator: f64) -> PyNum {
+    if denominator == 0.0 {
+        PyNum::Int(-1)
+    } else {
+        PyNum::Float(numerator / denominator)
+    }
+}
+
+/// Running statistics of one run. One owner (the aggregator); `add` is O(1) plus the ITL samples.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    ctx: SummaryContext,
+    n_total: u64,
+    n_success: u64,
+    n_stream_total: u64,
+    n_non_stream_total: u64,
+    n_stream_success: u64,
+    n_stream_tpot: u64,
+    wall_start: Option<f64>,
+    wall_end: Option<f64>,
+    total_latency: f64,
+    total_ttft: f64,
+    total_ttft_stream: f64,
+    total_tpot: f64,
+    total_tpot_stream: f64,
+    total_prompt_tokens: u64,
+    total_completion_tokens: u64,
+    itl_sum: PySum,
+    total_cached_tokens: u64,
+    total_prompt_tokens_for_cache: u64,
+    n_cache: u64,
+    total_decoded_per_iter: f64,
+    n_decoded: u64,
+    failures: BTreeMap<&'static str, u64>,
+    interrupted: bool,
+    rows: SuccessRows,
+}
+
+impl Accumulator {
+    /// An empty accumulator for one run.
+    pub fn new(ctx: SummaryContext) -> Self {
+        Accumulator {
+            ctx,
+            n_total: 0,
+            n_success: 0,
+            n_stream_total: 0,
+            n_non_stream_total: 0,
+            n_stream_success: 0,
+            n_stream_tpot: 0,
+            wall_start: None,
+            wall_end: None,
+            total_latency: 0.0,
+            total_ttft: 0.0,
+            total_ttft_stream: 0.0,
+            total_tpot: 0.0,
+            total_tpot_stream: 0.0,
+            total_prompt_tokens: 0,
+            total_completion_tokens: 0,
+            itl_sum: PySum::default(),
+            total_cached_tokens: 0,
+            total_prompt_tokens_for_cache: 0,
+            n_cache: 0,
+            total_decoded_per_iter: 0.0,
+            n_decoded: 0,
+            failures: BTreeMap::new(),
+            interrupted: false,
+            rows: SuccessRows::default(),
+        }
+    }
+
+    /// Counts one finished request; warmup records are ignored entirely.
+    pub fn add(&mut self, r: &RequestRecord) {
+        if r.is_warmup {
+            return;
+        }
+        let mut s = Sample {
+            start_time: r.start_time(),
+            completed_time: r.completed_time(),
+            success: r.success,
+            is_stream: r.is_stream,
+            ..Sample::default()
+        };
+        if r.success {
+            s.latency = r.latency_s();
+            s.ttft = r.ttft_s();
+            s.tpot = r.tpot_s();
+            s.prompt_tokens = r.prompt_tokens();
+            s.completion_tokens = r.completion_tokens();
+            s.cached_tokens = r.usage.cached_tokens;
+            s.n_decode_chunks = r.n_decode_chunks;
+            self.add_sample(&s, r.itl_s());
+        } else {
+            s.failure = Some(r.failure.map_or("unknown", |kind| kind.label()));
+            self.add_sample(&s, std::iter::empty());
+        }
+    }
+
+    /// Counts one measured request given as plain numbers (`itl`: its inter-token latencies, seconds).
+    pub(crate) fn add_sample<I: IntoIterator<Item = f64>>(&mut self, s: &Sample, itl: I) {
+        self.n_total += 1;
+        if s.is_stream {
+            self.n_stream_total += 1;
+        } else {
+            self.n_non_stream_total += 1;
+        }
+        if s.success {
+            self.add_success(s, itl);
+        } else {
+            *self
+                .failures
+                .entry(s.failure.unwrap_or("unknown"))
+                .or_insert(0) += 1;
+        }
+        if s.start_time > 0.0 && s.completed_time >= s.start_time {
+            self.wall_start = Some(
+                self.wall_start
+                    .map_or(s.start_time, |w| w.min(s.start_time)),
+            );
+            self.wall_end = Some(
+                self.wall_end
+                    .map_or(s.completed_time, |w| w.max(s.completed_time)),
+            );
+        }
+    }
+
+    fn add_success<I: IntoIterator<Item = f64>>(&mut self, s: &Sample, itl: I) {
+        self.n_success += 1;
+        self.total_latency += s.latency;
+        self.total_ttft += s.ttft;
+        self.total_prompt_tokens += s.prompt_tokens;
+        self.total_completion_tokens += s.completion_tokens;
+        self.total_tpot += s.tpot;
+        let first_itl = self.rows.itl.len();
+        self.rows.itl.extend(itl);
+        for &x in &self.rows.itl[first_itl..] {
+            self.itl_sum.add(x);
+        }
+        if s.is_stream {
+            self.n_stream_success += 1;
+            self.total_ttft_stream += s.ttft;
+            if s.completion_tokens > 1 {
+                self.n_stream_tpot += 1;
+                self.total_tpot_stream += s.tpot;
+            }
+        }
+        if let Some(cached) = s.cached_tokens {
+            if s.prompt_tokens > 0 {
+                self.total_cached_tokens += cached;
+                self.total_prompt_tokens_for_cache += s.prompt_tokens;
+                self.n_cache += 1;
+            }
+        }
+        if s.completion_tokens > 1 && s.n_decode_chunks > 1 {
+            let per_iter = (s.completion_tokens - 1) as f64 / f64::from(s.n_decode_chunks - 1);
+            if per_iter > 1.0 {
+                self.total_decoded_per_iter += per_iter;
+                self.n_decoded += 1;
+            }
+        }
+        self.rows.push(s);
+    }
+
+    /// Marks the run as cut short (adds `"Interrupted": true` to the summary).
+    pub fn mark_interrupted(&mut self) {
+        self.interrupted = true;
+    }
+
+    /// Measured requests (successes and failures).
+    pub fn total(&self) -> u64 {
+        self.n_total
+    }
+
+    /// Successful measured requests.
+    pub fn succeeded(&self) -> u64 {
+        self.n_success
+    }
+
+    /// Failed measured requests.
+    pub fn failed(&self) -> u64 {
+        self.n_total - self.n_success
+    }
+
+    /// Test duration: latest completion − earliest start over measured records, 1.0 before any.
+    fn wall_time(&self) -> f64 {
+        match (self.wall_start, self.wall_end) {
+            (Some(start), Some(end)) => (end - start).max(0.0),
+            _ => 1.0,
+        }
+    }
+
+    /// evalscope's `create_message` dict: the values, rounded, in its key order, without the keys that do
+    /// not apply to this run.
+    fn message(&self) -> Message {
+        let t = self.wall_time();
+        let n = self.n_success as f64;
+        let (avg_ttft, avg_tpot) = if self.n_stream_success > 0 {
+            let tpot = if self.n_stream_tpot > 0 {
+                PyNum::Float(self.total_tpot_stream / self.n_stream_tpot as f64)
+            } else {
+                PyNum::Float(0.0)
+            };
+            let ttft = safe_div(self.total_ttft_stream, self.n_stream_success as f64);
+            (ttft, tpot)
+        } else {
+            (safe_div(self.total_ttft, n), safe_div(self.total_tpot, n))
+        };
+        let n_itl = self.rows.itl.len();
+        let avg_itl = if n_itl > 0 {
+            PyNum::Float(self.itl_sum.value() / n_itl as f64)
+        } else {
+            PyNum::Float(0.0)
+        };
+        let prompt = self.total_prompt_tokens as f64;
+        let completion = self.total_completion_tokens as f64;
+        let both = (self.total_prompt_tokens + self.total_completion_tokens) as f64;
+
+        let mut m: Message = vec![
+            (keys::TEST_DURATION, PyNum::Float(t).round(4)),
+            (keys::CONCURRENCY, PyNum::Int(self.ctx.concurrency)),
+            (keys::REQUEST_RATE, PyNum::Float(self.ctx.request_rate)),
+            (keys::TOTAL_REQUESTS, PyNum::Int(self.n_total as i64)),
+            (keys::SUCCESS_REQUESTS, PyNum::Int(self.n_success as i64)),
+            (keys::FAILED_REQUESTS, PyNum::Int(self.failed() as i64)),
+            (
+                keys::STREAM_REQUESTS,
+                PyNum::Int(self.n_stream_total as i64),
+            ),
+            (
+                keys::NON_STREAM_REQUESTS,
+                PyNum::Int(self.n_non_stream_total as i64),
+            ),
+            (keys::REQ_THROUGHPUT, safe_div(n, t).round(4)),
+            (keys::AVG_LATENCY, safe_div(self.total_latency, n).round(4)),
+            (keys::AVG_INPUT_TOKENS, safe_div(prompt, n).round(4)),
+        ];
+        if self.ctx.input_only {
+            // Deliberately Σtokens / Σlatency, as evalscope (TTFT = latency for these APIs).
+            m.push((
+                keys::INPUT_THROUGHPUT,
+                safe_div(prompt, self.total_ttft).round(4),
+            ));
+        } else {
+            m.push((keys::OUTPUT_THROUGHPUT, safe_div(completion, t).round(4)));
+            m.push((keys::TOTAL_THROUGHPUT, safe_div(both, t).round(4)));
+            m.push((keys::AVG_TTFT, avg_ttft.ms()));
+            m.push((keys::AVG_TPOT, avg_tpot.ms()));
+            m.push((keys::AVG_ITL, avg_itl.ms()));
+            m.push((keys::AVG_OUTPUT_TOKENS, safe_div(completion, n).round(4)));
+        }
+        if self.n_cache > 0 {
+            let cached = self.total_cached_tokens as f64 * 100.0;
+            let pct = safe_div(cached, self.total_prompt_tokens_for_cache as f64);
+            if pct.as_f64() >= 0.0 {
+                m.push((keys::KV_CACHE_HIT_RATE, pct.round(4)));
+            }
+        }
+        if self.n_decoded > 0 {
+            let per_iter = self.total_decoded_per_iter / self.n_decoded as f64;
+            let accept = (1.0 - 1.0 / per_iter).clamp(0.0, 1.0);
+            m.push((
+                keys::AVG_DECODED_TOK_PER_ITER,
+                PyNum::Float(per_iter).round(4),
+            ));
+            m.push((keys::SPEC_ACCEPT_RATE, PyNum::Float(accept).round(4)));
+        }
+        m
+    }
+
+    fn extras(&self) -> SummaryExtras {
+        let wall_input_throughput = self.ctx.input_only.then(|| {
+            safe_div(self.total_prompt_tokens as f64, self.wall_time())
+                .round(4)
+                .as_f64()
+        });
+        SummaryExtras {
+            interrupted: self.interrupted,
+            failures_by_kind: self
+                .failures
+                .iter()
+                .map(|(label, n)| (label.to_string(), *n))
+                .collect(),
+            wall_input_throughput,
+        }
+    }
+
+    /// The full summary, evalscope's formulas and rounding, keys that do not apply at their defaults.
+    pub fn summary(&self) -> BenchmarkSummary {
+        BenchmarkSummary::from_message(&self.message(), self.extras())
+    }
+
+    /// The 11-row percentile table over the successful requests.
+    pub fn percentiles(&self) -> PercentileTable {
+        self.rows.table(self.ctx.input_only)
+    }
+
+    /// The periodic "every N queries" log text: evalscope's raw metrics message as `json.dumps(indent=2)`
+    /// (only the keys that apply: no `Input Throughput (tok/s)` for LLM runs; sentinels as `-1`).
+    pub fn running_log_json(&self) -> String {
+        message_json_indent2(&self.message())
+    }
+}

@@ -3,7 +3,13 @@
 
 mod accumulator;
 mod percentile;
+mod samples;
 mod summary;
+
+#[cfg(test)]
+mod golden_tests;
+#[cfg(test)]
+mod tests;
 
 pub use accumulator::{Accumulator, SummaryContext};
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
