@@ -2,6 +2,7 @@
 //! `evalscope perf`.
 
 pub mod clock;
+pub mod export;
 pub mod metrics;
 pub mod pyjson;
 pub mod record;
