@@ -1,3 +1,22 @@
-//! Output files and text: one file per format.
+//! Output files and text, one file per format, matching `evalscope perf` 1.14.1:
+//!
+//! * [`args`]: `benchmark_args.json`.
+//! * [`format`](mod@format): evalscope's number formatting (half-up on the shortest repr, units per metric).
+//! * [`table`]: tabulate `simple_outline` and rich `SQUARE` / `HEAVY_HEAD` / panel renderers.
+//! * [`console`]: `Benchmarking summary:` and `Percentile results:` tables.
+//! * [`report`]: the whole `performance_summary.txt`.
 
 pub mod args;
+pub mod console;
+pub mod format;
+pub mod report;
+pub mod table;
+
+#[cfg(test)]
+mod golden_tests;
+#[cfg(test)]
+mod report_tests;
+
+pub use console::{percentile_table, summary_table};
+pub use format::{fmt_num, Unit};
+pub use report::{performance_summary, ReportInfo, RunReport};

@@ -1,0 +1,172 @@
+//! The per-run console tables evalscope logs after each run: `Benchmarking summary:` and
+//! `Percentile results:` (tabulate `simple_outline`), plus llmperf's extra rows.
+//!
+//! Rows follow evalscope's `BenchmarkSummary.to_table`: sections `── General ──`, `── Latency ──`,
+//! `── Tokens ──`; `Stream / Non-Stream` only when both counts are positive; the TTFT / TPOT / ITL,
+//! output-token and throughput rows only when non-zero; `── Multi-turn ──` with the KV cache hit rate
+//! when the server reported cached tokens. llmperf appends a `── llmperf ──` section (interrupted run,
+//! failures by kind) only when there is something to say, so evalscope's rows stay identical.
+
+use crate::metrics::{BenchmarkSummary, PercentileTable, PERCENTILE_LABELS};
+
+use super::format::{unit_for_key, Unit};
+use super::table::{Align, SimpleOutline};
+
+/// `Benchmarking summary:` and the summary table, lines joined by `\n`, no trailing newline.
+pub fn summary_table(s: &BenchmarkSummary) -> String {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let add = |rows: &mut Vec<(String, String)>, key: &str, value: f64| {
+        rows.push((key.to_string(), unit_for_key(key).fmt(value)));
+    };
+    let section = |rows: &mut Vec<(String, String)>, name: &str| {
+        rows.push((format!("── {name} ──"), String::new()));
+    };
+
+    section(&mut rows, "General");
+    add(&mut rows, "Test Duration (s)", s.test_duration_s);
+    add(&mut rows, "Concurrency", s.concurrency as f64);
+    add(&mut rows, "Request Rate (req/s)", s.request_rate);
+    rows.push((
+        "Total / Success / Failed".to_string(),
+        format!(
+            "{} / {} / {}",
+            s.total_requests, s.success_requests, s.failed_requests
+        ),
+    ));
+    if s.stream_requests > 0 && s.non_stream_requests > 0 {
+        rows.push((
+            "Stream / Non-Stream".to_string(),
+            format!("{} / {}", s.stream_requests, s.non_stream_requests),
+        ));
+    }
+    add(&mut rows, "Req Throughput (req/s)", s.req_throughput);
+
+    section(&mut rows, "Latency");
+    add(&mut rows, "Avg Latency (s)", s.avg_latency_s);
+    for (key, value) in [
+        ("Avg TTFT (ms)", s.avg_ttft_ms),
+        ("Avg TPOT (ms)", s.avg_tpot_ms),
+        ("Avg ITL (ms)", s.avg_itl_ms),
+    ] {
+        if value != 0.0 {
+            add(&mut rows, key, value);
+        }
+    }
+
+    section(&mut rows, "Tokens");
+    add(&mut rows, "Avg Input Tokens", s.avg_input_tokens);
+    for (key, value) in [
+        ("Avg Output Tokens", s.avg_output_tokens),
+        ("Output Throughput (tok/s)", s.output_throughput),
+        ("Total Throughput (tok/s)", s.total_throughput),
+        ("Input Throughput (tok/s)", s.input_throughput),
+    ] {
+        if value != 0.0 {
+            add(&mut rows, key, value);
+        }
+    }
+
+    if let Some(hit_rate) = s.kv_cache_hit_rate_pct {
+        section(&mut rows, "Multi-turn");
+        add(&mut rows, "KV Cache Hit Rate (%)", hit_rate);
+    }
+
+    let extras = &s.extras;
+    if extras.interrupted || !extras.failures_by_kind.is_empty() {
+        section(&mut rows, "llmperf");
+        if extras.interrupted {
+            rows.push(("Interrupted".to_string(), "yes".to_string()));
+        }
+        for (kind, count) in &extras.failures_by_kind {
+            rows.push((format!("Failures ({kind})"), count.to_string()));
+        }
+    }
+
+    let mut table = SimpleOutline::new(
+        vec!["Metric".into(), "Value".into()],
+        vec![Align::Left, Align::Right],
+    );
+    for (k, v) in rows {
+        table.push(vec![k, v]);
+    }
+    format!("Benchmarking summary:\n{}", table.render())
+}
+
+/// `Percentile results:` and one row per percentile column (`Metric`, then `min` … `max`), each value
+/// in its column's unit (`Latency (s)` 3 decimals, `(ms)` 2, token counts 0, `(tok/s)` 2; NaN → `—`).
+/// Lines joined by `\n`, no trailing newline.
+pub fn percentile_table(p: &PercentileTable) -> String {
+    let mut headers = vec!["Metric".to_string()];
+    headers.extend(PERCENTILE_LABELS.iter().map(|l| l.to_string()));
+    let mut aligns = vec![Align::Left];
+    aligns.extend([Align::Right; 11]);
+    let mut table = SimpleOutline::new(headers, aligns);
+    for (key, values) in &p.columns {
+        let unit: Unit = unit_for_key(key);
+        let mut row = vec![key.clone()];
+        row.extend(values.iter().map(|v| unit.fmt(*v)));
+        table.push(row);
+    }
+    format!("Percentile results:\n{}", table.render())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::SummaryExtras;
+
+    #[test]
+    fn llmperf_extras_only_when_present() {
+        let mut s = BenchmarkSummary {
+            test_duration_s: 1.0,
+            concurrency: 2,
+            request_rate: -1.0,
+            total_requests: 4,
+            success_requests: 3,
+            failed_requests: 1,
+            ..Default::default()
+        };
+        assert!(!summary_table(&s).contains("llmperf"));
+        s.extras = SummaryExtras {
+            interrupted: true,
+            failures_by_kind: vec![("http_500".into(), 1)],
+        };
+        let text = summary_table(&s);
+        assert!(
+            text.contains("│ ── llmperf ──            │           │"),
+            "{text}"
+        );
+        assert!(
+            text.contains("│ Interrupted              │       yes │"),
+            "{text}"
+        );
+        assert!(
+            text.contains("│ Failures (http_500)      │         1 │"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn stream_split_and_kv_rows() {
+        let s = BenchmarkSummary {
+            stream_requests: 2,
+            non_stream_requests: 6,
+            kv_cache_hit_rate_pct: Some(45.25),
+            ..Default::default()
+        };
+        let text = summary_table(&s);
+        assert!(
+            text.contains("│ Stream / Non-Stream      │     2 / 6 │"),
+            "{text}"
+        );
+        assert!(
+            text.contains("│ ── Multi-turn ──         │           │"),
+            "{text}"
+        );
+        assert!(
+            text.contains("│ KV Cache Hit Rate (%)    │      45.3 │"),
+            "{text}"
+        );
+        assert!(!text.contains("Avg TTFT"));
+    }
+}

@@ -1,0 +1,256 @@
+//! Golden-text tests: the console tables and `performance_summary.txt` rendered from the JSON files of
+//! real `evalscope perf` 1.14.1 runs must equal the text evalscope printed for them.
+//!
+//! Goldens live in `<shared>/reference/evalscope-golden`, where `<shared>` is `$LLMPERF_SHARED_DIR` or
+//! `../shared` next to the crate. The report comparison leaves out the `Workload Throughput` section
+//! (rendered elsewhere) and the `Output Path` row (rewritten to a relative path after the fact).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::table::display_width;
+use super::{percentile_table, performance_summary, summary_table, ReportInfo, RunReport};
+use crate::metrics::{BenchmarkSummary, PercentileTable, PERCENTILE_LABELS};
+
+fn golden_dir(case: &str) -> PathBuf {
+    let shared = std::env::var_os("LLMPERF_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
+    let dir = shared.join("reference/evalscope-golden").join(case);
+    assert!(
+        dir.is_dir(),
+        "golden case {} not found; set LLMPERF_SHARED_DIR to the shared/ directory",
+        dir.display()
+    );
+    dir
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// `outputs/<timestamp>/<name>/`.
+fn run_root(case: &str) -> PathBuf {
+    let outputs = golden_dir(case).join("outputs");
+    let stamp = subdirs(&outputs).remove(0);
+    subdirs(&stamp).remove(0)
+}
+
+/// Python's JSON with bare `NaN` read as NaN.
+fn load_json(path: &Path) -> Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text.replace("NaN", "null")).expect("golden JSON")
+}
+
+fn summary_from(v: &Value) -> BenchmarkSummary {
+    let f = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let u = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    BenchmarkSummary {
+        test_duration_s: f("Test Duration (s)"),
+        concurrency: v["Concurrency"].as_i64().expect("Concurrency"),
+        request_rate: f("Request Rate (req/s)"),
+        total_requests: u("Total Requests"),
+        success_requests: u("Success Requests"),
+        failed_requests: u("Failed Requests"),
+        stream_requests: u("Stream Requests"),
+        non_stream_requests: u("Non-Stream Requests"),
+        req_throughput: f("Req Throughput (req/s)"),
+        avg_latency_s: f("Avg Latency (s)"),
+        avg_input_tokens: f("Avg Input Tokens"),
+        output_throughput: f("Output Throughput (tok/s)"),
+        total_throughput: f("Total Throughput (tok/s)"),
+        avg_ttft_ms: f("Avg TTFT (ms)"),
+        avg_tpot_ms: f("Avg TPOT (ms)"),
+        avg_itl_ms: f("Avg ITL (ms)"),
+        avg_output_tokens: f("Avg Output Tokens"),
+        input_throughput: f("Input Throughput (tok/s)"),
+        kv_cache_hit_rate_pct: v.get("KV Cache Hit Rate (%)").and_then(Value::as_f64),
+        extras: Default::default(),
+    }
+}
+
+fn percentiles_from(v: &Value) -> PercentileTable {
+    let rows = v.as_array().expect("percentile rows");
+    assert_eq!(rows.len(), PERCENTILE_LABELS.len());
+    let keys: Vec<&String> = rows[0]
+        .as_object()
+        .expect("row object")
+        .keys()
+        .filter(|k| *k != "Percentiles")
+        .collect();
+    let columns = keys
+        .into_iter()
+        .map(|key| {
+            let mut values = [f64::NAN; 11];
+            for (i, row) in rows.iter().enumerate() {
+                assert_eq!(row["Percentiles"], PERCENTILE_LABELS[i]);
+                values[i] = row[key.as_str()].as_f64().unwrap_or(f64::NAN);
+            }
+            (key.clone(), values)
+        })
+        .collect();
+    PercentileTable { columns }
+}
+
+/// The case's runs, in the order evalscope ran them.
+fn runs(case: &str) -> Vec<RunReport> {
+    subdirs(&run_root(case))
+        .into_iter()
+        .filter(|d| d.join("benchmark_summary.json").is_file())
+        .map(|d| {
+            let summary = summary_from(&load_json(&d.join("benchmark_summary.json")));
+            let percentiles = percentiles_from(&load_json(&d.join("benchmark_percentile.json")));
+            RunReport {
+                concurrency: summary.concurrency,
+                rate: summary.request_rate,
+                number: summary.total_requests,
+                summary,
+                percentiles,
+            }
+        })
+        .collect()
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Every `<header>` line of the case's console text with the table below it (up to its `└` line).
+fn console_blocks(case: &str, header: &str) -> Vec<String> {
+    let text =
+        strip_ansi(&fs::read_to_string(golden_dir(case).join("console.txt")).expect("console"));
+    let lines: Vec<&str> = text.lines().collect();
+    let mut blocks = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if *line == header {
+            let end = (i..lines.len())
+                .find(|&j| lines[j].starts_with('└'))
+                .expect("table end");
+            blocks.push(lines[i..=end].join("\n"));
+        }
+    }
+    blocks
+}
+
+fn check_console(case: &str) {
+    let runs = runs(case);
+    assert!(!runs.is_empty(), "{case}: no runs");
+    let summaries = console_blocks(case, "Benchmarking summary:");
+    let percentiles = console_blocks(case, "Percentile results:");
+    assert_eq!(summaries.len(), runs.len(), "{case}: summary tables");
+    assert_eq!(percentiles.len(), runs.len(), "{case}: percentile tables");
+    for (i, run) in runs.iter().enumerate() {
+        assert_eq!(summary_table(&run.summary), summaries[i], "{case} run {i}");
+        assert_eq!(
+            percentile_table(&run.percentiles),
+            percentiles[i],
+            "{case} run {i}"
+        );
+    }
+}
+
+fn info(case: &str, model: &str, dataset: &str, api: &str, input_only: bool) -> ReportInfo {
+    ReportInfo {
+        model: model.into(),
+        dataset: dataset.into(),
+        api: api.into(),
+        alias: None,
+        endpoint: "127.0.0.1:8801".into(),
+        output_path: format!("/tmp/outputs/20261129_000000/{case}"),
+        input_only,
+    }
+}
+
+fn check_report(case: &str, info: &ReportInfo) {
+    let golden =
+        fs::read_to_string(run_root(case).join("performance_summary.txt")).expect("golden");
+    let golden: Vec<&str> = golden.lines().collect();
+    // Leave out the Workload Throughput section and the two blank lines printed before it.
+    let end = match golden
+        .iter()
+        .position(|l| l.trim() == "Workload Throughput")
+    {
+        Some(i) => {
+            assert_eq!(
+                &golden[i - 2..i],
+                ["", ""],
+                "{case}: blank lines before Workload"
+            );
+            i - 2
+        }
+        None => golden.len(),
+    };
+    let expected = &golden[..end];
+    let ours = performance_summary(info, &runs(case));
+    assert!(
+        ours.ends_with("┘\n"),
+        "{case}: ends with the last table and a newline"
+    );
+    let ours: Vec<&str> = ours.lines().collect();
+    for (i, (a, b)) in ours.iter().zip(expected).enumerate() {
+        if b.starts_with("│ Output Path") {
+            assert!(
+                a.starts_with("│ Output Path           │ /tmp/outputs/"),
+                "{a}"
+            );
+            assert_eq!(display_width(a), 80, "{case}: Output Path row width");
+            continue;
+        }
+        assert_eq!(a, b, "{case}: line {}", i + 1);
+    }
+    assert_eq!(ours.len(), expected.len(), "{case}: line count");
+}
+
+#[test]
+fn console_tables_match_goldens() {
+    for case in [
+        "a_seed",
+        "b_sweep",
+        "c_openloop",
+        "d_nostream",
+        "e_line_by_line",
+        "f_embedding",
+        "g_errors",
+    ] {
+        check_console(case);
+    }
+}
+
+#[test]
+fn reports_match_goldens() {
+    let llm = |case: &str, dataset: &str| info(case, "mock-model", dataset, "openai", false);
+    for case in ["a_seed", "b_sweep", "c_openloop", "d_nostream", "g_errors"] {
+        check_report(case, &llm(case, "random"));
+    }
+    check_report("e_line_by_line", &llm("e_line_by_line", "line_by_line"));
+    let embed = info(
+        "f_embedding",
+        "mock-embed",
+        "random_embedding",
+        "openai_embedding",
+        true,
+    );
+    check_report("f_embedding", &embed);
+}
