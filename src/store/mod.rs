@@ -1,0 +1,342 @@
+//! `benchmark_data.db`: the SQLite writer, on its own OS thread, off the request path.
+//!
+//! The table `result` has evalscope 1.14.1's 14 columns in its order and with its types (spec §5.3), then
+//! llmperf's extra columns appended (never reordering evalscope's). Rows are inserted in transactions that are
+//! committed every `commit_interval_rows` rows, at least once a second while rows are pending, and on
+//! [`Store::flush`] / [`Store::finish`]. The journal stays in SQLite's default rollback (`DELETE`) mode, so
+//! the file on disk is always a valid database holding every committed row, even if the process is killed
+//! (a kill mid-transaction leaves a `benchmark_data.db-journal` beside it, which the next opener rolls back).
+//!
+//! Row values follow evalscope: failed requests store NULL `latency`, `first_chunk_latency`, token counts,
+//! `max_gpu_memory_cost` and `time_per_output_token`, and `'[]'` ITLs; successful ones store
+//! `max_gpu_memory_cost = 0.0`; `request_id` is NULL; `response_messages` is
+//! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). Warmup records are never stored.
+
+#[cfg(test)]
+mod compat_tests;
+mod pickle;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _};
+use rusqlite::{params, Connection};
+
+use crate::pyjson;
+use crate::record::RequestRecord;
+
+/// Pending rows are committed at least this often, so a crash loses at most this much.
+const MAX_COMMIT_DELAY: Duration = Duration::from_secs(1);
+
+/// How long a commit waits for another process's lock before it is postponed.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// evalscope's columns (`utils/db_util.py`), in its order and with its types.
+const EVALSCOPE_COLUMNS: &str = "request TEXT, start_time REAL, inter_token_latencies TEXT, success INTEGER, \
+     response_messages TEXT, completed_time REAL, latency REAL, first_chunk_latency REAL, prompt_tokens INTEGER, \
+     completion_tokens INTEGER, max_gpu_memory_cost REAL, time_per_output_token REAL, request_id TEXT, \
+     is_stream INTEGER";
+
+/// llmperf's extra columns, appended after evalscope's.
+const EXTRA_COLUMNS: &str =
+    "status_code INTEGER, error TEXT, scheduled_time REAL, send_time REAL, \
+     chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT";
+
+const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
+     response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
+     max_gpu_memory_cost, time_per_output_token, request_id, is_stream, status_code, error, scheduled_time, \
+     send_time, chunk_times, cached_tokens, failure_kind) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)";
+
+/// What the caller sends to the writer thread.
+enum Msg {
+    /// One finished, non-warmup record to insert.
+    Row(Box<RequestRecord>),
+    /// Commit what is pending and answer once it is on disk.
+    Flush(mpsc::SyncSender<Result<(), String>>),
+}
+
+/// The `benchmark_data.db` writer. `Send + Sync`: share it behind an `Arc`. [`Store::insert`] never waits;
+/// [`Store::flush`], [`Store::finish`] and dropping (which also commits pending rows) wait for the writer
+/// thread, so async code should call them from `spawn_blocking` when the backlog may be large.
+pub struct Store {
+    path: PathBuf,
+    tx: Option<mpsc::Sender<Msg>>,
+    thread: Option<JoinHandle<Result<u64, String>>>,
+}
+
+impl Store {
+    /// Creates `path` (never overwriting: an existing file is an error, as in evalscope), creates the table
+    /// and starts the writer thread.
+    pub fn create(path: &Path, commit_interval_rows: usize) -> anyhow::Result<Store> {
+        // `create_new` is atomic: no other process can slip a file in between the check and the creation.
+        // A zero-length file is a valid, empty SQLite database.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                bail!("The database file already exists: {}", path.display())
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot create the database file {}", path.display()))
+            }
+        }
+        let conn = open(path)
+            .with_context(|| format!("cannot initialise the database {}", path.display()))?;
+        let (tx, rx) = mpsc::channel();
+        let interval = commit_interval_rows.max(1);
+        let thread = std::thread::Builder::new()
+            .name("llmperf-store".into())
+            .spawn(move || Writer::new(conn, interval).run(rx))
+            .context("cannot start the database writer thread")?;
+        Ok(Store {
+            path: path.to_path_buf(),
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// The database file this store writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Queues one finished record for insertion; never blocks on the disk. Warmup records are ignored.
+    /// A write error is reported by the next [`Store::flush`] or [`Store::finish`].
+    pub fn insert(&self, record: RequestRecord) {
+        if record.is_warmup {
+            return;
+        }
+        if let Some(tx) = &self.tx {
+            // A send fails only if the writer thread has died; `flush`/`finish` report why.
+            let _ = tx.send(Msg::Row(Box::new(record)));
+        }
+    }
+
+    /// Commits everything queued so far and returns once it is on disk.
+    pub fn flush(&self) -> anyhow::Result<()> {
+        let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+        let sent = self
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.send(Msg::Flush(reply_tx)).is_ok());
+        if !sent {
+            bail!(
+                "the database writer for {} has stopped",
+                self.path.display()
+            );
+        }
+        match reply_rx.recv() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(anyhow!("writing {} failed: {e}", self.path.display())),
+            Err(_) => bail!(
+                "the database writer for {} has stopped",
+                self.path.display()
+            ),
+        }
+    }
+
+    /// Commits everything queued, stops the writer thread and returns the number of rows written.
+    pub fn finish(mut self) -> anyhow::Result<u64> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> anyhow::Result<u64> {
+        drop(self.tx.take());
+        let Some(thread) = self.thread.take() else {
+            return Ok(0);
+        };
+        match thread.join() {
+            Ok(Ok(rows)) => Ok(rows),
+            Ok(Err(e)) => Err(anyhow!("writing {} failed: {e}", self.path.display())),
+            Err(_) => bail!("the database writer for {} panicked", self.path.display()),
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            if let Err(e) = self.stop() {
+                tracing::error!("{e:#}");
+            }
+        }
+    }
+}
+
+/// Opens the (new) database and creates the table.
+fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Readers (a user's `sqlite3`, a dashboard) hold their lock for milliseconds; a commit that still finds
+    // one after this long is postponed, not lost.
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.execute_batch(&format!(
+        "CREATE TABLE IF NOT EXISTS result({EVALSCOPE_COLUMNS}, {EXTRA_COLUMNS});"
+    ))?;
+    Ok(conn)
+}
+
+/// The writer thread's state.
+struct Writer {
+    conn: Connection,
+    commit_interval_rows: usize,
+    /// Rows inserted in the open transaction.
+    pending_rows: usize,
+    /// When the open transaction began (`None`: no transaction open).
+    txn_since: Option<Instant>,
+    committed_rows: u64,
+    /// The first error met; later rows are still attempted, and the error is reported at flush/finish.
+    first_error: Option<String>,
+    encoder: pickle::Encoder,
+}
+
+impl Writer {
+    fn new(conn: Connection, commit_interval_rows: usize) -> Self {
+        Writer {
+            conn,
+            commit_interval_rows,
+            pending_rows: 0,
+            txn_since: None,
+            committed_rows: 0,
+            first_error: None,
+            encoder: pickle::Encoder::default(),
+        }
+    }
+
+    fn run(mut self, rx: mpsc::Receiver<Msg>) -> Result<u64, String> {
+        loop {
+            let msg = match self.txn_since {
+                None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+                Some(since) => rx.recv_timeout(
+                    (since + MAX_COMMIT_DELAY).saturating_duration_since(Instant::now()),
+                ),
+            };
+            match msg {
+                Ok(Msg::Row(record)) => {
+                    let result = self.insert(&record);
+                    self.note(result);
+                    if self.pending_rows >= self.commit_interval_rows {
+                        self.commit_or_retry(false);
+                    }
+                }
+                Ok(Msg::Flush(reply)) => {
+                    self.commit_or_retry(false);
+                    let answer = if self.txn_since.is_some() {
+                        Err(
+                            "commit postponed: the database is locked by another process"
+                                .to_owned(),
+                        )
+                    } else {
+                        self.first_error.clone().map_or(Ok(()), Err)
+                    };
+                    let _ = reply.send(answer);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => self.commit_or_retry(false),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        self.commit_or_retry(true);
+        match self.first_error {
+            None => Ok(self.committed_rows),
+            Some(e) => Err(e),
+        }
+    }
+
+    fn note(&mut self, result: rusqlite::Result<()>) {
+        if let Err(e) = result {
+            tracing::error!("benchmark_data.db: {e}");
+            self.first_error.get_or_insert_with(|| e.to_string());
+        }
+    }
+
+    /// Commits the open transaction, if any. A commit blocked by another process's lock is retried later,
+    /// except on the `final_attempt` before the thread ends.
+    fn commit_or_retry(&mut self, final_attempt: bool) {
+        if self.txn_since.take().is_none() {
+            return;
+        }
+        let result = self.conn.execute_batch("COMMIT");
+        match result {
+            Ok(()) => self.committed_rows += self.pending_rows as u64,
+            Err(ref e) if !self.conn.is_autocommit() && !final_attempt && is_busy(e) => {
+                // Another process holds a read lock past the busy timeout: keep the rows and retry at
+                // the next commit point.
+                tracing::warn!("benchmark_data.db: commit postponed: {e}");
+                self.txn_since = Some(Instant::now());
+                return;
+            }
+            Err(_) if !self.conn.is_autocommit() => {
+                // A failed COMMIT can leave the transaction open; end it so the next row starts cleanly.
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
+            Err(_) => {}
+        }
+        self.pending_rows = 0;
+        self.note(result);
+    }
+
+    fn insert(&mut self, r: &RequestRecord) -> rusqlite::Result<()> {
+        if self.txn_since.is_none() {
+            self.conn.execute_batch("BEGIN")?;
+            self.txn_since = Some(Instant::now());
+        }
+        let ok = r.success;
+        let itl = if ok {
+            pyjson::dumps(&r.itl_s().collect::<Vec<f64>>())
+        } else {
+            "[]".to_owned()
+        };
+        let chunk_times = pyjson::dumps(&r.chunk_times_s());
+        // Successful rows always carry token counts (0 when the server reported none, as evalscope's
+        // `prompt or 0`); `cached_tokens` stays NULL unless the server reported it.
+        let tokens = |v: Option<u64>| {
+            if ok {
+                v.and_then(|n| i64::try_from(n).ok())
+            } else {
+                None
+            }
+        };
+        let when_ok = |v: f64| ok.then_some(v);
+        let messages = self.encoder.encode(|| r.responses());
+        let mut stmt = self.conn.prepare_cached(INSERT_SQL)?;
+        stmt.execute(params![
+            &*r.request,
+            r.start_time(),
+            itl,
+            ok,
+            messages,
+            r.completed_time(),
+            when_ok(r.latency_s()),
+            when_ok(r.ttft_s()),
+            tokens(Some(r.prompt_tokens())),
+            tokens(Some(r.completion_tokens())),
+            when_ok(0.0),
+            when_ok(r.tpot_s()),
+            None::<&str>,
+            r.is_stream,
+            r.status_code,
+            r.error.as_deref(),
+            r.scheduled_time(),
+            r.start_time(),
+            chunk_times,
+            tokens(r.usage.cached_tokens),
+            r.failure.map(|k| k.label()),
+        ])?;
+        self.pending_rows += 1;
+        Ok(())
+    }
+}
+
+/// `true` for SQLite's "database is locked" (another connection holds a conflicting lock).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+}
