@@ -5,3 +5,4 @@ pub mod clock;
 pub mod metrics;
 pub mod pyjson;
 pub mod record;
+pub mod sim;
