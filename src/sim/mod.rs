@@ -1,0 +1,332 @@
+//! The built-in OpenAI-compatible simulator: a small HTTP/1.1 server on `127.0.0.1` that answers like vLLM
+//! with configurable timing, and records what it really did (the ground truth for measuring the client's own
+//! error). Used by `--api mock`, the integration tests and the benchmarks.
+//!
+//! # Server
+//! [`SimServer::start`] binds `127.0.0.1:0` (listen backlog 4096) and runs on its own OS thread with its own
+//! tokio runtime ([`SimConfig::threads`] workers; one thread means a current-thread runtime), so it never
+//! shares — or competes inside — the client's runtime. hyper 1 serves HTTP/1.1 with keep-alive; every
+//! accepted socket gets `TCP_NODELAY` (otherwise a small SSE frame can wait for a delayed ACK).
+//! [`SimServer::shutdown`] (or dropping the handle) stops accepting, drops every connection and joins the
+//! thread.
+//!
+//! # Routes
+//! * `POST /v1/chat/completions`, `POST /v1/completions` — stream (SSE) or not; see below.
+//! * `POST /v1/embeddings` — `{"object":"list","data":[{"object":"embedding","index":i,"embedding":[8
+//!   floats]}],"model":M,"usage":{"prompt_tokens":P,"total_tokens":P}}` after `ttft`; one vector per input
+//!   string (or per token-id list in a list of lists).
+//! * `GET /v1/models` — one model: the `model` of the most recent request, else `"mock-model"`.
+//! * `GET /health` — `{"status":"ok"}`.
+//! * Anything else: 404 `{"error":{"message":…,"type":"not_found","code":404}}`; a known path with the
+//!   wrong method: 405; a body that is not valid JSON (or lacks `messages` / `prompt` / `input`): 400 with
+//!   type `invalid_request_error`.
+//!
+//! # Request fields honoured
+//! `model` (echoed; `"mock-model"` if absent), `max_tokens` (or `max_completion_tokens`; default 16),
+//! `min_tokens`, `ignore_eos`, `stream`, `stream_options.include_usage`, `messages` / `prompt` / `input`.
+//! Everything else (`n`, `temperature`, `stop`, …) is accepted and ignored.
+//!
+//! **Output length**: `ignore_eos: true` gives exactly `max_tokens`; otherwise [`SimConfig::output_tokens`]
+//! raised to `min_tokens` and capped at `max_tokens`. `finish_reason` is `"length"` when the output reaches
+//! `max_tokens`, else `"stop"`. Every token is the word `"hello "`, so a client can count output tokens
+//! by words.
+//!
+//! **Prompt token count** (no tokenizer, no chat-template overhead): the number of whitespace-separated
+//! words (`str::split_whitespace`) in every message `content` string and every content part of type
+//! `"text"` (other parts count 0), or in the `prompt` string; a `prompt` that is a list of token ids counts
+//! its length; a list of strings sums them. Embeddings `input` follows the same rule (sum over a list).
+//!
+//! # Timing
+//! Token `i` (0-based) is produced at `received + ttft + i * itl` on an absolute timeline from the instant
+//! the request head was parsed, slept to with `sleep_until` (zero delays never touch the timer). A stream
+//! chunk of [`SimConfig::tokens_per_chunk`] tokens goes out when its last token is produced; chunks that
+//! are already due go out together in one write. A non-stream body goes out when the last token is
+//! produced (`ttft + (n-1) * itl`); an embedding body at `ttft`.
+//!
+//! # Stream format (`data: <json>\n\n` frames, `Content-Type: text/event-stream`)
+//! Chat: a role chunk `{"delta":{"role":"assistant","content":""}}` written together with the first content
+//! chunk (as vLLM does), one `delta.content` chunk per `tokens_per_chunk` tokens, `finish_reason` on the
+//! last, then — only with `stream_options.include_usage` — a chunk with `"choices":[]` and `usage`
+//! (`prompt_tokens`, `completion_tokens`, `total_tokens`, `prompt_tokens_details.cached_tokens: 0`), then
+//! `data: [DONE]`. Completions: the same without the role chunk, `choices[0].text` instead of `delta`.
+//! The last content chunk, the usage chunk and `[DONE]` share one write.
+//!
+//! # Ground truth
+//! With [`SimConfig::record_truth`] the server keeps one [`TruthRecord`] per generation request (pushed when
+//! its response ends, fully or because the client left) and a copy of every request received
+//! ([`SimServer::requests`]: path, raw body — lossy UTF-8 — and headers with lowercase names). Token times
+//! are [`crate::clock`] readings taken immediately before the frame is handed to hyper, which writes it at
+//! once. A non-stream response whose client leaves before it is written leaves no record.
+
+mod request;
+mod routes;
+mod stream;
+#[cfg(test)]
+mod tests;
+mod truth;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use hyper::header::HeaderMap;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::oneshot;
+
+pub use truth::{write_truth_jsonl, TruthRecord};
+
+/// One captured request: path, raw body, headers (lowercase names, in received order).
+pub type CapturedRequest = (String, String, Vec<(String, String)>);
+
+/// How the simulator behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimConfig {
+    /// Delay from the request being received to the first token being produced.
+    pub ttft: Duration,
+    /// Delay between consecutive tokens.
+    pub itl: Duration,
+    /// Natural output length when the request does not force one (clamped to `[min_tokens, max_tokens]`;
+    /// `ignore_eos: true` gives exactly `max_tokens`).
+    pub output_tokens: u32,
+    /// Tokens per SSE chunk (0 is treated as 1).
+    pub tokens_per_chunk: u32,
+    /// Worker threads of the simulator's own tokio runtime (0 is treated as 1).
+    pub threads: usize,
+    /// Keep ground-truth records and copies of every request.
+    pub record_truth: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            ttft: Duration::from_millis(50),
+            itl: Duration::from_millis(10),
+            output_tokens: 64,
+            tokens_per_chunk: 1,
+            threads: 1,
+            record_truth: true,
+        }
+    }
+}
+
+/// State shared by every connection.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    cfg: SimConfig,
+    next_id: AtomicU64,
+    truth: Arc<truth::TruthLog>,
+    requests: Mutex<Vec<CapturedRequest>>,
+    model: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// The next request number (1, 2, …).
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Stores a copy of a received request.
+    fn capture(&self, path: &str, body: &[u8], headers: &HeaderMap) {
+        let headers = headers
+            .iter()
+            .map(|(k, v)| {
+                let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                (k.as_str().to_string(), v)
+            })
+            .collect();
+        let body = String::from_utf8_lossy(body).into_owned();
+        let captured = (path.to_string(), body, headers);
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(captured);
+    }
+
+    /// The model to echo for a request naming `model`; remembers it for `/v1/models`.
+    fn note_model(&self, model: Option<&str>) -> String {
+        let Some(model) = model else {
+            return routes::DEFAULT_MODEL.to_string();
+        };
+        let mut last = self.model.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_deref() != Some(model) {
+            *last = Some(model.to_string());
+        }
+        model.to_string()
+    }
+
+    /// The most recent request's model.
+    fn last_model(&self) -> Option<String> {
+        self.model.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// A running simulator. Dropping it shuts it down.
+#[derive(Debug)]
+pub struct SimServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SimServer {
+    /// Binds `127.0.0.1:0`, starts the server on its own thread and runtime, and returns once it listens.
+    pub fn start(cfg: SimConfig) -> std::io::Result<SimServer> {
+        let socket = TcpSocket::new_v4()?;
+        socket.set_reuseaddr(true)?;
+        socket.bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+        let addr = socket.local_addr()?;
+        let threads = cfg.threads.max(1);
+        let shared = Arc::new(Shared {
+            cfg,
+            next_id: AtomicU64::new(0),
+            truth: Arc::default(),
+            requests: Mutex::default(),
+            model: Mutex::default(),
+        });
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let thread_shared = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("llmperf-sim".into())
+            .spawn(move || run(threads, socket, thread_shared, stop_rx, ready_tx))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(SimServer {
+                addr,
+                shared,
+                stop: Some(stop_tx),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(std::io::Error::other(
+                    "simulator thread ended before listening",
+                ))
+            }
+        }
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The ground truth so far, in received order (a request appears once its response has ended).
+    pub fn truth(&self) -> Vec<TruthRecord> {
+        self.shared.truth.snapshot()
+    }
+
+    /// Every request received so far (empty unless `record_truth`).
+    pub fn requests(&self) -> Vec<CapturedRequest> {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Stops accepting, drops every connection and joins the server thread.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// The server thread: builds the runtime, listens, reports readiness, serves until told to stop.
+fn run(
+    threads: usize,
+    socket: TcpSocket,
+    shared: Arc<Shared>,
+    stop: oneshot::Receiver<()>,
+    ready: mpsc::SyncSender<std::io::Result<()>>,
+) {
+    let runtime = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("llmperf-sim-worker")
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let listener = match runtime.block_on(async { socket.listen(4096) }) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    runtime.block_on(async move {
+        let accept = tokio::spawn(accept_loop(listener, shared));
+        let _ = stop.await;
+        accept.abort();
+    });
+    // Dropping the runtime cancels every connection task.
+    drop(runtime);
+}
+
+/// Accepts connections and serves each on its own task.
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::debug!("simulator accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| routes::handle(shared.clone(), req));
+            let result = http1::Builder::new()
+                .keep_alive(true)
+                .timer(TokioTimer::new())
+                .header_read_timeout(None)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = result {
+                tracing::debug!("simulator connection ended: {e}");
+            }
+        });
+    }
+}

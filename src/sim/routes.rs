@@ -1,0 +1,259 @@
+//! Request routing and the non-streaming responses: chat / completions (stream or not), embeddings,
+//! `/v1/models`, `/health`, and JSON errors (404 unknown path, 405 wrong method, 400 bad body).
+//!
+//! The receive instant is read first thing, when hyper hands over the parsed request head; every delay is
+//! then an absolute deadline from it. Non-stream and embedding responses sleep to their deadline and are
+//! stamped right before the response is returned to hyper; streams are timed by
+//! [`SseBody`](super::stream::SseBody).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+
+use super::request::GenRequest;
+use super::stream::{Api, Plan, SimBody, SseBody, TOKEN_TEXT};
+use super::truth::TruthRecord;
+use super::Shared;
+use crate::clock;
+
+/// The model name used when no request has named one.
+pub(crate) const DEFAULT_MODEL: &str = "mock-model";
+
+/// Answers one request.
+pub(crate) async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, Infallible> {
+    let received = Instant::now();
+    let received_s = clock::secs(received);
+    let (parts, body) = req.into_parts();
+    let body = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            return Ok(error(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read body: {e}"),
+                "invalid_request_error",
+            ))
+        }
+    };
+    let path = parts.uri.path();
+    if shared.cfg.record_truth {
+        shared.capture(path, &body, &parts.headers);
+    }
+    let api = match (path, &parts.method) {
+        ("/v1/chat/completions", &Method::POST) => Some(Api::Chat),
+        ("/v1/completions", &Method::POST) => Some(Api::Completion),
+        ("/v1/embeddings", &Method::POST) => None,
+        ("/v1/models", &Method::GET) => return Ok(models(&shared)),
+        ("/health", &Method::GET) => return Ok(json(StatusCode::OK, r#"{"status":"ok"}"#)),
+        (
+            "/v1/chat/completions"
+            | "/v1/completions"
+            | "/v1/embeddings"
+            | "/v1/models"
+            | "/health",
+            m,
+        ) => {
+            let msg = format!("method {m} not allowed on {path}");
+            return Ok(error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &msg,
+                "method_not_allowed",
+            ));
+        }
+        _ => {
+            let msg = format!("unknown path {path}");
+            return Ok(error(StatusCode::NOT_FOUND, &msg, "not_found"));
+        }
+    };
+    let request: GenRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            let msg = format!("invalid JSON body: {e}");
+            return Ok(error(
+                StatusCode::BAD_REQUEST,
+                &msg,
+                "invalid_request_error",
+            ));
+        }
+    };
+    let model = shared.note_model(request.model.as_deref());
+    let Some(api) = api else {
+        return Ok(embeddings(&shared, &request, &model, received, received_s).await);
+    };
+    let prompt_tokens = match api {
+        Api::Chat if request.messages.is_some() => request.chat_prompt_tokens(),
+        Api::Completion if request.prompt.is_some() => request.prompt.map_or(0, |c| c.tokens),
+        Api::Chat => return Ok(missing("messages")),
+        Api::Completion => return Ok(missing("prompt")),
+    };
+    let cfg = &shared.cfg;
+    let (tokens, finish_reason) = request.output_plan(cfg.output_tokens);
+    let plan = Plan {
+        api,
+        id: shared.next_id(),
+        created: unix_now(),
+        model_json: json_string(&model),
+        tokens,
+        tokens_per_chunk: cfg.tokens_per_chunk.max(1),
+        finish_reason,
+        include_usage: request.include_usage(),
+        prompt_tokens,
+        received,
+        ttft: cfg.ttft,
+        itl: cfg.itl,
+    };
+    if request.is_stream() {
+        let truth = cfg.record_truth.then(|| (shared.truth.clone(), received_s));
+        let body = SimBody::Sse(Box::new(SseBody::new(plan, truth)));
+        let mut resp = Response::new(body);
+        let h = resp.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        return Ok(resp);
+    }
+    sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
+    let text = TOKEN_TEXT.repeat(tokens as usize);
+    let mut out = String::with_capacity(256 + text.len());
+    out.push('{');
+    plan.write_head_fields(&mut out, false);
+    out.push_str(r#","choices":[{"index":0,"#);
+    match api {
+        Api::Chat => out.push_str(r#""message":{"role":"assistant","content":""#),
+        Api::Completion => out.push_str(r#""text":""#),
+    }
+    out.push_str(&text);
+    out.push_str(if api == Api::Chat { r#""},"# } else { r#"","# });
+    out.push_str(r#""logprobs":null,"finish_reason":""#);
+    out.push_str(finish_reason);
+    out.push_str(r#""}],"#);
+    plan.write_usage(&mut out);
+    out.push('}');
+    let sent_s = clock::now_s();
+    if cfg.record_truth {
+        let at = (tokens > 0).then_some(sent_s);
+        shared.truth.push(TruthRecord {
+            received_s,
+            first_token_s: at,
+            last_token_s: at,
+            prompt_tokens,
+            completion_tokens: u64::from(tokens),
+            path: api.path().to_string(),
+            stream: false,
+            request_id: plan.id,
+        });
+    }
+    Ok(json(StatusCode::OK, out))
+}
+
+/// `/v1/embeddings`: one 8-float vector per input, after `ttft`.
+async fn embeddings(
+    shared: &Shared,
+    request: &GenRequest,
+    model: &str,
+    received: Instant,
+    received_s: f64,
+) -> Response<SimBody> {
+    let Some(input) = request.input else {
+        return missing("input");
+    };
+    let id = shared.next_id();
+    sleep_until(received + shared.cfg.ttft).await;
+    let mut out = String::with_capacity(128 + 96 * input.items as usize);
+    out.push_str(r#"{"object":"list","data":["#);
+    for i in 0..input.items {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            r#"{{"object":"embedding","index":{i},"embedding":["#
+        ));
+        for k in 0..8u64 {
+            let v = ((i * 8 + k) % 17) as f64 / 16.0 - 0.5;
+            out.push_str(&format!("{}{v:?}", if k > 0 { "," } else { "" }));
+        }
+        out.push_str("]}");
+    }
+    let p = input.tokens;
+    out.push_str(&format!(
+        r#"],"model":{},"usage":{{"prompt_tokens":{p},"total_tokens":{p}}}}}"#,
+        json_string(model)
+    ));
+    if shared.cfg.record_truth {
+        let t = clock::now_s();
+        shared.truth.push(TruthRecord {
+            received_s,
+            first_token_s: Some(t),
+            last_token_s: Some(t),
+            prompt_tokens: p,
+            completion_tokens: 0,
+            path: "/v1/embeddings".to_string(),
+            stream: false,
+            request_id: id,
+        });
+    }
+    json(StatusCode::OK, out)
+}
+
+/// `/v1/models`: the most recent request's model, or [`DEFAULT_MODEL`].
+fn models(shared: &Shared) -> Response<SimBody> {
+    let model = shared
+        .last_model()
+        .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+    let body = format!(
+        r#"{{"object":"list","data":[{{"id":{},"object":"model","created":0,"owned_by":"llmperf-sim"}}]}}"#,
+        json_string(&model)
+    );
+    json(StatusCode::OK, body)
+}
+
+/// Sleeps until `at`, without touching the timer when `at` has passed (zero delays).
+async fn sleep_until(at: Instant) {
+    if at > Instant::now() {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+    }
+}
+
+/// A JSON response.
+fn json(status: StatusCode, body: impl Into<Bytes>) -> Response<SimBody> {
+    let mut resp = Response::new(SimBody::full(body));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// An OpenAI-style JSON error: `{"error":{"message":…,"type":…,"code":status}}`.
+fn error(status: StatusCode, message: &str, kind: &str) -> Response<SimBody> {
+    let body = format!(
+        r#"{{"error":{{"message":{},"type":"{kind}","code":{}}}}}"#,
+        json_string(message),
+        status.as_u16()
+    );
+    json(status, body)
+}
+
+/// 400 for a missing required field.
+fn missing(field: &str) -> Response<SimBody> {
+    let msg = format!("'{field}' is a required property");
+    error(StatusCode::BAD_REQUEST, &msg, "invalid_request_error")
+}
+
+/// `s` as a JSON string literal.
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+/// Unix seconds now, for `created`.
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,302 @@
+//! The response body type and SSE generation.
+//!
+//! [`SimBody`] is either a complete buffer or an [`SseBody`]: a body that *is* the generator. hyper polls it
+//! for the next frame; it sleeps (`sleep_until`) to the next chunk's absolute deadline on the timeline
+//! `received + ttft + i * itl` (token `i` is produced then; a chunk goes out when its last token is produced),
+//! and on wake-up writes every chunk that is due into one frame — so zero delays cost no timer at all and a
+//! late wake-up (or a slow client) catches up instead of drifting. The clock is read immediately before a
+//! frame is returned to hyper, which writes and flushes it at once. No task, channel or lock per chunk: the
+//! JSON is formatted with `write!` into a reused [`BytesMut`] behind a per-request prefix rendered once.
+//!
+//! When the client goes away hyper drops the body; the [`Drop`] impl records the ground truth of whatever was
+//! sent, so generation stops at the next write attempt and the truth log stays honest.
+
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::time::Sleep;
+
+use super::truth::{TruthLog, TruthRecord};
+use crate::clock;
+
+/// The text of one generated token: one whitespace-separated word, so output token counts are checkable.
+pub(crate) const TOKEN_TEXT: &str = "hello ";
+
+/// Which OpenAI API a generation answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    /// `/v1/chat/completions`.
+    Chat,
+    /// `/v1/completions`.
+    Completion,
+}
+
+impl Api {
+    /// The request path, as recorded in the truth log.
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completion => "/v1/completions",
+        }
+    }
+}
+
+/// Everything needed to generate one response.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub api: Api,
+    pub id: u64,
+    /// Unix seconds for the `created` field.
+    pub created: u64,
+    /// The model name, already JSON-encoded (quoted and escaped).
+    pub model_json: String,
+    pub tokens: u32,
+    pub tokens_per_chunk: u32,
+    pub finish_reason: &'static str,
+    pub include_usage: bool,
+    pub prompt_tokens: u64,
+    pub received: Instant,
+    pub ttft: Duration,
+    pub itl: Duration,
+}
+
+impl Plan {
+    /// When token `i` (0-based) is produced: `received + ttft + i * itl`.
+    pub(crate) fn token_due(&self, i: u32) -> Instant {
+        let offset = self
+            .itl
+            .checked_mul(i)
+            .and_then(|d| d.checked_add(self.ttft))
+            .unwrap_or(Duration::from_secs(86_400 * 365));
+        self.received + offset
+    }
+
+    /// The `usage` object (without a trailing comma or brace after it).
+    pub(crate) fn write_usage(&self, out: &mut impl std::fmt::Write) {
+        let (p, c) = (self.prompt_tokens, u64::from(self.tokens));
+        let _ = write!(
+            out,
+            r#""usage":{{"prompt_tokens":{p},"completion_tokens":{c},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":0}}}}"#,
+            p + c
+        );
+    }
+
+    /// `"id":…,"object":…,"created":…,"model":…` for a stream chunk or a full body of this API.
+    pub(crate) fn write_head_fields(&self, out: &mut impl std::fmt::Write, stream: bool) {
+        let (id_prefix, object) = match (self.api, stream) {
+            (Api::Chat, true) => ("chatcmpl", "chat.completion.chunk"),
+            (Api::Chat, false) => ("chatcmpl", "chat.completion"),
+            (Api::Completion, _) => ("cmpl", "text_completion"),
+        };
+        let _ = write!(
+            out,
+            r#""id":"{id_prefix}-{}","object":"{object}","created":{},"model":{}"#,
+            self.id, self.created, self.model_json
+        );
+    }
+}
+
+/// A response body: a complete buffer, or a timed SSE stream.
+#[derive(Debug)]
+pub(crate) enum SimBody {
+    /// The whole body at once (taken on the first poll).
+    Full(Option<Bytes>),
+    /// A generator of SSE frames.
+    Sse(Box<SseBody>),
+}
+
+impl SimBody {
+    /// A complete body.
+    pub(crate) fn full(bytes: impl Into<Bytes>) -> SimBody {
+        SimBody::Full(Some(bytes.into()))
+    }
+}
+
+impl Body for SimBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            SimBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            SimBody::Sse(sse) => sse.poll_next(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            SimBody::Full(bytes) => bytes.is_none(),
+            SimBody::Sse(sse) => sse.next_chunk >= sse.chunks,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            SimBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            SimBody::Full(None) => SizeHint::with_exact(0),
+            SimBody::Sse(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// An SSE response that generates its frames on the plan's timeline as hyper polls it.
+#[derive(Debug)]
+pub(crate) struct SseBody {
+    plan: Plan,
+    /// `data: {"id":…,"model":…,"choices":[` rendered once.
+    prefix: Vec<u8>,
+    chunks: u32,
+    next_chunk: u32,
+    sent_tokens: u32,
+    first_token_s: Option<f64>,
+    last_token_s: Option<f64>,
+    buf: BytesMut,
+    sleep: Option<Pin<Box<Sleep>>>,
+    /// The chunk the armed `sleep` waits for.
+    armed_for: Option<u32>,
+    truth: Option<(Arc<TruthLog>, f64)>,
+}
+
+impl SseBody {
+    /// A stream for `plan`; when `truth` is given (log, received_s), its record is pushed on drop.
+    pub(crate) fn new(plan: Plan, truth: Option<(Arc<TruthLog>, f64)>) -> SseBody {
+        let per = plan.tokens_per_chunk.max(1);
+        let chunks = plan.tokens.div_ceil(per).max(1);
+        let mut prefix = String::with_capacity(160);
+        prefix.push_str("data: {");
+        plan.write_head_fields(&mut prefix, true);
+        prefix.push_str(r#","choices":["#);
+        SseBody {
+            plan,
+            prefix: prefix.into_bytes(),
+            chunks,
+            next_chunk: 0,
+            sent_tokens: 0,
+            first_token_s: None,
+            last_token_s: None,
+            buf: BytesMut::with_capacity(1024),
+            sleep: None,
+            armed_for: None,
+            truth,
+        }
+    }
+
+    /// Tokens `[start, end)` of chunk `j`.
+    fn chunk_tokens(&self, j: u32) -> (u32, u32) {
+        let per = self.plan.tokens_per_chunk.max(1);
+        let start = j.saturating_mul(per).min(self.plan.tokens);
+        (start, start.saturating_add(per).min(self.plan.tokens))
+    }
+
+    /// When chunk `j` goes out: when its last token is produced (chunk 0 of an empty output: at `ttft`).
+    fn chunk_due(&self, j: u32) -> Instant {
+        let (_, end) = self.chunk_tokens(j);
+        self.plan.token_due(end.saturating_sub(1))
+    }
+
+    /// Appends chunk `j` (and the role chunk before the first, the usage chunk and `[DONE]` after the last).
+    fn write_chunk(&mut self, j: u32) {
+        let (start, end) = self.chunk_tokens(j);
+        let last = j + 1 == self.chunks;
+        let api = self.plan.api;
+        let w = &mut self.buf;
+        if j == 0 && api == Api::Chat {
+            w.extend_from_slice(&self.prefix);
+            w.extend_from_slice(
+                br#"{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+            );
+            w.extend_from_slice(b"\n\n");
+        }
+        w.extend_from_slice(&self.prefix);
+        w.extend_from_slice(match api {
+            Api::Chat => br#"{"index":0,"delta":{"content":""#,
+            Api::Completion => br#"{"index":0,"text":""#,
+        });
+        for _ in start..end {
+            w.extend_from_slice(TOKEN_TEXT.as_bytes());
+        }
+        w.extend_from_slice(match api {
+            Api::Chat => br#""},"logprobs":null,"finish_reason":"#,
+            Api::Completion => br#"","logprobs":null,"finish_reason":"#,
+        });
+        if last {
+            let _ = write!(w, r#""{}"}}]}}"#, self.plan.finish_reason);
+        } else {
+            w.extend_from_slice(b"null}]}");
+        }
+        w.extend_from_slice(b"\n\n");
+        if last {
+            if self.plan.include_usage {
+                w.extend_from_slice(&self.prefix);
+                w.extend_from_slice(b"],");
+                self.plan.write_usage(w);
+                w.extend_from_slice(b"}\n\n");
+            }
+            w.extend_from_slice(b"data: [DONE]\n\n");
+        }
+        self.sent_tokens = end;
+    }
+
+    /// The next frame: every chunk that is due, or `Pending` until the next one is.
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        loop {
+            if self.next_chunk >= self.chunks {
+                return Poll::Ready(None);
+            }
+            let now = Instant::now();
+            let before = self.sent_tokens;
+            let mut wrote = false;
+            while self.next_chunk < self.chunks && self.chunk_due(self.next_chunk) <= now {
+                self.write_chunk(self.next_chunk);
+                self.next_chunk += 1;
+                wrote = true;
+            }
+            if wrote {
+                let frame = self.buf.split().freeze();
+                if self.sent_tokens > before {
+                    let t = clock::now_s();
+                    self.first_token_s.get_or_insert(t);
+                    self.last_token_s = Some(t);
+                }
+                return Poll::Ready(Some(frame));
+            }
+            let due = tokio::time::Instant::from_std(self.chunk_due(self.next_chunk));
+            match &mut self.sleep {
+                Some(sleep) if self.armed_for != Some(self.next_chunk) => sleep.as_mut().reset(due),
+                Some(_) => {}
+                None => self.sleep = Some(Box::pin(tokio::time::sleep_until(due))),
+            }
+            self.armed_for = Some(self.next_chunk);
+            if let Some(sleep) = &mut self.sleep {
+                ready!(sleep.as_mut().poll(cx));
+            }
+        }
+    }
+}
+
+impl Drop for SseBody {
+    fn drop(&mut self) {
+        if let Some((log, received_s)) = self.truth.take() {
+            log.push(TruthRecord {
+                received_s,
+                first_token_s: self.first_token_s,
+                last_token_s: self.last_token_s,
+                prompt_tokens: self.plan.prompt_tokens,
+                completion_tokens: u64::from(self.sent_tokens),
+                path: self.plan.api.path().to_string(),
+                stream: true,
+                request_id: self.plan.id,
+            });
+        }
+    }
+}
