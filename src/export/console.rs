@@ -130,6 +130,7 @@ mod tests {
         s.extras = SummaryExtras {
             interrupted: true,
             failures_by_kind: vec![("http_500".into(), 1)],
+            ..Default::default()
         };
         let text = summary_table(&s);
         assert!(

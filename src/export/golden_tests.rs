@@ -74,6 +74,7 @@ fn summary_from(v: &Value) -> BenchmarkSummary {
         input_throughput: f("Input Throughput (tok/s)"),
         kv_cache_hit_rate_pct: v.get("KV Cache Hit Rate (%)").and_then(Value::as_f64),
         extras: Default::default(),
+        ..Default::default()
     }
 }
 

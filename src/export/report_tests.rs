@@ -46,6 +46,7 @@ fn extras_follow_evalscope_text() {
     let failures = SummaryExtras {
         interrupted: true,
         failures_by_kind: vec![("http_500".into(), 1), ("timeout".into(), 2)],
+        ..Default::default()
     };
     let runs = vec![
         run(-1, 5.0, failures),
