@@ -58,6 +58,8 @@
 //! are [`crate::clock`] readings taken immediately before the frame is handed to hyper, which writes it at
 //! once. A non-stream response whose client leaves before it is written leaves no record.
 
+#[cfg(test)]
+mod bench;
 mod request;
 mod routes;
 mod stream;

@@ -108,10 +108,14 @@ async fn chat_stream_with_usage_and_truthful_timing() {
     );
     assert_eq!(t.path, "/v1/chat/completions");
     let (first, last) = (t.first_token_s.unwrap(), t.last_token_s.unwrap());
-    assert!(first - t.received_s >= ttft as f64 / 1e3, "{t:?}");
+    // Sends follow an absolute timeline from `received`, so the last token is never early against it; the
+    // first may be up to a timer tick (~1 ms) later than nominal, which can shorten last - first by as much.
+    let (ttft_s, itl_s) = (ttft as f64 / 1e3, itl as f64 / 1e3);
+    assert!(first - t.received_s >= ttft_s, "{t:?}");
+    assert!(last - t.received_s >= ttft_s + 4.0 * itl_s, "{t:?}");
     let decode = last - first;
-    assert!(decode >= 4.0 * itl as f64 / 1e3 - 1e-4, "{t:?}");
-    assert!(decode < 4.0 * itl as f64 / 1e3 + 0.2, "{t:?}");
+    assert!(decode >= 4.0 * itl_s - 0.005, "{t:?}");
+    assert!(decode < 4.0 * itl_s + 0.2, "{t:?}");
     sim.shutdown();
 }
 
@@ -395,54 +399,4 @@ fn start_and_drop_outside_any_runtime() {
     let sim = SimServer::start(SimConfig::default()).unwrap();
     assert!(sim.base_url().starts_with("http://127.0.0.1:"));
     drop(sim);
-}
-
-/// Ad-hoc throughput check (`cargo test --release --lib sim::tests::throughput -- --ignored --nocapture`):
-/// 64 keep-alive connections of raw HTTP/1.1, zero delays, 16-token streams with usage.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
-async fn throughput() {
-    let sim = SimServer::start(SimConfig {
-        threads: 2,
-        ..cfg(0, 0)
-    })
-    .unwrap();
-    let body = chat_body(json!({"max_tokens": 16, "ignore_eos": true, "stream": true,
-        "stream_options": {"include_usage": true}}));
-    let request = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let deadline = std::time::Instant::now() + Duration::from_secs(3);
-    let mut tasks = Vec::new();
-    for _ in 0..64 {
-        let (addr, request) = (sim.addr(), request.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut tcp = TcpStream::connect(addr).await.unwrap();
-            tcp.set_nodelay(true).unwrap();
-            let (mut buf, mut done) = (vec![0u8; 16384], 0u64);
-            while std::time::Instant::now() < deadline {
-                tcp.write_all(request.as_bytes()).await.unwrap();
-                let mut len = 0;
-                while !buf[..len].ends_with(b"0\r\n\r\n") {
-                    let n = tcp.read(&mut buf[len..]).await.unwrap();
-                    assert!(n > 0);
-                    len += n;
-                }
-                done += 1;
-            }
-            done
-        }));
-    }
-    let start = std::time::Instant::now();
-    let mut total = 0;
-    for t in tasks {
-        total += t.await.unwrap();
-    }
-    let secs = start.elapsed().as_secs_f64();
-    println!(
-        "{total} requests in {secs:.2} s: {:.0} req/s",
-        total as f64 / secs
-    );
-    assert_eq!(sim.truth().len() as u64, total);
 }
