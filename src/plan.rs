@@ -259,7 +259,9 @@ fn warmup_count(warmup_num: f64, number: u64) -> u64 {
 }
 
 fn is_chat_url(url: &Url) -> bool {
-    url.path().trim_end_matches('/').ends_with("chat/completions")
+    url.path()
+        .trim_end_matches('/')
+        .ends_with("chat/completions")
 }
 
 impl RunPlan {
@@ -267,7 +269,9 @@ impl RunPlan {
     pub fn from_cli(cli: Cli, now: chrono::DateTime<chrono::Local>) -> Result<RunPlan, UsageError> {
         let model = match &cli.model {
             Some(m) if !m.trim().is_empty() => m.clone(),
-            _ => return usage("--model is required (the model name sent in each request, e.g. --model qwen2.5)"),
+            _ => return usage(
+                "--model is required (the model name sent in each request, e.g. --model qwen2.5)",
+            ),
         };
         let model_id = model
             .trim_end_matches('/')
@@ -299,7 +303,9 @@ impl RunPlan {
             if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
                 || reqwest::header::HeaderValue::from_str(v).is_err()
             {
-                return usage(format!("--headers {k:?}: not a valid HTTP header name/value"));
+                return usage(format!(
+                    "--headers {k:?}: not a valid HTTP header name/value"
+                ));
             }
         }
 
@@ -327,7 +333,9 @@ impl RunPlan {
                     ));
                 }
                 if let Some(p) = cli.parallel.iter().find(|p| **p <= 0) {
-                    return usage(format!("--parallel {p}: every value must be greater than 0"));
+                    return usage(format!(
+                        "--parallel {p}: every value must be greater than 0"
+                    ));
                 }
                 let rate = cli.rate[0];
                 if rate <= 0.0 && rate != -1.0 {
@@ -355,7 +363,11 @@ impl RunPlan {
                         cli.rate.len()
                     ));
                 }
-                if let Some(r) = cli.rate.iter().find(|r| !(**r > 0.0) || !r.is_finite()) {
+                if let Some(r) = cli
+                    .rate
+                    .iter()
+                    .find(|r| r.is_nan() || **r <= 0.0 || !r.is_finite())
+                {
                     return usage(format!(
                         "--rate {r}: --open-loop needs every rate greater than 0 (requests per second)"
                     ));
@@ -431,10 +443,7 @@ impl RunPlan {
                     }
                 };
                 if !path.is_file() {
-                    return usage(format!(
-                        "--dataset-path {}: no such file",
-                        path.display()
-                    ));
+                    return usage(format!("--dataset-path {}: no such file", path.display()));
                 }
                 PromptSource::Dataset { kind, path }
             }
@@ -482,7 +491,10 @@ impl RunPlan {
 
         let mock = match api {
             ApiKind::Mock => {
-                for (flag, v) in [("--mock-ttft-ms", cli.mock_ttft_ms), ("--mock-itl-ms", cli.mock_itl_ms)] {
+                for (flag, v) in [
+                    ("--mock-ttft-ms", cli.mock_ttft_ms),
+                    ("--mock-itl-ms", cli.mock_itl_ms),
+                ] {
                     if !(v >= 0.0 && v.is_finite()) {
                         return usage(format!("{flag} {v}: must be a number of milliseconds ≥ 0"));
                     }
@@ -571,7 +583,17 @@ mod tests {
 
     #[test]
     fn sweep_runs_and_dir_names() {
-        let p = plan(&["--parallel", "1", "4", "--number", "10", "20", "--warmup-num", "0.5"]).unwrap();
+        let p = plan(&[
+            "--parallel",
+            "1",
+            "4",
+            "--number",
+            "10",
+            "20",
+            "--warmup-num",
+            "0.5",
+        ])
+        .unwrap();
         let names: Vec<_> = p.runs.iter().map(|r| r.dir_name.as_str()).collect();
         assert_eq!(names, ["parallel_1_number_10", "parallel_4_number_20"]);
         assert_eq!(p.runs[0].warmup, 5);
@@ -610,18 +632,28 @@ mod tests {
         assert!(err(&["--duration", "0"]).contains("--duration"));
         assert!(err(&["--parallel", "2", "2", "--number", "5", "5"]).contains("repeats"));
         assert!(err(&["--query-template", "{bad"]).contains("--query-template"));
-        assert!(err(&["--min-prompt-length", "9", "--max-prompt-length", "3"]).contains("--min-prompt-length"));
-        let no_model = RunPlan::from_cli(Cli::try_parse_from(["llmperf"]).unwrap(), chrono::Local::now());
+        assert!(
+            err(&["--min-prompt-length", "9", "--max-prompt-length", "3"])
+                .contains("--min-prompt-length")
+        );
+        let no_model = RunPlan::from_cli(
+            Cli::try_parse_from(["llmperf"]).unwrap(),
+            chrono::Local::now(),
+        );
         assert!(no_model.unwrap_err().to_string().contains("--model"));
     }
 
     #[test]
     fn dataset_needs_a_path() {
         let cli = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "openqa"]).unwrap();
-        let e = RunPlan::from_cli(cli, chrono::Local::now()).unwrap_err().to_string();
+        let e = RunPlan::from_cli(cli, chrono::Local::now())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--dataset-path"), "{e}");
         let cli = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "zzz"]).unwrap();
-        let e = RunPlan::from_cli(cli, chrono::Local::now()).unwrap_err().to_string();
+        let e = RunPlan::from_cli(cli, chrono::Local::now())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--dataset"), "{e}");
     }
 
@@ -630,7 +662,10 @@ mod tests {
         let p = plan(&["--headers", "authorization=x", "X-A=1", "--api-key", "sk-1"]).unwrap();
         assert_eq!(
             p.headers,
-            vec![("X-A".to_string(), "1".to_string()), ("Authorization".to_string(), "Bearer sk-1".to_string())]
+            vec![
+                ("X-A".to_string(), "1".to_string()),
+                ("Authorization".to_string(), "Bearer sk-1".to_string())
+            ]
         );
     }
 

@@ -109,7 +109,11 @@ impl Progress {
             hms(elapsed),
             hms(remaining),
             rate,
-            if self.failed > 0 { format!(" ({} failed)", self.failed) } else { String::new() }
+            if self.failed > 0 {
+                format!(" ({} failed)", self.failed)
+            } else {
+                String::new()
+            }
         );
     }
 

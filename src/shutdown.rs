@@ -57,7 +57,10 @@ impl Shutdown {
 
     /// Asks for a stop (as the first signal does).
     pub fn request_stop(&self, signal: i32) {
-        self.signal.lock().expect("signal lock").get_or_insert(signal);
+        self.signal
+            .lock()
+            .expect("signal lock")
+            .get_or_insert(signal);
         self.state.send_if_modified(|s| {
             if *s < STOPPING {
                 *s = STOPPING;
@@ -99,8 +102,13 @@ impl Shutdown {
     /// Listens for SIGINT/SIGTERM for the rest of the process (spawn on the runtime).
     pub async fn listen_for_signals(self) {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-            tracing::warn!("cannot install signal handlers; Ctrl-C will end the process without a summary");
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            tracing::warn!(
+                "cannot install signal handlers; Ctrl-C will end the process without a summary"
+            );
             return;
         };
         let mut count = 0;
@@ -142,7 +150,11 @@ mod tests {
         s.request_stop(libc::SIGTERM);
         s.request_stop(libc::SIGINT);
         assert!(s.stopping());
-        assert_eq!(s.exit_code(), Some(143), "the first signal decides the exit code");
+        assert_eq!(
+            s.exit_code(),
+            Some(143),
+            "the first signal decides the exit code"
+        );
         s.stopped().await;
         s.abandon_in_flight();
         s.abandoned().await;

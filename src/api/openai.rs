@@ -69,7 +69,7 @@ impl BodyComposer {
     pub fn compose_value(&self, item: &Item, rng: &mut impl Rng) -> Map<String, Value> {
         let (mut body, mode) = match (item, &self.template) {
             (Item::Body(b), _) => (b.clone(), SetMode::FillGaps),
-            (_, Some(template)) => (self.from_template(template, item), SetMode::Overwrite),
+            (_, Some(template)) => (self.body_from_template(template, item), SetMode::Overwrite),
             (Item::Text(t), None) => {
                 let mut m = Map::new();
                 m.insert("prompt".into(), Value::String(t.clone()));
@@ -112,7 +112,12 @@ impl BodyComposer {
         }
         put(&mut body, mode, "stream", json!(p.stream));
         if body.get("stream") == Some(&Value::Bool(true)) {
-            put(&mut body, mode, "stream_options", json!({"include_usage": true}));
+            put(
+                &mut body,
+                mode,
+                "stream_options",
+                json!({"include_usage": true}),
+            );
         } else {
             body.shift_remove("stream_options");
         }
@@ -152,7 +157,7 @@ impl BodyComposer {
         small.compose(&item, rng)
     }
 
-    fn from_template(&self, template: &str, item: &Item) -> Map<String, Value> {
+    fn body_from_template(&self, template: &str, item: &Item) -> Map<String, Value> {
         let substitutes_prompt = template.contains("%p");
         let text = template
             .replace("%m", &json_escape(&self.model))

@@ -289,7 +289,11 @@ mod tests {
         assert!(!u.has_choices);
         assert_eq!(
             u.usage,
-            Some(Usage { prompt_tokens: Some(7), completion_tokens: Some(5), cached_tokens: Some(3) })
+            Some(Usage {
+                prompt_tokens: Some(7),
+                completion_tokens: Some(5),
+                cached_tokens: Some(3)
+            })
         );
         assert!(!inspect(b"[DONE]").is_json);
     }
@@ -321,16 +325,40 @@ mod tests {
         let mut r = rec();
         let t0 = r.sent_at;
         let at = |ms| t0 + Duration::from_millis(ms);
-        apply_stream_event(&mut r, br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#, at(40));
-        apply_stream_event(&mut r, br#"{"choices":[{"delta":{"content":"a"}}]}"#, at(50));
+        apply_stream_event(
+            &mut r,
+            br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+            at(40),
+        );
+        apply_stream_event(
+            &mut r,
+            br#"{"choices":[{"delta":{"content":"a"}}]}"#,
+            at(50),
+        );
         apply_stream_event(&mut r, br#"{"choices":[{"delta":{}}]}"#, at(55));
-        apply_stream_event(&mut r, br#"{"choices":[{"delta":{"content":"b"}}]}"#, at(60));
-        apply_stream_event(&mut r, br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#, at(61));
+        apply_stream_event(
+            &mut r,
+            br#"{"choices":[{"delta":{"content":"b"}}]}"#,
+            at(60),
+        );
+        apply_stream_event(
+            &mut r,
+            br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#,
+            at(61),
+        );
         apply_stream_event(&mut r, b"[DONE]", at(70));
         assert_eq!(r.chunk_times, vec![at(50), at(60)]);
         assert_eq!(r.n_decode_chunks, 3);
-        assert_eq!(r.responses().count(), 4, "choices chunks only, usage-only chunk not kept");
-        assert_eq!(r.completed_at, at(61), "latency ends at the last JSON event");
+        assert_eq!(
+            r.responses().count(),
+            4,
+            "choices chunks only, usage-only chunk not kept"
+        );
+        assert_eq!(
+            r.completed_at,
+            at(61),
+            "latency ends at the last JSON event"
+        );
         assert_eq!(r.usage.completion_tokens, Some(2));
         assert!(r.error.is_none());
     }
@@ -342,7 +370,11 @@ mod tests {
         assert_eq!(r.failure, Some(FailureKind::InBandError));
         assert!(r.error.as_deref().unwrap().contains("boom"));
         let mut r = rec();
-        apply_stream_event(&mut r, br#"{"object":"error","message":"x"}"#, Instant::now());
+        apply_stream_event(
+            &mut r,
+            br#"{"object":"error","message":"x"}"#,
+            Instant::now(),
+        );
         assert_eq!(r.failure, Some(FailureKind::InBandError));
     }
 

@@ -85,7 +85,12 @@ pub struct Cli {
 
     /// Warmup requests before each run (not measured): ≥ 1 is a count, between 0 and 1 a fraction of
     /// `--number` (at least 1), ≤ 0 none.
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, help_heading = "Load")]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        allow_negative_numbers = true,
+        help_heading = "Load"
+    )]
     pub warmup_num: f64,
 
     /// Soft time limit per run, in seconds: stop sending once it has passed, then wait for requests in
@@ -94,7 +99,12 @@ pub struct Cli {
     pub duration: Option<f64>,
 
     /// Seconds to sleep between the runs of a sweep.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5, help_heading = "Load")]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 5,
+        help_heading = "Load"
+    )]
     pub sleep_interval: u64,
 
     // ── Prompts ──────────────────────────────────────────────────────────────────────────────────────
@@ -126,7 +136,11 @@ pub struct Cli {
 
     /// Send messages (`{"messages": […]}`) rather than a plain `{"prompt": …}` [default: true when the URL
     /// ends in `chat/completions`].
-    #[arg(long, overrides_with = "no_apply_chat_template", help_heading = "Prompts")]
+    #[arg(
+        long,
+        overrides_with = "no_apply_chat_template",
+        help_heading = "Prompts"
+    )]
     pub apply_chat_template: bool,
 
     /// Send plain `{"prompt": …}` bodies.
@@ -212,11 +226,21 @@ pub struct Cli {
     pub no_timestamp: bool,
 
     /// Commit the SQLite database every N stored requests (also at least once a second and at the end).
-    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, help_heading = "Output")]
+    #[arg(
+        long,
+        default_value_t = 1000,
+        allow_negative_numbers = true,
+        help_heading = "Output"
+    )]
     pub db_commit_interval: i64,
 
     /// Log the running summary every N finished requests.
-    #[arg(long, default_value_t = 100, allow_negative_numbers = true, help_heading = "Output")]
+    #[arg(
+        long,
+        default_value_t = 100,
+        allow_negative_numbers = true,
+        help_heading = "Output"
+    )]
     pub log_every_n_query: i64,
 
     /// Debug logging: request starts and response chunks (secrets masked).
@@ -273,9 +297,30 @@ mod tests {
     #[test]
     fn parses_the_seed_recipe_shape() {
         let cli = Cli::try_parse_from([
-            "llmperf", "--model", "m", "--parallel", "1", "4", "8", "--number", "100", "200", "400",
-            "--rate", "-1", "--max-tokens", "128", "--stream", "--extra-args", r#"{"ignore_eos": true}"#,
-            "--stop", "a", "b", "--headers", "X-A=1", "X-B=x=y",
+            "llmperf",
+            "--model",
+            "m",
+            "--parallel",
+            "1",
+            "4",
+            "8",
+            "--number",
+            "100",
+            "200",
+            "400",
+            "--rate",
+            "-1",
+            "--max-tokens",
+            "128",
+            "--stream",
+            "--extra-args",
+            r#"{"ignore_eos": true}"#,
+            "--stop",
+            "a",
+            "b",
+            "--headers",
+            "X-A=1",
+            "X-B=x=y",
         ])
         .unwrap();
         assert_eq!(cli.parallel, vec![1, 4, 8]);

@@ -29,7 +29,9 @@ pub fn parse_json_object(s: &str) -> Result<serde_json::Map<String, serde_json::
         Ok(other) => Err(format!(
             "expected a JSON object like '{{\"ignore_eos\": true}}', got {other}"
         )),
-        Err(e) => Err(format!("not valid JSON ({e}); expected e.g. '{{\"ignore_eos\": true}}'")),
+        Err(e) => Err(format!(
+            "not valid JSON ({e}); expected e.g. '{{\"ignore_eos\": true}}'"
+        )),
     }
 }
 

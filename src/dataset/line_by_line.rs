@@ -45,12 +45,20 @@ mod tests {
         let text = "plain prompt\n[{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]\n{\"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"max_tokens\": 8}\n[not json\n";
         let items = parse(text, &shaper, 10).unwrap();
         assert_eq!(items.len(), 4);
-        assert_eq!(items[0], Item::Chat(vec![json!({"role": "user", "content": "plain prompt"})]));
+        assert_eq!(
+            items[0],
+            Item::Chat(vec![json!({"role": "user", "content": "plain prompt"})])
+        );
         assert!(matches!(&items[1], Item::Chat(m) if m.len() == 2));
         match &items[2] {
-            Item::Body(b) => assert_eq!(b.keys().collect::<Vec<_>>(), vec!["messages", "max_tokens"]),
+            Item::Body(b) => {
+                assert_eq!(b.keys().collect::<Vec<_>>(), vec!["messages", "max_tokens"])
+            }
             other => panic!("{other:?}"),
         }
-        assert_eq!(items[3], Item::Chat(vec![json!({"role": "user", "content": "[not json"})]));
+        assert_eq!(
+            items[3],
+            Item::Chat(vec![json!({"role": "user", "content": "[not json"})])
+        );
     }
 }

@@ -106,7 +106,10 @@ mod tests {
             length: (2, 4),
         };
         assert_eq!(s.prepare("a"), None);
-        assert_eq!(s.prepare("héé"), Some(Item::Chat(vec![json!({"role": "user", "content": "héé"})])));
+        assert_eq!(
+            s.prepare("héé"),
+            Some(Item::Chat(vec![json!({"role": "user", "content": "héé"})]))
+        );
         assert_eq!(s.prepare("abcde"), None);
         let plain = Shaper {
             apply_chat_template: false,

@@ -49,10 +49,24 @@ mod tests {
 
     #[test]
     fn openqa_reads_questions() {
-        let items = openqa("{\"question\": \" q1 \"}\n\n{\"question\": \"q2\", \"x\": 1}\n", &SHAPER, 10).unwrap();
-        assert_eq!(items, vec![Item::Text("q1".into()), Item::Text("q2".into())]);
-        assert!(openqa("{\"q\": 1}", &SHAPER, 10).unwrap_err().to_string().contains("question"));
-        assert!(openqa("nope", &SHAPER, 10).unwrap_err().to_string().contains("line 1"));
+        let items = openqa(
+            "{\"question\": \" q1 \"}\n\n{\"question\": \"q2\", \"x\": 1}\n",
+            &SHAPER,
+            10,
+        )
+        .unwrap();
+        assert_eq!(
+            items,
+            vec![Item::Text("q1".into()), Item::Text("q2".into())]
+        );
+        assert!(openqa("{\"q\": 1}", &SHAPER, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("question"));
+        assert!(openqa("nope", &SHAPER, 10)
+            .unwrap_err()
+            .to_string()
+            .contains("line 1"));
     }
 
     #[test]

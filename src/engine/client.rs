@@ -41,7 +41,8 @@ fn header_map(plan: &RunPlan) -> Result<HeaderMap> {
         HeaderValue::from_static(concat!("llmperf/", env!("CARGO_PKG_VERSION"))),
     );
     for (k, v) in &plan.headers {
-        let name = HeaderName::from_bytes(k.as_bytes()).with_context(|| format!("--headers {k}"))?;
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).with_context(|| format!("--headers {k}"))?;
         let mut value = HeaderValue::from_str(v).with_context(|| format!("--headers {k}"))?;
         if is_secret_header(k) {
             value.set_sensitive(true);
@@ -93,7 +94,11 @@ impl HttpClient {
     pub async fn send(&self, mut record: RequestRecord) -> RequestRecord {
         let body = record.request.clone();
         if self.debug {
-            tracing::debug!(index = record.index, "request start: {}", truncate(&body, 100));
+            tracing::debug!(
+                index = record.index,
+                "request start: {}",
+                truncate(&body, 100)
+            );
         }
         let deadline = tokio::time::Instant::now() + self.total_timeout;
         record.sent_at = Instant::now();
@@ -102,7 +107,10 @@ impl HttpClient {
             let at = Instant::now();
             record.fail(
                 FailureKind::Timeout,
-                format!("total timeout of {} s exceeded", self.total_timeout.as_secs_f64()),
+                format!(
+                    "total timeout of {} s exceeded",
+                    self.total_timeout.as_secs_f64()
+                ),
                 at,
             );
         }
@@ -121,7 +129,9 @@ impl HttpClient {
         let sent = self
             .client
             .post(self.url.clone())
-            .body(reqwest::Body::from(bytes::Bytes::from_owner(SharedBody(body))))
+            .body(reqwest::Body::from(bytes::Bytes::from_owner(SharedBody(
+                body,
+            ))))
             .send()
             .await;
         let mut resp = match sent {
@@ -187,9 +197,15 @@ impl HttpClient {
                 Ok(Some(bytes)) => {
                     let at = Instant::now();
                     if self.debug {
-                        tracing::debug!(index = record.index, "chunk: {}", truncate(&String::from_utf8_lossy(&bytes), 200));
+                        tracing::debug!(
+                            index = record.index,
+                            "chunk: {}",
+                            truncate(&String::from_utf8_lossy(&bytes), 200)
+                        );
                     }
-                    framer.push(&bytes, |event| openai_event::apply_stream_event(record, event, at));
+                    framer.push(&bytes, |event| {
+                        openai_event::apply_stream_event(record, event, at)
+                    });
                 }
                 Ok(None) => {
                     let at = Instant::now();
@@ -237,8 +253,6 @@ fn classify(e: &reqwest::Error) -> FailureKind {
         FailureKind::Timeout
     } else if e.is_connect() {
         FailureKind::Connect
-    } else if e.is_body() || e.is_decode() {
-        FailureKind::Disconnect
     } else {
         FailureKind::Disconnect
     }
@@ -273,7 +287,14 @@ fn truncate(s: &str, n: usize) -> String {
         return s.to_string();
     }
     let head: String = s.chars().take(n).collect();
-    let tail: String = s.chars().rev().take(n).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: String = s
+        .chars()
+        .rev()
+        .take(n)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     format!("{head}…{tail}")
 }
 

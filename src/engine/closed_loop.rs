@@ -62,8 +62,12 @@ pub(super) async fn run(
                 }
             }
         }
-        let (client, records, shutdown, abandoned) =
-            (client.clone(), records.clone(), shutdown.clone(), abandoned.clone());
+        let (client, records, shutdown, abandoned) = (
+            client.clone(),
+            records.clone(),
+            shutdown.clone(),
+            abandoned.clone(),
+        );
         tokio::spawn(async move {
             if send_one(client, index, request, scheduled_at, records, shutdown).await {
                 abandoned.fetch_add(1, Ordering::Relaxed);

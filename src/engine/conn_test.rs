@@ -14,7 +14,12 @@ use crate::shutdown::Shutdown;
 pub const RETRY_EVERY: Duration = Duration::from_secs(10);
 
 /// Sends `body` until it succeeds, a 4xx comes back, `budget` runs out or the run is interrupted.
-pub async fn check(client: &HttpClient, body: Arc<str>, budget: Duration, shutdown: &Shutdown) -> Result<()> {
+pub async fn check(
+    client: &HttpClient,
+    body: Arc<str>,
+    budget: Duration,
+    shutdown: &Shutdown,
+) -> Result<()> {
     let started = Instant::now();
     let mut attempt = 0u32;
     loop {
@@ -25,7 +30,10 @@ pub async fn check(client: &HttpClient, body: Arc<str>, budget: Duration, shutdo
             tracing::info!("Test connection successful.");
             return Ok(());
         }
-        let why = record.error.clone().unwrap_or_else(|| "unknown error".into());
+        let why = record
+            .error
+            .clone()
+            .unwrap_or_else(|| "unknown error".into());
         let client_error = record.failure == Some(FailureKind::HttpStatus)
             && record.status_code.is_some_and(|s| (400..500).contains(&s));
         if client_error || record.failure == Some(FailureKind::BadResponse) {

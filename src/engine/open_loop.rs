@@ -33,7 +33,14 @@ pub(super) async fn run(
     let mut warm = JoinSet::new();
     for (index, request) in warmup.into_iter().enumerate() {
         let args = (client.clone(), records.clone(), shutdown.clone());
-        warm.spawn(send_one(args.0, index, request, Instant::now(), args.1, args.2));
+        warm.spawn(send_one(
+            args.0,
+            index,
+            request,
+            Instant::now(),
+            args.1,
+            args.2,
+        ));
         outcome.dispatched += 1;
     }
     while let Some(res) = warm.join_next().await {
@@ -59,7 +66,12 @@ pub(super) async fn run(
             _ = sleep_until_precise(at) => {}
             _ = shutdown.stopped() => break,
         }
-        let args = (client.clone(), records.clone(), shutdown.clone(), abandoned.clone());
+        let args = (
+            client.clone(),
+            records.clone(),
+            shutdown.clone(),
+            abandoned.clone(),
+        );
         in_flight.spawn(async move {
             if send_one(args.0, split + i, request, at, args.1, args.2).await {
                 args.3.fetch_add(1, Ordering::Relaxed);

@@ -96,13 +96,21 @@ mod tests {
 
     #[test]
     fn splits_events_and_keeps_data_lines() {
-        let out = frame_all(&[b"data: {\"a\":1}\n\n: comment\n\nevent: x\nid: 3\ndata:{\"b\":2}\n\ndata: [DONE]\n\n"]);
+        let out = frame_all(&[
+            b"data: {\"a\":1}\n\n: comment\n\nevent: x\nid: 3\ndata:{\"b\":2}\n\ndata: [DONE]\n\n",
+        ]);
         assert_eq!(out, vec!["{\"a\":1}", "{\"b\":2}", "[DONE]"]);
     }
 
     #[test]
     fn handles_crlf_and_split_reads() {
-        let out = frame_all(&[b"da", b"ta: {\"a\"", b":1}\r", b"\n\r\n", b"data: x\r\n\r\n"]);
+        let out = frame_all(&[
+            b"da",
+            b"ta: {\"a\"",
+            b":1}\r",
+            b"\n\r\n",
+            b"data: x\r\n\r\n",
+        ]);
         assert_eq!(out, vec!["{\"a\":1}", "x"]);
     }
 

@@ -16,7 +16,11 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         .headers
         .iter()
         .map(|(k, v)| {
-            let v = if is_secret_header(k) { MASK } else { v.as_str() };
+            let v = if is_secret_header(k) {
+                MASK
+            } else {
+                v.as_str()
+            };
             (k.clone(), json!(v))
         })
         .collect();
@@ -39,7 +43,14 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("connect_timeout", json!(cli.connect_timeout));
     put("read_timeout", json!(cli.read_timeout));
     put("total_timeout", json!(cli.total_timeout));
-    put("api_key", if cli.api_key.is_some() { json!(MASK) } else { Value::Null });
+    put(
+        "api_key",
+        if cli.api_key.is_some() {
+            json!(MASK)
+        } else {
+            Value::Null
+        },
+    );
     put("no_test_connection", json!(cli.no_test_connection));
     put("scenario", Value::Null);
     put("number", json!(spec.number));
@@ -92,7 +103,14 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("dataset_args", Value::Null);
     put("frequency_penalty", json!(cli.frequency_penalty));
     put("repetition_penalty", json!(cli.repetition_penalty));
-    put("logprobs", if cli.logprobs { json!(true) } else { Value::Null });
+    put(
+        "logprobs",
+        if cli.logprobs {
+            json!(true)
+        } else {
+            Value::Null
+        },
+    );
     put("max_tokens", max_tokens);
     put("min_tokens", json!(cli.min_tokens));
     put("n_choices", json!(cli.n_choices));
@@ -131,7 +149,9 @@ mod tests {
             .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
         let dir = format!("{root}/reference/evalscope-golden/a_seed/outputs");
         let stamp = std::fs::read_dir(&dir).ok()?.next()?.ok()?.path();
-        let text = std::fs::read_to_string(stamp.join("test1/parallel_1_number_20/benchmark_args.json")).ok()?;
+        let text =
+            std::fs::read_to_string(stamp.join("test1/parallel_1_number_20/benchmark_args.json"))
+                .ok()?;
         let v: Map<String, Value> = serde_json::from_str(&text).ok()?;
         Some(v.keys().cloned().collect())
     }
@@ -139,14 +159,28 @@ mod tests {
     #[test]
     fn keys_follow_evalscope_then_extras_and_secrets_are_masked() {
         let cli = Cli::try_parse_from([
-            "llmperf", "--model", "m", "--prompt", "p", "--api-key", "sk-secret",
-            "--headers", "X-Api-Key=k2", "X-Team=t", "--max-tokens", "3", "9",
+            "llmperf",
+            "--model",
+            "m",
+            "--prompt",
+            "p",
+            "--api-key",
+            "sk-secret",
+            "--headers",
+            "X-Api-Key=k2",
+            "X-Team=t",
+            "--max-tokens",
+            "3",
+            "9",
         ])
         .unwrap();
         let plan = RunPlan::from_cli(cli, chrono::Local::now()).unwrap();
         let m = args_json(&plan, &plan.runs[0], plan.url.as_str(), "out/run");
         let text = crate::pyjson::dumps_indent4(&m);
-        assert!(!text.contains("sk-secret") && !text.contains("k2"), "{text}");
+        assert!(
+            !text.contains("sk-secret") && !text.contains("k2"),
+            "{text}"
+        );
         assert_eq!(m["headers"]["X-Team"], json!("t"));
         assert_eq!(m["api_key"], json!(MASK));
         assert_eq!(m["max_tokens"], json!([3, 9]));

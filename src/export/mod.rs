@@ -1,6 +1,6 @@
 //! Output files and text, one file per format, matching `evalscope perf` 1.14.1:
 //!
-//! * [`args`]: `benchmark_args.json`.
+//! * [`args`](mod@args): `benchmark_args.json`.
 //! * [`format`](mod@format): evalscope's number formatting (half-up on the shortest repr, units per metric).
 //! * [`table`]: tabulate `simple_outline` and rich `SQUARE` / `HEAVY_HEAD` / panel renderers.
 //! * [`console`]: `Benchmarking summary:` and `Percentile results:` tables.

@@ -55,7 +55,12 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
 /// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted).
 pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
     let root = plan.output_root.clone();
-    if root.join("benchmark.log").exists() || plan.runs.iter().any(|r| root.join(&r.dir_name).join("benchmark_data.db").exists()) {
+    if root.join("benchmark.log").exists()
+        || plan
+            .runs
+            .iter()
+            .any(|r| root.join(&r.dir_name).join("benchmark_data.db").exists())
+    {
         anyhow::bail!(
             "The database file already exists under {}: choose another --name/--outputs-dir, or drop --no-timestamp",
             root.display()
@@ -68,10 +73,18 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
     tracing::info!("Save the result to: {}", root.display());
     let (_, appended) = crate::plan::complete_url(&plan.cli.url)?;
     if appended {
-        tracing::warn!("--url {} names no endpoint: using {}", plan.cli.url, plan.url);
+        tracing::warn!(
+            "--url {} names no endpoint: using {}",
+            plan.cli.url,
+            plan.url
+        );
     }
     if plan.mode == LoadMode::Open {
-        let rates: Vec<String> = plan.runs.iter().map(|r| crate::pyjson::float_repr(r.rate)).collect();
+        let rates: Vec<String> = plan
+            .runs
+            .iter()
+            .map(|r| crate::pyjson::float_repr(r.rate))
+            .collect();
         let numbers: Vec<String> = plan.runs.iter().map(|r| r.number.to_string()).collect();
         tracing::info!(
             "open-loop mode enabled: concurrency is unbounded (parallel set to -1 / INF). Rate sweep: [{}], number sweep: [{}].",
@@ -88,7 +101,11 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
         plan: &plan,
         url: url.clone(),
         items: &items,
-        composer: BodyComposer::new(&plan.model, plan.params.clone(), plan.query_template.clone()),
+        composer: BodyComposer::new(
+            &plan.model,
+            plan.params.clone(),
+            plan.query_template.clone(),
+        ),
         shutdown: shutdown.clone(),
     };
 
@@ -96,7 +113,10 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
     let mut failure = None;
     for (i, spec) in plan.runs.iter().enumerate() {
         if i > 0 && !plan.sleep_interval.is_zero() {
-            tracing::info!("Sleeping for {} seconds before the next run...", plan.sleep_interval.as_secs());
+            tracing::info!(
+                "Sleeping for {} seconds before the next run...",
+                plan.sleep_interval.as_secs()
+            );
             tokio::select! {
                 _ = tokio::time::sleep(plan.sleep_interval) => {}
                 _ = shutdown.stopped() => {}

@@ -51,7 +51,8 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 
 fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
     let base = plan.params.seed.unwrap_or_else(rand::random);
-    base.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(run_index as u64)
+    base.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(run_index as u64)
 }
 
 fn prepare(ctx: &SweepContext<'_>, spec: &RunSpec, seed: u64) -> Vec<PreparedRequest> {
@@ -64,7 +65,9 @@ fn prepare(ctx: &SweepContext<'_>, spec: &RunSpec, seed: u64) -> Vec<PreparedReq
         .map(|i| PreparedRequest {
             body: match &fixed {
                 Some(body) => body.clone(),
-                None => ctx.composer.compose(dataset::cycled(ctx.items, i), &mut rng),
+                None => ctx
+                    .composer
+                    .compose(dataset::cycled(ctx.items, i), &mut rng),
             },
             is_warmup: (i as u64) < spec.warmup,
         })
@@ -72,23 +75,36 @@ fn prepare(ctx: &SweepContext<'_>, spec: &RunSpec, seed: u64) -> Vec<PreparedReq
 }
 
 /// Runs `spec` and writes its files under `<root>/<dir_name>`.
-pub async fn run_single(ctx: &SweepContext<'_>, spec: &RunSpec, run_index: usize) -> Result<RunResult> {
+pub async fn run_single(
+    ctx: &SweepContext<'_>,
+    spec: &RunSpec,
+    run_index: usize,
+) -> Result<RunResult> {
     let plan = ctx.plan;
     let run_dir: PathBuf = plan.output_root.join(&spec.dir_name);
     std::fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
     let args = export::args::args_json(plan, spec, ctx.url.as_str(), &run_dir.to_string_lossy());
     tracing::info!("Starting benchmark with args: ");
     tracing::info!("{}", pyjson::dumps_indent4(&args));
-    write_file(&run_dir.join("benchmark_args.json"), &pyjson::dumps_indent4(&args))?;
+    write_file(
+        &run_dir.join("benchmark_args.json"),
+        &pyjson::dumps_indent4(&args),
+    )?;
 
     let seed = run_seed(plan, run_index);
     let requests = prepare(ctx, spec, seed);
-    let parallel = if spec.parallel > 0 { spec.parallel as usize } else { 1024 };
+    let parallel = if spec.parallel > 0 {
+        spec.parallel as usize
+    } else {
+        1024
+    };
     let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
 
     if plan.test_connection {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5EED);
-        let body = ctx.composer.connection_test(plan.apply_chat_template, &mut rng);
+        let body = ctx
+            .composer
+            .connection_test(plan.apply_chat_template, &mut rng);
         conn_test::check(&client, body, plan.timeouts.total, &ctx.shutdown).await?;
     }
     if spec.warmup > 0 {
@@ -121,9 +137,16 @@ pub async fn run_single(ctx: &SweepContext<'_>, spec: &RunSpec, run_index: usize
         request_rate: spec.rate,
         input_only: false,
     });
-    let progress = crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
+    let progress =
+        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
     let (tx, rx) = mpsc::channel(parallel.clamp(64, 8192));
-    let aggregator = tokio::spawn(aggregate(rx, acc, progress, store.clone(), plan.log_every_n));
+    let aggregator = tokio::spawn(aggregate(
+        rx,
+        acc,
+        progress,
+        store.clone(),
+        plan.log_every_n,
+    ));
     let dispatch = Dispatch {
         mode: plan.mode,
         parallel,
@@ -136,9 +159,14 @@ pub async fn run_single(ctx: &SweepContext<'_>, spec: &RunSpec, run_index: usize
     progress.finish();
     ctx.shutdown.set_flush_hook(None);
     let store = Arc::try_unwrap(store).map_err(|_| anyhow::anyhow!("the store is still shared"))?;
-    let rows = store.finish()?;
+    let rows = tokio::task::spawn_blocking(move || store.finish())
+        .await
+        .context("the store thread failed")??;
     if outcome.hit_duration {
-        tracing::info!("--duration reached: stopped sending after {} requests", outcome.dispatched);
+        tracing::info!(
+            "--duration reached: stopped sending after {} requests",
+            outcome.dispatched
+        );
     }
     if outcome.abandoned > 0 {
         tracing::warn!(
@@ -151,11 +179,20 @@ pub async fn run_single(ctx: &SweepContext<'_>, spec: &RunSpec, run_index: usize
     let mut summary = acc.summary();
     summary.extras.interrupted = interrupted;
     let percentiles = acc.percentiles();
-    write_file(&run_dir.join("benchmark_summary.json"), &summary.to_json_string())?;
-    write_file(&run_dir.join("benchmark_percentile.json"), &percentiles.to_json_string())?;
+    write_file(
+        &run_dir.join("benchmark_summary.json"),
+        &summary.to_json_string(),
+    )?;
+    write_file(
+        &run_dir.join("benchmark_percentile.json"),
+        &percentiles.to_json_string(),
+    )?;
     tracing::info!("\n{}", export::console::summary_table(&summary));
     tracing::info!("\n{}", export::console::percentile_table(&percentiles));
-    tracing::info!("Save the summary to: {} ({rows} requests stored)", run_dir.display());
+    tracing::info!(
+        "Save the summary to: {} ({rows} requests stored)",
+        run_dir.display()
+    );
     Ok(RunResult {
         spec: spec.clone(),
         summary,

@@ -21,8 +21,12 @@ pub fn fast_sim() -> SimServer {
 /// `llmperf` with `args`, writing under `out`.
 pub fn llmperf(out: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
-    cmd.args(args)
-        .args(["--outputs-dir", out.to_str().unwrap(), "--sleep-interval", "0"]);
+    cmd.args(args).args([
+        "--outputs-dir",
+        out.to_str().unwrap(),
+        "--sleep-interval",
+        "0",
+    ]);
     cmd.output().expect("llmperf runs")
 }
 
@@ -108,7 +112,9 @@ pub fn rows(db: &Path) -> Vec<Row> {
                 error: r.get(12)?,
                 send_time: r.get(13)?,
                 scheduled_time: r.get(14)?,
-                chunk_times: chunks.map(|c| serde_json::from_str(&c).unwrap()).unwrap_or_default(),
+                chunk_times: chunks
+                    .map(|c| serde_json::from_str(&c).unwrap())
+                    .unwrap_or_default(),
             })
         })
         .unwrap()

@@ -16,9 +16,23 @@ fn interrupt_after_rows(signal: i32, expected_code: i32) {
     let out = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_llmperf"))
         .args([
-            "--url", &sim.base_url(), "--model", "m", "--prompt", "x", "--number", "100000", "--parallel", "4",
-            "--max-tokens", "10", "--db-commit-interval", "1000000", "--no-timestamp",
-            "--outputs-dir", out.path().to_str().unwrap(),
+            "--url",
+            &format!("{}/v1", sim.base_url()),
+            "--model",
+            "m",
+            "--prompt",
+            "x",
+            "--number",
+            "100000",
+            "--parallel",
+            "4",
+            "--max-tokens",
+            "10",
+            "--db-commit-interval",
+            "1000000",
+            "--no-timestamp",
+            "--outputs-dir",
+            out.path().to_str().unwrap(),
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

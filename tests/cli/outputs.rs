@@ -6,9 +6,20 @@ use llmperf::sim::{SimConfig, SimServer};
 use std::time::Duration;
 
 const EVALSCOPE_COLUMNS: [&str; 14] = [
-    "request", "start_time", "inter_token_latencies", "success", "response_messages", "completed_time",
-    "latency", "first_chunk_latency", "prompt_tokens", "completion_tokens", "max_gpu_memory_cost",
-    "time_per_output_token", "request_id", "is_stream",
+    "request",
+    "start_time",
+    "inter_token_latencies",
+    "success",
+    "response_messages",
+    "completed_time",
+    "latency",
+    "first_chunk_latency",
+    "prompt_tokens",
+    "completion_tokens",
+    "max_gpu_memory_cost",
+    "time_per_output_token",
+    "request_id",
+    "is_stream",
 ];
 
 fn mean(v: &[f64]) -> f64 {
@@ -27,29 +38,63 @@ fn single_run_tree_rows_and_summary_match_the_data() {
     let stdout = ok(&llmperf(
         out.path(),
         &[
-            "--url", &format!("{}/v1/chat/completions", sim.base_url()), "--model", "org/My-Model",
-            "--prompt", "one two three", "--number", "12", "--parallel", "3", "--warmup-num", "2",
-            "--max-tokens", "8", "--extra-args", r#"{"ignore_eos": true}"#,
+            "--url",
+            &format!("{}/v1/chat/completions", sim.base_url()),
+            "--model",
+            "org/My-Model",
+            "--prompt",
+            "one two three",
+            "--number",
+            "12",
+            "--parallel",
+            "3",
+            "--warmup-num",
+            "2",
+            "--max-tokens",
+            "8",
+            "--extra-args",
+            r#"{"ignore_eos": true}"#,
         ],
     ));
-    assert!(stdout.contains("Performance Test Summary Report"), "{stdout}");
+    assert!(
+        stdout.contains("Performance Test Summary Report"),
+        "{stdout}"
+    );
     let root = run_root(out.path(), "My-Model");
     for f in ["benchmark.log", "performance_summary.txt"] {
         assert!(root.join(f).is_file(), "{f}");
     }
     let run = root.join("parallel_3_number_12");
-    for f in ["benchmark_args.json", "benchmark_data.db", "benchmark_summary.json", "benchmark_percentile.json"] {
+    for f in [
+        "benchmark_args.json",
+        "benchmark_data.db",
+        "benchmark_summary.json",
+        "benchmark_percentile.json",
+    ] {
         assert!(run.join(f).is_file(), "{f}");
     }
     let db = run.join("benchmark_data.db");
     let cols = columns(&db);
     assert_eq!(&cols[..14], &EVALSCOPE_COLUMNS);
-    for extra in ["status_code", "error", "scheduled_time", "send_time", "chunk_times"] {
-        assert!(cols[14..].iter().any(|c| c == extra), "extra column {extra}: {cols:?}");
+    for extra in [
+        "status_code",
+        "error",
+        "scheduled_time",
+        "send_time",
+        "chunk_times",
+    ] {
+        assert!(
+            cols[14..].iter().any(|c| c == extra),
+            "extra column {extra}: {cols:?}"
+        );
     }
     let rows = rows(&db);
     assert_eq!(rows.len(), 12, "warmup requests are not stored");
-    assert_eq!(sim.requests().len(), 1 + 2 + 12, "connection test + warmup + measured");
+    assert_eq!(
+        sim.requests().len(),
+        1 + 2 + 12,
+        "connection test + warmup + measured"
+    );
     for r in &rows {
         assert!(r.success && r.is_stream);
         assert_eq!(r.completion_tokens, Some(8));
@@ -70,7 +115,10 @@ fn single_run_tree_rows_and_summary_match_the_data() {
 
     // The summary, recomputed from the rows with evalscope's formulas.
     let s = json_file(&run.join("benchmark_summary.json"));
-    let start = rows.iter().map(|r| r.start_time).fold(f64::INFINITY, f64::min);
+    let start = rows
+        .iter()
+        .map(|r| r.start_time)
+        .fold(f64::INFINITY, f64::min);
     let end = rows.iter().map(|r| r.completed_time).fold(0.0, f64::max);
     let duration = end - start;
     let lat: Vec<f64> = rows.iter().map(|r| r.latency.unwrap()).collect();
@@ -91,7 +139,10 @@ fn single_run_tree_rows_and_summary_match_the_data() {
     ];
     for (k, v) in expect {
         let got = s[k].as_f64().unwrap();
-        assert!((got - v).abs() <= 1e-9 * v.abs().max(1.0), "{k}: {got} vs {v}");
+        assert!(
+            (got - v).abs() <= 1e-9 * v.abs().max(1.0),
+            "{k}: {got} vs {v}"
+        );
     }
     assert_eq!(s["Total Requests"], 12);
     assert_eq!(s["Concurrency"], 3);
@@ -104,23 +155,42 @@ fn single_run_tree_rows_and_summary_match_the_data() {
     let mut sorted = lat.clone();
     sorted.sort_by(f64::total_cmp);
     let p50 = rows_p.iter().find(|r| r["Percentiles"] == "50%").unwrap();
-    assert_eq!(p50["Latency (s)"].as_f64().unwrap(), py_round(sorted[5], 4), "ceil(12*0.5)-1 = 5");
-    assert_eq!(rows_p[10]["Latency (s)"].as_f64().unwrap(), py_round(sorted[11], 4));
+    assert_eq!(
+        p50["Latency (s)"].as_f64().unwrap(),
+        py_round(sorted[5], 4),
+        "ceil(12*0.5)-1 = 5"
+    );
+    assert_eq!(
+        rows_p[10]["Latency (s)"].as_f64().unwrap(),
+        py_round(sorted[11], 4)
+    );
 
     // Ground truth: the client's TTFT is the server's plus the network, never less.
     let truth = sim.truth();
-    let true_ttft: Vec<f64> = truth.iter().filter_map(|t| t.first_token_s.map(|f| f - t.received_s)).collect();
+    let true_ttft: Vec<f64> = truth
+        .iter()
+        .filter_map(|t| t.first_token_s.map(|f| f - t.received_s))
+        .collect();
     assert!(true_ttft.iter().all(|t| *t >= 0.020));
     let min_client = ttft.iter().cloned().fold(f64::INFINITY, f64::min);
-    assert!(min_client >= 0.020, "client TTFT {min_client} below the server's 20 ms delay");
-    assert!(mean(&ttft) - mean(&true_ttft) < 0.050, "client adds under 50 ms on loopback");
+    assert!(
+        min_client >= 0.020,
+        "client TTFT {min_client} below the server's 20 ms delay"
+    );
+    assert!(
+        mean(&ttft) - mean(&true_ttft) < 0.050,
+        "client adds under 50 ms on loopback"
+    );
 
     let args = json_file(&run.join("benchmark_args.json"));
     assert_eq!(args["number"], 12);
     assert_eq!(args["parallel"], 3);
     assert_eq!(args["warmup_num"], 2.0);
     let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
-    assert!(log.contains("Benchmarking summary:") && log.contains("Percentile results:"), "{log}");
+    assert!(
+        log.contains("Benchmarking summary:") && log.contains("Percentile results:"),
+        "{log}"
+    );
 }
 
 #[test]
@@ -130,15 +200,32 @@ fn sweep_writes_one_dir_per_run_and_one_report() {
     ok(&llmperf(
         out.path(),
         &[
-            "--url", &sim.base_url(), "--model", "m", "--prompt", "hi", "--parallel", "1", "2",
-            "--number", "3", "4", "--max-tokens", "4", "--name", "sweep",
+            "--url",
+            &format!("{}/v1", sim.base_url()),
+            "--model",
+            "m",
+            "--prompt",
+            "hi",
+            "--parallel",
+            "1",
+            "2",
+            "--number",
+            "3",
+            "4",
+            "--max-tokens",
+            "4",
+            "--name",
+            "sweep",
         ],
     ));
     let root = run_root(out.path(), "sweep");
     for (dir, n) in [("parallel_1_number_3", 3), ("parallel_2_number_4", 4)] {
         let s = json_file(&root.join(dir).join("benchmark_summary.json"));
         assert_eq!(s["Total Requests"], n, "{dir}");
-        assert_eq!(rows(&root.join(dir).join("benchmark_data.db")).len(), n as usize);
+        assert_eq!(
+            rows(&root.join(dir).join("benchmark_data.db")).len(),
+            n as usize
+        );
     }
     let report = std::fs::read_to_string(root.join("performance_summary.txt")).unwrap();
     assert!(report.contains("Performance Overview") && report.contains("Per-Request Metrics"));
@@ -151,12 +238,30 @@ fn open_loop_uses_rate_dirs_and_keeps_intended_send_times() {
     ok(&llmperf(
         out.path(),
         &[
-            "--url", &sim.base_url(), "--model", "m", "--prompt", "hi", "--open-loop", "--rate", "50", "100",
-            "--number", "10", "20", "--max-tokens", "4", "--seed", "3",
+            "--url",
+            &format!("{}/v1", sim.base_url()),
+            "--model",
+            "m",
+            "--prompt",
+            "hi",
+            "--open-loop",
+            "--rate",
+            "50",
+            "100",
+            "--number",
+            "10",
+            "20",
+            "--max-tokens",
+            "4",
+            "--seed",
+            "3",
         ],
     ));
     let root = run_root(out.path(), "m");
-    for (dir, n) in [("rate_50.0_number_10", 10usize), ("rate_100.0_number_20", 20)] {
+    for (dir, n) in [
+        ("rate_50.0_number_10", 10usize),
+        ("rate_100.0_number_20", 20),
+    ] {
         let s = json_file(&root.join(dir).join("benchmark_summary.json"));
         assert_eq!(s["Concurrency"], -1, "{dir}");
         let rows = rows(&root.join(dir).join("benchmark_data.db"));
@@ -178,7 +283,19 @@ fn non_stream_run_has_ttft_equal_latency() {
     let out = tempfile::tempdir().unwrap();
     ok(&llmperf(
         out.path(),
-        &["--url", &sim.base_url(), "--model", "m", "--prompt", "hi", "--number", "4", "--no-stream", "--max-tokens", "5"],
+        &[
+            "--url",
+            &format!("{}/v1", sim.base_url()),
+            "--model",
+            "m",
+            "--prompt",
+            "hi",
+            "--number",
+            "4",
+            "--no-stream",
+            "--max-tokens",
+            "5",
+        ],
     ));
     let root = run_root(out.path(), "m");
     let rows = rows(&root.join("parallel_1_number_4/benchmark_data.db"));
@@ -191,7 +308,9 @@ fn non_stream_run_has_ttft_equal_latency() {
     let s = json_file(&root.join("parallel_1_number_4/benchmark_summary.json"));
     assert_eq!(s["Non-Stream Requests"], 4);
     assert_eq!(s["Avg TPOT (ms)"], 0.0);
-    assert!(sim.requests()[1].1.contains(r#""stream": false, "temperature""#));
+    assert!(sim.requests()[1]
+        .1
+        .contains(r#""stream": false, "temperature""#));
 }
 
 #[test]
@@ -200,8 +319,24 @@ fn mock_api_quick_start_needs_no_server() {
     let stdout = ok(&llmperf(
         out.path(),
         &[
-            "--api", "mock", "--model", "demo", "--prompt", "Write a story", "--parallel", "1", "2",
-            "--number", "3", "4", "--max-tokens", "6", "--mock-ttft-ms", "5", "--mock-itl-ms", "1",
+            "--api",
+            "mock",
+            "--model",
+            "demo",
+            "--prompt",
+            "Write a story",
+            "--parallel",
+            "1",
+            "2",
+            "--number",
+            "3",
+            "4",
+            "--max-tokens",
+            "6",
+            "--mock-ttft-ms",
+            "5",
+            "--mock-itl-ms",
+            "1",
         ],
     ));
     assert!(stdout.contains("Performance Overview"));

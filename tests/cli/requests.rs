@@ -10,9 +10,24 @@ fn prompt_bodies_are_evalscope_bytes_and_reused() {
     ok(&llmperf(
         out.path(),
         &[
-            "--url", &url, "--model", "mock-model", "--prompt", "hello there", "--number", "3",
-            "--max-tokens", "5", "--seed", "1", "--extra-args", r#"{"ignore_eos": true}"#,
-            "--api-key", "sk-test-123", "--headers", "X-Foo=bar",
+            "--url",
+            &url,
+            "--model",
+            "mock-model",
+            "--prompt",
+            "hello there",
+            "--number",
+            "3",
+            "--max-tokens",
+            "5",
+            "--seed",
+            "1",
+            "--extra-args",
+            r#"{"ignore_eos": true}"#,
+            "--api-key",
+            "sk-test-123",
+            "--headers",
+            "X-Foo=bar",
         ],
     ));
     let reqs = sim.requests();
@@ -21,7 +36,12 @@ fn prompt_bodies_are_evalscope_bytes_and_reused() {
     for (path, body, headers) in &reqs[1..] {
         assert_eq!(path, "/v1/chat/completions");
         assert_eq!(body, expected);
-        let get = |k: &str| headers.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let get = |k: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
         assert_eq!(get("authorization"), Some("Bearer sk-test-123"));
         assert_eq!(get("x-foo"), Some("bar"));
         assert_eq!(get("content-type"), Some("application/json"));
@@ -50,8 +70,19 @@ fn line_by_line_dataset_and_completions_endpoint() {
     ok(&llmperf(
         out.path().join("o").as_path(),
         &[
-            "--url", &url, "--model", "m", "--dataset", "line_by_line", "--dataset-path",
-            data.to_str().unwrap(), "--number", "4", "--max-tokens", "6", "--no-test-connection",
+            "--url",
+            &url,
+            "--model",
+            "m",
+            "--dataset",
+            "line_by_line",
+            "--dataset-path",
+            data.to_str().unwrap(),
+            "--number",
+            "4",
+            "--max-tokens",
+            "6",
+            "--no-test-connection",
         ],
     ));
     let bodies: Vec<String> = sim.requests().into_iter().map(|r| r.1).collect();
@@ -78,8 +109,21 @@ fn max_tokens_range_and_seed_make_identical_runs() {
         ok(&llmperf(
             out.path().join("o").as_path(),
             &[
-                "--url", &sim.base_url(), "--model", "m", "--dataset", "openqa", "--dataset-path",
-                data.to_str().unwrap(), "--number", "12", "--max-tokens", "2", "9", "--seed", "5",
+                "--url",
+                &format!("{}/v1", sim.base_url()),
+                "--model",
+                "m",
+                "--dataset",
+                "openqa",
+                "--dataset-path",
+                data.to_str().unwrap(),
+                "--number",
+                "12",
+                "--max-tokens",
+                "2",
+                "9",
+                "--seed",
+                "5",
                 "--no-test-connection",
             ],
         ));
@@ -91,7 +135,14 @@ fn max_tokens_range_and_seed_make_identical_runs() {
     assert_eq!(a, run(), "same seed, same bodies");
     let maxes: std::collections::BTreeSet<u64> = a
         .iter()
-        .map(|b| serde_json::from_str::<serde_json::Value>(b).unwrap()["max_tokens"].as_u64().unwrap())
+        .map(|b| {
+            serde_json::from_str::<serde_json::Value>(b).unwrap()["max_tokens"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
-    assert!(maxes.len() > 1 && maxes.iter().all(|m| (2..=9).contains(m)), "{maxes:?}");
+    assert!(
+        maxes.len() > 1 && maxes.iter().all(|m| (2..=9).contains(m)),
+        "{maxes:?}"
+    );
 }
