@@ -12,46 +12,133 @@ use serde_json::ser::Formatter;
 
 /// Python's `repr(float)`: shortest round-trip digits, exponent form below 1e-4 and from 1e16 on.
 pub fn float_repr(v: f64) -> String {
-    if v.is_nan() {
-        return "NaN".to_string();
+    let mut out = String::with_capacity(24);
+    write_float_repr(&mut out, v);
+    out
+}
+
+/// A fixed buffer for formatting one number without touching the heap.
+struct StackBuf {
+    buf: [u8; 48],
+    len: usize,
+}
+
+impl std::fmt::Write for StackBuf {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
-    if v.is_infinite() {
-        return if v > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.to_string();
-    }
-    // Rust's `{:e}` gives the shortest round-trip digits: "-1.2345e-5".
-    let sci = format!("{v:e}");
-    let (mantissa, exp) = sci.split_once('e').expect("{:e} always has an exponent");
-    let exp: i32 = exp.parse().expect("exponent is an integer");
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if !(-4..16).contains(&exp) {
-        let exp_sign = if exp < 0 { '-' } else { '+' };
-        let frac = if digits.len() > 1 {
-            format!("{}.{}", &digits[..1], &digits[1..])
-        } else {
-            digits.clone()
+}
+
+/// Appends Python's `repr(v)` to `out`, without allocating.
+pub fn write_float_repr(out: &mut String, v: f64) {
+    out.push_str(FloatRepr::new(v).as_str());
+}
+
+/// Python's `repr(v)` held in a fixed buffer.
+struct FloatRepr(StackBuf);
+
+impl FloatRepr {
+    fn new(v: f64) -> FloatRepr {
+        use std::fmt::Write as _;
+        let mut out = StackBuf {
+            buf: [0; 48],
+            len: 0,
         };
-        return format!("{sign}{frac}e{exp_sign}{:02}", exp.abs());
+        let mut push = |s: &str| out.write_str(s).expect("a float repr fits 48 bytes");
+        if v.is_nan() {
+            push("NaN");
+        } else if v.is_infinite() {
+            push(if v > 0.0 { "Infinity" } else { "-Infinity" });
+        } else if v == 0.0 {
+            push(if v.is_sign_negative() { "-0.0" } else { "0.0" });
+        } else {
+            // Rust's `{:e}` gives the shortest round-trip digits: "-1.2345e-5" (at most 17 digits).
+            let mut sci = StackBuf {
+                buf: [0; 48],
+                len: 0,
+            };
+            write!(sci, "{v:e}").expect("a float's {:e} fits 48 bytes");
+            let sci = std::str::from_utf8(&sci.buf[..sci.len]).expect("ASCII");
+            let (mantissa, exp) = sci.split_once('e').expect("{:e} always has an exponent");
+            let exp: i32 = exp.parse().expect("exponent is an integer");
+            let mantissa = match mantissa.strip_prefix('-') {
+                Some(m) => {
+                    push("-");
+                    m
+                }
+                None => mantissa,
+            };
+            let mut digit_buf = [0u8; 24];
+            let mut n = 0;
+            for b in mantissa.bytes().filter(|b| *b != b'.') {
+                digit_buf[n] = b;
+                n += 1;
+            }
+            let digits = std::str::from_utf8(&digit_buf[..n]).expect("ASCII digits");
+            if !(-4..16).contains(&exp) {
+                push(&digits[..1]);
+                if digits.len() > 1 {
+                    push(".");
+                    push(&digits[1..]);
+                }
+                push(if exp < 0 { "e-" } else { "e+" });
+                let e = exp.unsigned_abs();
+                if e < 10 {
+                    push("0");
+                }
+                let mut eb = StackBuf {
+                    buf: [0; 48],
+                    len: 0,
+                };
+                write!(eb, "{e}").expect("fits");
+                push(std::str::from_utf8(&eb.buf[..eb.len]).expect("ASCII"));
+            } else {
+                let point = exp + 1; // digits before the decimal point
+                if point <= 0 {
+                    push("0.");
+                    for _ in 0..-point {
+                        push("0");
+                    }
+                    push(digits);
+                } else if point as usize >= digits.len() {
+                    push(digits);
+                    for _ in 0..point as usize - digits.len() {
+                        push("0");
+                    }
+                    push(".0");
+                } else {
+                    let (int, frac) = digits.split_at(point as usize);
+                    push(int);
+                    push(".");
+                    push(frac);
+                }
+            }
+        }
+        FloatRepr(out)
     }
-    let point = exp + 1; // digits before the decimal point
-    if point <= 0 {
-        format!("{sign}0.{}{}", "0".repeat((-point) as usize), digits)
-    } else if point as usize >= digits.len() {
-        format!(
-            "{sign}{}{}.0",
-            digits,
-            "0".repeat(point as usize - digits.len())
-        )
-    } else {
-        let (int, frac) = digits.split_at(point as usize);
-        format!("{sign}{int}.{frac}")
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0.buf[..self.0.len]).expect("ASCII")
     }
+}
+
+/// Appends `json.dumps(values)` for a list of floats (`[0.1, 2.0]`, `[]`) to `out`, without allocating
+/// beyond `out`'s growth.
+pub fn write_float_list(out: &mut String, values: impl IntoIterator<Item = f64>) {
+    out.push('[');
+    for (i, v) in values.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_float_repr(out, v);
+    }
+    out.push(']');
 }
 
 /// Python's `round(v, ndigits)` for floats: the correctly rounded decimal value, read back as a float.
@@ -137,7 +224,7 @@ impl Formatter for PyFormatter {
     }
 
     fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, v: f64) -> io::Result<()> {
-        w.write_all(float_repr(v).as_bytes())
+        w.write_all(FloatRepr::new(v).as_str().as_bytes())
     }
 
     fn write_f32<W: ?Sized + Write>(&mut self, w: &mut W, v: f32) -> io::Result<()> {
@@ -228,6 +315,61 @@ mod tests {
         ];
         for (v, want) in cases {
             assert_eq!(float_repr(v), want, "repr({v:?})");
+        }
+    }
+
+    #[test]
+    fn float_list_matches_dumps() {
+        let v = vec![0.1, 1e-05, 12345.678901234, -3.0, 1e16];
+        let mut out = String::new();
+        write_float_list(&mut out, v.iter().copied());
+        assert_eq!(out, dumps(&v));
+        let mut empty = String::new();
+        write_float_list(&mut empty, std::iter::empty());
+        assert_eq!(empty, "[]");
+        for v in [
+            5e-324,
+            1.7976931348623157e308,
+            0.30000000000000004,
+            123e-20,
+            1e15,
+            1e-4,
+        ] {
+            assert_eq!(float_repr(v), float_repr_reference(v), "{v:e}");
+        }
+    }
+
+    /// The straightforward (allocating) formulation, to check the buffered one against.
+    fn float_repr_reference(v: f64) -> String {
+        let sci = format!("{v:e}");
+        let (mantissa, exp) = sci.split_once('e').unwrap();
+        let exp: i32 = exp.parse().unwrap();
+        let (sign, mantissa) = match mantissa.strip_prefix('-') {
+            Some(m) => ("-", m),
+            None => ("", mantissa),
+        };
+        let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+        if !(-4..16).contains(&exp) {
+            let frac = if digits.len() > 1 {
+                format!("{}.{}", &digits[..1], &digits[1..])
+            } else {
+                digits.clone()
+            };
+            let s = if exp < 0 { '-' } else { '+' };
+            return format!("{sign}{frac}e{s}{:02}", exp.abs());
+        }
+        let point = exp + 1;
+        if point <= 0 {
+            format!("{sign}0.{}{}", "0".repeat((-point) as usize), digits)
+        } else if point as usize >= digits.len() {
+            format!(
+                "{sign}{}{}.0",
+                digits,
+                "0".repeat(point as usize - digits.len())
+            )
+        } else {
+            let (int, frac) = digits.split_at(point as usize);
+            format!("{sign}{int}.{frac}")
         }
     }
 
