@@ -18,6 +18,7 @@ pub mod plan;
 pub mod progress;
 pub mod pyjson;
 pub mod record;
+pub mod resources;
 pub mod runner;
 pub mod shutdown;
 pub mod sim;

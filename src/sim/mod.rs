@@ -60,6 +60,7 @@
 
 #[cfg(test)]
 mod bench;
+pub mod join;
 mod request;
 mod routes;
 mod stream;

@@ -148,6 +148,7 @@ pub(crate) async fn handle(
             path: api.path().to_string(),
             stream: false,
             request_id: plan.id,
+            chunk_times_s: Vec::new(),
         });
     }
     Ok(json(StatusCode::OK, out))
@@ -197,6 +198,7 @@ async fn embeddings(
             path: "/v1/embeddings".to_string(),
             stream: false,
             request_id: id,
+            chunk_times_s: Vec::new(),
         });
     }
     json(StatusCode::OK, out)

@@ -160,6 +160,8 @@ pub(crate) struct SseBody {
     sent_tokens: u32,
     first_token_s: Option<f64>,
     last_token_s: Option<f64>,
+    /// Per output-bearing chunk, when its frame was handed over (kept only when recording truth).
+    chunk_times_s: Vec<f64>,
     buf: BytesMut,
     sleep: Option<Pin<Box<Sleep>>>,
     /// The chunk the armed `sleep` waits for.
@@ -184,6 +186,7 @@ impl SseBody {
             sent_tokens: 0,
             first_token_s: None,
             last_token_s: None,
+            chunk_times_s: Vec::new(),
             buf: BytesMut::with_capacity(1024),
             sleep: None,
             armed_for: None,
@@ -256,7 +259,10 @@ impl SseBody {
             let now = Instant::now();
             let before = self.sent_tokens;
             let mut wrote = false;
+            let mut output_chunks = 0;
             while self.next_chunk < self.chunks && self.chunk_due(self.next_chunk) <= now {
+                let (start, end) = self.chunk_tokens(self.next_chunk);
+                output_chunks += usize::from(end > start);
                 self.write_chunk(self.next_chunk);
                 self.next_chunk += 1;
                 wrote = true;
@@ -267,6 +273,10 @@ impl SseBody {
                     let t = clock::now_s();
                     self.first_token_s.get_or_insert(t);
                     self.last_token_s = Some(t);
+                    if self.truth.is_some() {
+                        self.chunk_times_s
+                            .extend(std::iter::repeat_n(t, output_chunks));
+                    }
                 }
                 return Poll::Ready(Some(frame));
             }
@@ -296,6 +306,7 @@ impl Drop for SseBody {
                 path: self.plan.api.path().to_string(),
                 stream: true,
                 request_id: self.plan.id,
+                chunk_times_s: std::mem::take(&mut self.chunk_times_s),
             });
         }
     }

@@ -32,6 +32,11 @@ pub struct TruthRecord {
     pub stream: bool,
     /// The simulator's own request number (also in the response `id`, e.g. `chatcmpl-7`).
     pub request_id: u64,
+    /// Stream responses: when each output-bearing chunk's frame was handed to the connection, one entry per
+    /// chunk (chunks written together in one frame share a time), to compare with a client's per-chunk
+    /// stamps. Empty for non-stream responses.
+    #[serde(default)]
+    pub chunk_times_s: Vec<f64>,
 }
 
 /// The in-memory log of [`TruthRecord`]s.
@@ -90,6 +95,7 @@ mod tests {
             path: "/v1/completions".into(),
             stream: true,
             request_id: id,
+            chunk_times_s: vec![received_s + 0.05],
         }
     }
 
@@ -113,7 +119,7 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(
             lines[0],
-            r#"{"received_s":1.5,"first_token_s":1.55,"last_token_s":null,"prompt_tokens":3,"completion_tokens":0,"path":"/v1/completions","stream":true,"request_id":1}"#
+            r#"{"received_s":1.5,"first_token_s":1.55,"last_token_s":null,"prompt_tokens":3,"completion_tokens":0,"path":"/v1/completions","stream":true,"request_id":1,"chunk_times_s":[1.55]}"#
         );
         let back: TruthRecord = serde_json::from_str(lines[1]).unwrap();
         assert_eq!(back, rec(2, 2.5));

@@ -1,0 +1,103 @@
+//! Measurement truth and client speed: runs llmperf against the built-in simulator and prints how far
+//! its timings are from the simulator's ground truth, how fast the client can go, how much memory many
+//! concurrent streams take, and how precisely the open loop sends on time.
+//!
+//! `cargo run --release --example truth [-- [--repeat N] [--quick] [SECTION…]]`, SECTION one of
+//! `accuracy`, `ceiling`, `memory`, `open-loop` (default: all). Each cell is the median of N repeats
+//! (default 1). Every measurement runs the simulator and llmperf as two separate processes (this
+//! executable started again in `serve-sim` / `client` mode), so the simulator never shares the client's
+//! runtime, threads or CPU accounting; both stamp the same system monotonic clock, and each stored request
+//! is joined with the simulator's record by the simulator's request number in the response `id`.
+
+mod procs;
+mod sections;
+mod stats;
+mod store_cost;
+
+use std::path::PathBuf;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("serve-sim") => return procs::serve_sim(&args[1..]),
+        Some("client") => return procs::client(&args[1..]),
+        _ => {}
+    }
+    let mut repeat = 1;
+    let mut quick = false;
+    let mut wanted: Vec<String> = Vec::new();
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--repeat" => repeat = it.next().and_then(|v| v.parse().ok()).expect("--repeat N"),
+            "--quick" => quick = true,
+            "accuracy" | "ceiling" | "memory" | "open-loop" | "store" => wanted.push(a),
+            other => {
+                panic!("unknown argument {other:?}; sections: accuracy ceiling memory open-loop")
+            }
+        }
+    }
+    let all = wanted.is_empty();
+    let want = |s: &str| all || wanted.iter().any(|w| w == s);
+    let root = tempfile::tempdir().expect("temporary directory");
+    let mut n = 0;
+    let mut fresh = || -> PathBuf {
+        n += 1;
+        let d = root.path().join(format!("m{n}"));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        d
+    };
+    println!(
+        "llmperf truth benchmark: {} CPU(s), {repeat} repeat(s) per cell (median shown)\n",
+        llmperf::resources::available_cpus()
+    );
+    if want("accuracy") {
+        let mut t = sections::accuracy_table();
+        let rounds = if quick { 2 } else { 4 };
+        for _ in 0..repeat {
+            for conc in [1, 64, 256, 1024] {
+                let rounds = if conc == 1 { rounds * 4 } else { rounds };
+                sections::accuracy(&mut t, conc, rounds, &fresh());
+            }
+        }
+        println!("{}", t.render());
+    }
+    if want("ceiling") {
+        let number = if quick { 20_000 } else { 100_000 };
+        for sim_threads in [1] {
+            let mut t = sections::ceiling_table(number, sim_threads);
+            for _ in 0..repeat {
+                for parallel in [64, 256] {
+                    sections::ceiling(&mut t, parallel, number, sim_threads, &fresh());
+                }
+            }
+            println!("{}", t.render());
+        }
+    }
+    if want("store") {
+        let mut t = store_cost::store_table();
+        for _ in 0..repeat {
+            store_cost::store_cost(&mut t, 50_000, &fresh());
+        }
+        println!("{}", t.render());
+    }
+    if want("memory") {
+        let mut t = sections::memory_table();
+        for _ in 0..repeat {
+            for streams in [1024, 10_000] {
+                sections::memory(&mut t, streams, &fresh());
+            }
+        }
+        println!("{}", t.render());
+    }
+    if want("open-loop") {
+        let mut t = sections::open_loop_table();
+        let seconds = if quick { 3.0 } else { 10.0 };
+        for _ in 0..repeat {
+            for rate in [100.0, 1000.0] {
+                sections::open_loop(&mut t, rate, seconds, &fresh());
+            }
+        }
+        println!("{}", t.render());
+    }
+}

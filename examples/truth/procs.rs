@@ -1,0 +1,214 @@
+//! The two helper processes the benchmark starts by running its own executable again:
+//!
+//! * `serve-sim`: the built-in simulator alone in a process of its own (so it never shares the client's
+//!   runtime, threads or CPU accounting). It prints its port, serves until its stdin closes, then writes
+//!   its ground truth as JSON Lines and prints its own CPU time.
+//! * `client`: llmperf itself, exactly as the `llmperf` binary runs it (`llmperf::run` on the parsed flags),
+//!   which then writes its process CPU time and peak RSS to a stats file.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use llmperf::sim::{SimConfig, SimServer, TruthRecord};
+
+/// How the simulator process behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct SimSpec {
+    pub ttft_ms: f64,
+    pub itl_ms: f64,
+    pub tokens: u32,
+    pub threads: usize,
+    pub truth: bool,
+}
+
+/// A running simulator process.
+pub struct SimProcess {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    port: u16,
+    truth_path: Option<PathBuf>,
+}
+
+impl SimProcess {
+    /// Starts `serve-sim` and waits until it listens.
+    pub fn spawn(spec: SimSpec, dir: &Path) -> SimProcess {
+        let truth_path = spec.truth.then(|| dir.join("truth.jsonl"));
+        let mut child = Command::new(std::env::current_exe().expect("own executable"))
+            .arg("serve-sim")
+            .args(["--ttft-ms", &spec.ttft_ms.to_string()])
+            .args(["--itl-ms", &spec.itl_ms.to_string()])
+            .args(["--tokens", &spec.tokens.to_string()])
+            .args(["--threads", &spec.threads.to_string()])
+            .args(
+                truth_path
+                    .iter()
+                    .flat_map(|p| ["--truth".to_string(), p.display().to_string()]),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the simulator process");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("simulator port");
+        let port = line.trim().parse().expect("simulator prints its port");
+        SimProcess {
+            child,
+            stdout,
+            port,
+            truth_path,
+        }
+    }
+
+    /// The chat completions URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1/chat/completions", self.port)
+    }
+
+    /// Stops the simulator; returns its ground truth (empty unless asked for) and its CPU seconds.
+    pub fn finish(mut self) -> (Vec<TruthRecord>, f64) {
+        drop(self.child.stdin.take());
+        let mut rest = String::new();
+        self.stdout
+            .read_to_string(&mut rest)
+            .expect("simulator output");
+        let _ = self.child.wait();
+        let cpu_s = rest
+            .lines()
+            .find_map(|l| l.strip_prefix("cpu_s "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(f64::NAN);
+        let truth = self
+            .truth_path
+            .map(|p| {
+                std::fs::read_to_string(&p)
+                    .expect("truth file")
+                    .lines()
+                    .map(|l| serde_json::from_str(l).expect("truth line"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (truth, cpu_s)
+    }
+}
+
+#[derive(Parser)]
+struct ServeArgs {
+    #[arg(long)]
+    ttft_ms: f64,
+    #[arg(long)]
+    itl_ms: f64,
+    #[arg(long)]
+    tokens: u32,
+    #[arg(long)]
+    threads: usize,
+    #[arg(long)]
+    truth: Option<PathBuf>,
+}
+
+/// `serve-sim`: runs the simulator until stdin closes.
+pub fn serve_sim(args: &[String]) {
+    let a =
+        ServeArgs::parse_from(std::iter::once("serve-sim".to_string()).chain(args.iter().cloned()));
+    llmperf::clock::init();
+    if let Err(e) = llmperf::resources::ensure_file_limit(20_000) {
+        eprintln!("simulator: {e}");
+    }
+    let sim = SimServer::start(SimConfig {
+        ttft: Duration::from_secs_f64(a.ttft_ms / 1000.0),
+        itl: Duration::from_secs_f64(a.itl_ms / 1000.0),
+        output_tokens: a.tokens,
+        threads: a.threads,
+        record_truth: a.truth.is_some(),
+        ..SimConfig::default()
+    })
+    .expect("simulator starts");
+    println!("{}", sim.addr().port());
+    std::io::stdout().flush().expect("stdout");
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+    let truth = sim.truth();
+    sim.shutdown();
+    if let Some(path) = a.truth {
+        llmperf::sim::write_truth_jsonl(&truth, &path).expect("write truth");
+    }
+    println!("cpu_s {}", llmperf::resources::process_cpu().as_secs_f64());
+}
+
+/// What a client process reports.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct ClientStats {
+    pub exit_code: i32,
+    pub cpu_s: f64,
+    pub max_rss_bytes: u64,
+    pub wall_s: f64,
+}
+
+/// Runs llmperf with `args` in a process of its own, writing under `dir` (log in `dir/client.log`).
+pub fn run_client(args: &[String], dir: &Path) -> ClientStats {
+    let stats = dir.join("client_stats.json");
+    let log = std::fs::File::create(dir.join("client.log")).expect("client log");
+    let status = Command::new(std::env::current_exe().expect("own executable"))
+        .arg("client")
+        .arg(&stats)
+        .args(args)
+        .args(["--outputs-dir", &dir.join("out").display().to_string()])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .status()
+        .expect("start the client process");
+    let text = std::fs::read_to_string(&stats).unwrap_or_else(|_| {
+        panic!(
+            "the client process failed ({status}); see {}",
+            dir.join("client.log").display()
+        )
+    });
+    serde_json::from_str(&text).expect("client stats")
+}
+
+/// `client STATS ARGS…`: llmperf as the binary runs it, then its own stats into STATS.
+pub fn client(args: &[String]) {
+    let (stats, rest) = args.split_first().expect("client STATS ARGS…");
+    let started = Instant::now();
+    let cli = llmperf::cli::Cli::parse_from(
+        std::iter::once("llmperf".to_string()).chain(rest.iter().cloned()),
+    );
+    let exit_code = llmperf::run(cli);
+    let out = ClientStats {
+        exit_code,
+        cpu_s: llmperf::resources::process_cpu().as_secs_f64(),
+        max_rss_bytes: llmperf::resources::peak_rss_bytes(),
+        wall_s: started.elapsed().as_secs_f64(),
+    };
+    std::fs::write(stats, serde_json::to_string(&out).expect("json")).expect("write stats");
+}
+
+/// The one `benchmark_data.db` (and its run directory) under `dir`.
+pub fn run_dir(dir: &Path) -> PathBuf {
+    fn find(dir: &Path) -> Option<PathBuf> {
+        for entry in std::fs::read_dir(dir).ok()?.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                if let Some(found) = find(&p) {
+                    return Some(found);
+                }
+            } else if p.file_name().is_some_and(|n| n == "benchmark_data.db") {
+                return p.parent().map(Path::to_path_buf);
+            }
+        }
+        None
+    }
+    find(dir).unwrap_or_else(|| panic!("no benchmark_data.db under {}", dir.display()))
+}
+
+/// `benchmark_summary.json` of the run under `dir`.
+pub fn summary(dir: &Path) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(run_dir(dir).join("benchmark_summary.json")).expect("summary");
+    serde_json::from_str(&text.replace("NaN", "null")).expect("summary json")
+}
