@@ -1,12 +1,15 @@
 //! One request → one [`RequestRecord`]: send the body, stamp each read as it arrives, frame SSE, read
-//! usage. The hot path is short: no tokenizing, no locks, no per-chunk allocation beyond parsing.
+//! usage. The hot path is short: one task per request on its own kept-alive connection ([`super::http1`]),
+//! the time read right after each socket read and before any parsing, no tokenizing, no locks, no
+//! allocation per chunk beyond keeping the payload.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
+use anyhow::{anyhow, Result};
 
+use super::http1::{self, Conn, Head};
 use crate::api::openai_event;
 use crate::engine::sse::SseFramer;
 use crate::plan::RunPlan;
@@ -15,42 +18,8 @@ use crate::record::{FailureKind, RequestRecord};
 /// Longest error body kept in a record (the rest is cut, with a note).
 const MAX_ERROR_BYTES: usize = 4096;
 
-/// A shared request body handed to the HTTP stack without copying.
-struct SharedBody(Arc<str>);
-
-impl AsRef<[u8]> for SharedBody {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
-}
-
-/// The HTTP side of a run: a connection pool and the request template.
-#[derive(Clone)]
-pub struct HttpClient {
-    client: reqwest::Client,
-    url: reqwest::Url,
-    total_timeout: Duration,
-    debug: bool,
-}
-
-fn header_map(plan: &RunPlan) -> Result<HeaderMap> {
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert(
-        USER_AGENT,
-        HeaderValue::from_static(concat!("llmperf/", env!("CARGO_PKG_VERSION"))),
-    );
-    for (k, v) in &plan.headers {
-        let name =
-            HeaderName::from_bytes(k.as_bytes()).with_context(|| format!("--headers {k}"))?;
-        let mut value = HeaderValue::from_str(v).with_context(|| format!("--headers {k}"))?;
-        if is_secret_header(k) {
-            value.set_sensitive(true);
-        }
-        headers.insert(name, value);
-    }
-    Ok(headers)
-}
+/// Largest non-stream or error body read (a longer one fails the request instead of filling memory).
+const MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
 
 /// Header names whose values are secrets (masked in every file and log).
 pub fn is_secret_header(name: &str) -> bool {
@@ -60,61 +29,91 @@ pub fn is_secret_header(name: &str) -> bool {
     )
 }
 
+/// The HTTP side of a run: a connection pool for the endpoint. Cheap to clone.
+#[derive(Clone)]
+pub struct HttpClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: http1::Pool,
+    url: reqwest::Url,
+    total_timeout: Duration,
+    debug: bool,
+    /// Sizes of the last complete response (chunk times, kept payloads, payload bytes), so the next
+    /// record's vectors are allocated once instead of growing chunk by chunk.
+    size_hint: [AtomicUsize; 3],
+}
+
+/// The most a size hint reserves up front.
+const MAX_HINT: usize = 1 << 16;
+
 impl HttpClient {
     /// A client for `plan`'s endpoint with a pool sized for `max_in_flight` connections.
     pub fn new(plan: &RunPlan, url: reqwest::Url, max_in_flight: usize) -> Result<Self> {
-        let mut builder = reqwest::Client::builder()
-            .default_headers(header_map(plan)?)
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(max_in_flight.max(1))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .http1_only()
-            .no_proxy();
-        if let Some(t) = plan.timeouts.connect {
-            builder = builder.connect_timeout(t);
-        }
-        if let Some(t) = plan.timeouts.read {
-            builder = builder.read_timeout(t);
-        }
+        let endpoint = http1::Endpoint::new(
+            &url,
+            &plan.headers,
+            plan.timeouts.connect,
+            plan.timeouts.read,
+        )
+        .map_err(|e| anyhow!("--url {url}: {e}"))?;
         Ok(HttpClient {
-            client: builder.build().context("building the HTTP client")?,
-            url,
-            total_timeout: plan.timeouts.total,
-            debug: plan.debug,
+            inner: Arc::new(Inner {
+                pool: http1::Pool::new(endpoint, max_in_flight),
+                url,
+                total_timeout: plan.timeouts.total,
+                debug: plan.debug,
+                size_hint: Default::default(),
+            }),
         })
     }
 
     /// The endpoint.
     pub fn url(&self) -> &reqwest::Url {
-        &self.url
+        &self.inner.url
     }
 
     /// Sends `record.request` and fills `record` with what came back. Never fails: every problem becomes
     /// a failed record with its kind and text.
     pub async fn send(&self, mut record: RequestRecord) -> RequestRecord {
-        let body = record.request.clone();
-        if self.debug {
+        let inner = &*self.inner;
+        if inner.debug {
             tracing::debug!(
                 index = record.index,
                 "request start: {}",
-                truncate(&body, 100)
+                truncate(&record.request, 100)
             );
         }
-        let deadline = tokio::time::Instant::now() + self.total_timeout;
+        let hint = |i: usize| inner.size_hint[i].load(Ordering::Relaxed).min(MAX_HINT);
+        record.chunk_times.reserve(hint(0));
+        record.response_spans.reserve(hint(1));
+        record.response_bytes.reserve(hint(2));
+        let deadline = tokio::time::Instant::now() + inner.total_timeout;
         record.sent_at = Instant::now();
-        let outcome = tokio::time::timeout_at(deadline, self.exchange(&mut record, body)).await;
+        let outcome = tokio::time::timeout_at(deadline, self.exchange(&mut record)).await;
+        if record.success {
+            let sizes = [
+                record.chunk_times.len(),
+                record.response_spans.len(),
+                record.response_bytes.len(),
+            ];
+            for (slot, size) in inner.size_hint.iter().zip(sizes) {
+                slot.store(size, Ordering::Relaxed);
+            }
+        }
         if outcome.is_err() {
             let at = Instant::now();
             record.fail(
                 FailureKind::Timeout,
                 format!(
                     "total timeout of {} s exceeded",
-                    self.total_timeout.as_secs_f64()
+                    inner.total_timeout.as_secs_f64()
                 ),
                 at,
             );
         }
-        if self.debug {
+        if inner.debug {
             tracing::debug!(
                 index = record.index,
                 success = record.success,
@@ -125,101 +124,140 @@ impl HttpClient {
         record
     }
 
-    async fn exchange(&self, record: &mut RequestRecord, body: Arc<str>) {
-        let sent = self
-            .client
-            .post(self.url.clone())
-            .body(reqwest::Body::from(bytes::Bytes::from_owner(SharedBody(
-                body,
-            ))))
-            .send()
-            .await;
-        let mut resp = match sent {
-            Ok(r) => r,
+    /// Writes the request and reads the response head, on a pooled connection; a reused connection that
+    /// fails before any response byte (the server closed it while idle) is replaced by a new one, once.
+    async fn start(&self, body: &[u8]) -> Result<(Conn, Head), http1::Error> {
+        let pool = &self.inner.pool;
+        let (mut conn, reused) = pool.checkout().await?;
+        let first = async {
+            conn.write_request(pool.endpoint(), body).await?;
+            conn.read_head(pool.endpoint()).await
+        }
+        .await;
+        match first {
+            Ok(head) => Ok((conn, head)),
+            Err(e) if reused && !conn.got_bytes() && !matches!(e, http1::Error::ReadTimeout(_)) => {
+                drop(conn);
+                let mut conn = pool.connect().await?;
+                conn.write_request(pool.endpoint(), body).await?;
+                let head = conn.read_head(pool.endpoint()).await?;
+                Ok((conn, head))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn exchange(&self, record: &mut RequestRecord) {
+        let body = record.request.clone();
+        let (mut conn, head) = match self.start(body.as_bytes()).await {
+            Ok(ok) => ok,
             Err(e) => {
                 let at = Instant::now();
-                record.fail(classify(&e), error_chain(&e), at);
+                let msg = match e {
+                    http1::Error::Connect(_) => {
+                        format!("{e} ({})", self.inner.pool.endpoint().authority())
+                    }
+                    _ => e.to_string(),
+                };
+                record.fail(classify(&e), msg, at);
                 return;
             }
         };
-        let status = resp.status();
-        record.status_code = Some(status.as_u16());
-        let content_type = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        if status != reqwest::StatusCode::OK {
+        record.status_code = Some(head.status);
+        let endpoint = self.inner.pool.endpoint();
+        let result = if head.status != 200 {
             record.is_stream = body_requests_stream(&record.request);
-            let text = match resp.bytes().await {
-                Ok(b) => clip(&b),
-                Err(e) => format!("(body unreadable: {})", error_chain(&e)),
-            };
+            let mut text = Vec::new();
+            let read = read_bounded(&mut conn, endpoint, &head, &mut text).await;
             let at = Instant::now();
-            let reason = status.canonical_reason().unwrap_or("");
-            let msg = if text.is_empty() {
-                format!("HTTP {} {reason}", status.as_u16())
-            } else {
-                format!("HTTP {} {reason}: {text}", status.as_u16())
+            let shown = clip(&text);
+            let msg = match (&read, shown.is_empty()) {
+                (Err(e), _) => format!(
+                    "HTTP {} {}: (body unreadable: {e})",
+                    head.status, head.reason
+                ),
+                (Ok(_), true) => format!("HTTP {} {}", head.status, head.reason),
+                (Ok(_), false) => format!("HTTP {} {}: {shown}", head.status, head.reason),
             };
             record.fail(FailureKind::HttpStatus, msg, at);
-            return;
-        }
-        if content_type.contains("text/event-stream") {
+            read
+        } else if head.content_type.contains("text/event-stream") {
             record.is_stream = true;
-            self.read_stream(record, &mut resp).await;
-        } else {
-            record.is_stream = false;
-            match resp.bytes().await {
-                Ok(bytes) => {
-                    let at = Instant::now();
-                    record.completed_at = at;
-                    if !openai_event::apply_body(record, &bytes) {
-                        record.completed_at = at;
-                    }
-                }
-                Err(e) => {
-                    let at = Instant::now();
-                    record.fail(classify(&e), error_chain(&e), at);
-                    return;
-                }
-            }
-        }
-        finish(record);
-    }
-
-    async fn read_stream(&self, record: &mut RequestRecord, resp: &mut reqwest::Response) {
-        let mut framer = SseFramer::new();
-        record.completed_at = record.sent_at;
-        loop {
-            match resp.chunk().await {
-                Ok(Some(bytes)) => {
-                    let at = Instant::now();
-                    if self.debug {
+            record.completed_at = record.sent_at;
+            let mut framer = SseFramer::new();
+            let debug = self.inner.debug;
+            let index = record.index;
+            let read = conn
+                .read_body(endpoint, &head, |data, at| {
+                    if debug {
                         tracing::debug!(
-                            index = record.index,
+                            index,
                             "chunk: {}",
-                            truncate(&String::from_utf8_lossy(&bytes), 200)
+                            truncate(&String::from_utf8_lossy(data), 200)
                         );
                     }
-                    framer.push(&bytes, |event| {
+                    framer.push(data, |event| {
                         openai_event::apply_stream_event(record, event, at)
                     });
-                }
-                Ok(None) => {
+                })
+                .await;
+            match read {
+                Ok(reusable) => {
                     let at = Instant::now();
                     framer.finish(|event| openai_event::apply_stream_event(record, event, at));
-                    return;
+                    finish(record);
+                    Ok(reusable)
                 }
                 Err(e) => {
                     let at = Instant::now();
-                    record.fail(classify(&e), error_chain(&e), at);
-                    return;
+                    record.fail(classify(&e), e.to_string(), at);
+                    Err(e)
                 }
             }
+        } else {
+            record.is_stream = false;
+            let mut bytes = Vec::new();
+            let read = read_bounded(&mut conn, endpoint, &head, &mut bytes).await;
+            let at = Instant::now();
+            match &read {
+                Ok(_) => {
+                    record.completed_at = at;
+                    openai_event::apply_body(record, &bytes);
+                    finish(record);
+                }
+                Err(e) => record.fail(classify(e), e.to_string(), at),
+            }
+            read
+        };
+        if let Ok(true) = result {
+            self.inner.pool.checkin(conn);
         }
     }
+}
+
+/// Reads a whole body into `out` (at most [`MAX_BODY_BYTES`]).
+async fn read_bounded(
+    conn: &mut Conn,
+    endpoint: &http1::Endpoint,
+    head: &Head,
+    out: &mut Vec<u8>,
+) -> Result<bool, http1::Error> {
+    let mut too_big = false;
+    let reusable = conn
+        .read_body(endpoint, head, |data, _| {
+            if out.len() + data.len() <= MAX_BODY_BYTES {
+                out.extend_from_slice(data);
+            } else {
+                too_big = true;
+            }
+        })
+        .await?;
+    if too_big {
+        return Err(http1::Error::Protocol(format!(
+            "response body larger than {MAX_BODY_BYTES} bytes"
+        )));
+    }
+    Ok(reusable)
 }
 
 /// Success rules after a complete response: an in-band error fails; a response without usage fails
@@ -248,13 +286,14 @@ fn body_requests_stream(body: &str) -> bool {
         == Some(true)
 }
 
-fn classify(e: &reqwest::Error) -> FailureKind {
-    if e.is_timeout() {
-        FailureKind::Timeout
-    } else if e.is_connect() {
-        FailureKind::Connect
-    } else {
-        FailureKind::Disconnect
+fn classify(e: &http1::Error) -> FailureKind {
+    match e {
+        http1::Error::Connect(http1::ConnectError::Timeout(_)) | http1::Error::ReadTimeout(_) => {
+            FailureKind::Timeout
+        }
+        http1::Error::Connect(_) => FailureKind::Connect,
+        http1::Error::Io(_) | http1::Error::Closed => FailureKind::Disconnect,
+        http1::Error::Protocol(_) => FailureKind::BadResponse,
     }
 }
 

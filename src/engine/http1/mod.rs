@@ -1,0 +1,351 @@
+//! A small HTTP/1.1 client for one endpoint, built for the load engine's hot path.
+//!
+//! One task per request does everything on its own connection: writes the request (head prebuilt once per
+//! endpoint, one `write` per request), reads the socket, stamps the time of each read *before* any parsing,
+//! and decodes the body in place — no connection task, no channel between reader and parser, no URL or
+//! header map work per request, no allocation per body chunk. Connections are kept alive and reused
+//! through a pool as large as the run's concurrency.
+//!
+//! Scope: `POST` with a `Content-Length` body; responses with `Content-Length`, `chunked` or close-delimited
+//! bodies; `1xx` heads skipped; keep-alive per HTTP/1.1 (and `Connection: keep-alive` for HTTP/1.0);
+//! `http://` and `https://` (rustls). Redirects are not followed (a 3xx is a failed request showing its
+//! status), proxies are not used.
+
+mod decode;
+mod stream;
+
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+pub use decode::{BodyDecoder, Head};
+pub use stream::ConnectError;
+use stream::{Stream, Tls};
+
+/// First size of a connection's read buffer (it grows for long lines or big bodies).
+const READ_BUF_BYTES: usize = 4096;
+
+/// Largest response head accepted.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// Where requests go and the bytes every request starts with.
+pub struct Endpoint {
+    host: String,
+    port: u16,
+    tls: Option<Tls>,
+    /// `POST /path HTTP/1.1\r\nHost: …\r\n<headers>\r\nContent-Length: ` — the length and body follow.
+    head_prefix: Vec<u8>,
+    connect_timeout: Option<Duration>,
+    read_timeout: Option<Duration>,
+    /// `host:port` for messages.
+    authority: String,
+}
+
+impl Endpoint {
+    /// An endpoint for `url` sending `headers` (name, value; already validated) on every request.
+    pub fn new(
+        url: &reqwest::Url,
+        headers: &[(String, String)],
+        connect_timeout: Option<Duration>,
+        read_timeout: Option<Duration>,
+    ) -> Result<Endpoint, String> {
+        let tls = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return Err(format!(
+                    "unsupported URL scheme {other:?} (use http or https)"
+                ))
+            }
+        };
+        let host = match url.host_str() {
+            // IPv6 literals come bracketed.
+            Some(h) => h.trim_start_matches('[').trim_end_matches(']').to_string(),
+            None => return Err(format!("{url} has no host")),
+        };
+        let port = url
+            .port_or_known_default()
+            .ok_or_else(|| format!("{url} has no port"))?;
+        let host_header = match (url.host_str(), url.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_string(),
+            (None, _) => host.clone(),
+        };
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let mut lines: Vec<(String, String)> = vec![
+            ("Host".into(), host_header),
+            ("Content-Type".into(), "application/json".into()),
+            (
+                "User-Agent".into(),
+                concat!("llmperf/", env!("CARGO_PKG_VERSION")).into(),
+            ),
+            ("Accept".into(), "*/*".into()),
+        ];
+        for (name, value) in headers {
+            if name.eq_ignore_ascii_case("content-length")
+                || name.eq_ignore_ascii_case("transfer-encoding")
+            {
+                continue;
+            }
+            match lines.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                Some(line) => *line = (name.clone(), value.clone()),
+                None => lines.push((name.clone(), value.clone())),
+            }
+        }
+        let mut head_prefix = format!("POST {path} HTTP/1.1\r\n").into_bytes();
+        for (name, value) in &lines {
+            head_prefix.extend_from_slice(name.as_bytes());
+            head_prefix.extend_from_slice(b": ");
+            head_prefix.extend_from_slice(value.as_bytes());
+            head_prefix.extend_from_slice(b"\r\n");
+        }
+        head_prefix.extend_from_slice(b"Content-Length: ");
+        let tls = if tls { Some(Tls::new(&host)?) } else { None };
+        Ok(Endpoint {
+            authority: format!("{host}:{port}"),
+            host,
+            port,
+            tls,
+            head_prefix,
+            connect_timeout,
+            read_timeout,
+        })
+    }
+
+    /// `host:port`.
+    pub fn authority(&self) -> &str {
+        &self.authority
+    }
+}
+
+/// Why an exchange failed.
+#[derive(Debug)]
+pub enum Error {
+    /// No connection could be made.
+    Connect(ConnectError),
+    /// `--read-timeout` passed between two reads.
+    ReadTimeout(Duration),
+    /// The connection failed while writing or reading.
+    Io(io::Error),
+    /// The server closed the connection before the response was complete.
+    Closed,
+    /// The response was not valid HTTP/1.1.
+    Protocol(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Connect(ConnectError::Io(e)) => write!(f, "connect error: {e}"),
+            Error::Connect(ConnectError::Timeout(t)) => {
+                write!(f, "connect timeout after {} s", t.as_secs_f64())
+            }
+            Error::ReadTimeout(t) => write!(f, "read timeout: no data for {} s", t.as_secs_f64()),
+            Error::Io(e) => write!(f, "connection error: {e}"),
+            Error::Closed => write!(
+                f,
+                "connection closed by the server before the response was complete"
+            ),
+            Error::Protocol(e) => write!(f, "invalid HTTP response: {e}"),
+        }
+    }
+}
+
+/// One kept-alive connection with its buffers.
+pub struct Conn {
+    stream: Stream,
+    /// Read buffer: `buf[start..end]` holds bytes read but not yet used.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// When the most recent read returned.
+    last_read: Instant,
+    /// Request bytes (reused).
+    out: Vec<u8>,
+    /// Response bytes have been read on this connection for the current request.
+    got_bytes: bool,
+}
+
+impl Conn {
+    fn new(stream: Stream) -> Conn {
+        Conn {
+            stream,
+            buf: vec![0; READ_BUF_BYTES],
+            start: 0,
+            end: 0,
+            last_read: Instant::now(),
+            out: Vec::new(),
+            got_bytes: false,
+        }
+    }
+
+    /// Whether any response byte arrived for the current request (a reused connection that fails before
+    /// can be retried on a fresh one).
+    pub fn got_bytes(&self) -> bool {
+        self.got_bytes
+    }
+
+    /// Writes one request: the endpoint's head, the body's length, the body.
+    pub async fn write_request(&mut self, endpoint: &Endpoint, body: &[u8]) -> Result<(), Error> {
+        self.got_bytes = false;
+        self.out.clear();
+        self.out.extend_from_slice(&endpoint.head_prefix);
+        let mut digits = [0u8; 20];
+        let mut n = body.len();
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.out.extend_from_slice(&digits[i..]);
+        self.out.extend_from_slice(b"\r\n\r\n");
+        self.out.extend_from_slice(body);
+        self.stream.write_all(&self.out).await.map_err(Error::Io)?;
+        if matches!(self.stream, Stream::Tls(_)) {
+            self.stream.flush().await.map_err(Error::Io)?;
+        }
+        Ok(())
+    }
+
+    /// Reads more bytes after `end`; returns false at EOF.
+    async fn fill(&mut self, read_timeout: Option<Duration>) -> Result<bool, Error> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() && self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            let grown = self.buf.len() * 2;
+            self.buf.resize(grown, 0);
+        }
+        let read = self.stream.read(&mut self.buf[self.end..]);
+        let n = match read_timeout {
+            None => read.await,
+            Some(t) => match tokio::time::timeout(t, read).await {
+                Ok(r) => r,
+                Err(_) => return Err(Error::ReadTimeout(t)),
+            },
+        }
+        .map_err(Error::Io)?;
+        self.last_read = Instant::now();
+        if n == 0 {
+            return Ok(false);
+        }
+        self.got_bytes = true;
+        self.end += n;
+        Ok(true)
+    }
+
+    /// Reads the response head (skipping `1xx` heads).
+    pub async fn read_head(&mut self, endpoint: &Endpoint) -> Result<Head, Error> {
+        loop {
+            if let Some((head, len)) =
+                decode::parse_head(&self.buf[self.start..self.end]).map_err(Error::Protocol)?
+            {
+                self.start += len;
+                if (100..200).contains(&head.status) {
+                    continue;
+                }
+                return Ok(head);
+            }
+            if self.end - self.start > MAX_HEAD_BYTES {
+                return Err(Error::Protocol("response head too large".into()));
+            }
+            if !self.fill(endpoint.read_timeout).await? {
+                return Err(Error::Closed);
+            }
+        }
+    }
+
+    /// Reads the body framed by `framing`, handing each decoded run of bytes to `on_data` with the time
+    /// the read that brought it returned. Returns whether the connection can carry another request.
+    pub async fn read_body(
+        &mut self,
+        endpoint: &Endpoint,
+        head: &Head,
+        mut on_data: impl FnMut(&[u8], Instant),
+    ) -> Result<bool, Error> {
+        let mut decoder = BodyDecoder::new(head.framing);
+        loop {
+            if self.start < self.end {
+                let at = self.last_read;
+                let used = decoder
+                    .decode(&self.buf[self.start..self.end], &mut |d| on_data(d, at))
+                    .map_err(Error::Protocol)?;
+                self.start += used;
+            }
+            if decoder.is_done() {
+                // Bytes beyond this response (a server that pipelines or misbehaves) make reuse unsafe.
+                return Ok(head.keep_alive && self.start == self.end);
+            }
+            if !self.fill(endpoint.read_timeout).await? {
+                return if decoder.until_close() {
+                    Ok(false)
+                } else {
+                    Err(Error::Closed)
+                };
+            }
+        }
+    }
+}
+
+/// Idle connections to one endpoint, reused most-recent first.
+pub struct Pool {
+    endpoint: Arc<Endpoint>,
+    idle: Mutex<Vec<Conn>>,
+    max_idle: usize,
+}
+
+impl Pool {
+    /// A pool keeping at most `max_idle` idle connections.
+    pub fn new(endpoint: Endpoint, max_idle: usize) -> Pool {
+        Pool {
+            endpoint: Arc::new(endpoint),
+            idle: Mutex::new(Vec::new()),
+            max_idle: max_idle.max(1),
+        }
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// An idle connection (`true`: reused) or a new one.
+    pub async fn checkout(&self) -> Result<(Conn, bool), Error> {
+        if let Some(conn) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Ok((conn, true));
+        }
+        self.connect().await.map(|c| (c, false))
+    }
+
+    /// A new connection.
+    pub async fn connect(&self) -> Result<Conn, Error> {
+        let e = &self.endpoint;
+        let stream = stream::connect(&e.host, e.port, e.tls.as_ref(), e.connect_timeout)
+            .await
+            .map_err(Error::Connect)?;
+        Ok(Conn::new(stream))
+    }
+
+    /// Returns a connection whose last response was read completely.
+    pub fn checkin(&self, conn: Conn) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < self.max_idle {
+            idle.push(conn);
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The byte stream under a connection: plain TCP or TLS (rustls, the Mozilla roots of `webpki-roots` plus
+//! any PEM certificates named by `SSL_CERT_FILE`), always with `TCP_NODELAY` (without it a small request or
+//! SSE frame can wait for a delayed ACK: +25 ms TTFT measured on loopback).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer, ServerName};
+
+/// Plain TCP or TLS over TCP.
+pub enum Stream {
+    /// `http://`.
+    Plain(TcpStream),
+    /// `https://`.
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// The TLS side of an `https://` endpoint.
+#[derive(Clone)]
+pub struct Tls {
+    connector: tokio_rustls::TlsConnector,
+    server_name: ServerName<'static>,
+}
+
+impl Tls {
+    /// A TLS client for `host`, trusting the bundled Mozilla roots and the certificates in the PEM file
+    /// named by `SSL_CERT_FILE`, if set.
+    pub fn new(host: &str) -> Result<Tls, String> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = std::env::var_os("SSL_CERT_FILE") {
+            let certs = CertificateDer::pem_file_iter(&path)
+                .map_err(|e| format!("SSL_CERT_FILE {}: {e}", path.to_string_lossy()))?;
+            for cert in certs {
+                let cert =
+                    cert.map_err(|e| format!("SSL_CERT_FILE {}: {e}", path.to_string_lossy()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("SSL_CERT_FILE {}: {e}", path.to_string_lossy()))?;
+            }
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS setup: {e}"))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let server_name = ServerName::try_from(host.to_string())
+            .map_err(|e| format!("{host} is not a valid TLS server name: {e}"))?;
+        Ok(Tls {
+            connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            server_name,
+        })
+    }
+}
+
+/// Why a connection could not be made.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// The TCP connect or TLS handshake failed.
+    Io(io::Error),
+    /// `--connect-timeout` passed.
+    Timeout(Duration),
+}
+
+/// Connects to `host:port` (and runs the TLS handshake when `tls` is given) within `timeout`.
+pub async fn connect(
+    host: &str,
+    port: u16,
+    tls: Option<&Tls>,
+    timeout: Option<Duration>,
+) -> Result<Stream, ConnectError> {
+    let attempt = async {
+        let tcp = TcpStream::connect((host, port)).await?;
+        tcp.set_nodelay(true)?;
+        match tls {
+            None => Ok(Stream::Plain(tcp)),
+            Some(tls) => {
+                let s = tls.connector.connect(tls.server_name.clone(), tcp).await?;
+                Ok(Stream::Tls(Box::new(s)))
+            }
+        }
+    };
+    match timeout {
+        None => attempt.await.map_err(ConnectError::Io),
+        Some(t) => match tokio::time::timeout(t, attempt).await {
+            Ok(r) => r.map_err(ConnectError::Io),
+            Err(_) => Err(ConnectError::Timeout(t)),
+        },
+    }
+}
