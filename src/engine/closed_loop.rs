@@ -1,20 +1,121 @@
 //! Closed loop: one ordered list (warmup first) and one concurrency limit shared by warmup and measured
 //! requests, as evalscope; optional Poisson pacing by rate on an absolute timeline.
 //!
-//! A request's intended send time is the moment its slot became free (and its paced time had come), so
-//! the send lag measures only the client's own delay.
+//! `parallel` worker tasks each take the next request in order, send it, deliver its record and take the
+//! next: no task spawned and no semaphore per request. A request's intended send time is the moment its
+//! worker's previous response had been read (and its paced time had come), so the send lag measures only
+//! the client's own delay (delivering the previous record, picking the next one). With pacing, workers take
+//! the pacer in turn, so requests leave in order at `t0 + offset_i` at the earliest.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Mutex};
+use tokio::task::JoinSet;
 
-use super::schedule::{poisson_offsets_s, sleep_until_precise};
+use super::schedule::poisson_offsets_s;
+use super::timer::PreciseTimer;
 use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
+
+/// What the workers share.
+struct Shared {
+    requests: Vec<PreparedRequest>,
+    next: AtomicUsize,
+    /// Set when `--duration` has passed: no worker takes another request.
+    done: AtomicBool,
+    hit_duration: AtomicBool,
+    dispatched: AtomicUsize,
+    abandoned: AtomicUsize,
+    /// End of the measured phase (`--duration` after the first measured request was scheduled).
+    deadline: OnceLock<Instant>,
+    duration: Option<Duration>,
+    /// Paced runs: the arrival offsets, their origin, and the timer workers take in turn.
+    pacing: Option<(Vec<f64>, Instant, Mutex<PreciseTimer>)>,
+}
+
+impl Shared {
+    /// The next request's index and its intended send time (`free_at`, or its paced time if later), or
+    /// `None` when the run is over.
+    async fn take(&self, free_at: Instant, shutdown: &Shutdown) -> Option<(usize, Instant)> {
+        match &self.pacing {
+            None => {
+                let i = self.next.fetch_add(1, Ordering::Relaxed);
+                (i < self.requests.len()).then_some((i, free_at))
+            }
+            Some((offsets, t0, timer)) => {
+                let mut timer = timer.lock().await;
+                if self.done.load(Ordering::Relaxed) || shutdown.stopping() {
+                    return None;
+                }
+                let i = self.next.fetch_add(1, Ordering::Relaxed);
+                if i >= self.requests.len() {
+                    return None;
+                }
+                let at = *t0 + Duration::from_secs_f64(offsets[i]);
+                tokio::select! {
+                    _ = timer.sleep_until(at) => {}
+                    _ = shutdown.stopped() => return None,
+                }
+                Some((i, at.max(free_at)))
+            }
+        }
+    }
+
+    /// Whether a measured request scheduled at `at` may still go (`--duration`).
+    fn within_duration(&self, request: &PreparedRequest, at: Instant) -> bool {
+        let Some(limit) = self.duration else {
+            return true;
+        };
+        if request.is_warmup {
+            return true;
+        }
+        let deadline = *self.deadline.get_or_init(|| at + limit);
+        if at >= deadline && !self.done.swap(true, Ordering::Relaxed) {
+            self.hit_duration.store(true, Ordering::Relaxed);
+        }
+        at < deadline
+    }
+}
+
+async fn worker(
+    shared: Arc<Shared>,
+    client: HttpClient,
+    records: mpsc::Sender<RequestRecord>,
+    shutdown: Shutdown,
+) {
+    let mut free_at = Instant::now();
+    loop {
+        if shared.done.load(Ordering::Relaxed) || shutdown.stopping() {
+            return;
+        }
+        let Some((index, scheduled_at)) = shared.take(free_at, &shutdown).await else {
+            return;
+        };
+        let request = shared.requests[index].clone();
+        if !shared.within_duration(&request, scheduled_at) {
+            return;
+        }
+        shared.dispatched.fetch_add(1, Ordering::Relaxed);
+        let abandoned = send_one(
+            &client,
+            index,
+            request,
+            scheduled_at,
+            &records,
+            &shutdown,
+            &mut free_at,
+        )
+        .await;
+        if abandoned {
+            shared.abandoned.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    }
+}
 
 pub(super) async fn run(
     client: &HttpClient,
@@ -23,64 +124,37 @@ pub(super) async fn run(
     records: mpsc::Sender<RequestRecord>,
     shutdown: &Shutdown,
 ) -> DispatchOutcome {
-    let parallel = dispatch.parallel.max(1);
-    let slots = Arc::new(Semaphore::new(parallel));
-    let abandoned = Arc::new(AtomicUsize::new(0));
-    let offsets = (dispatch.rate > 0.0).then(|| {
+    let workers = dispatch.parallel.max(1).min(requests.len().max(1));
+    let pacing = (dispatch.rate > 0.0).then(|| {
         let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
-        poisson_offsets_s(requests.len(), dispatch.rate, &mut rng)
+        let offsets = poisson_offsets_s(requests.len(), dispatch.rate, &mut rng);
+        (offsets, Instant::now(), Mutex::new(PreciseTimer::new()))
     });
-    let t0 = Instant::now();
-    let mut deadline: Option<Instant> = None;
-    let mut outcome = DispatchOutcome::default();
-
-    for (index, request) in requests.into_iter().enumerate() {
-        if shutdown.stopping() {
-            break;
-        }
-        if let Some(offsets) = &offsets {
-            let at = t0 + std::time::Duration::from_secs_f64(offsets[index]);
-            tokio::select! {
-                _ = sleep_until_precise(at) => {}
-                _ = shutdown.stopped() => break,
-            }
-        }
-        let permit = tokio::select! {
-            permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-            _ = shutdown.stopped() => break,
-        };
-        let scheduled_at = Instant::now();
-        if !request.is_warmup {
-            if let Some(limit) = dispatch.duration {
-                match deadline {
-                    None => deadline = Some(scheduled_at + limit),
-                    Some(d) if scheduled_at >= d => {
-                        outcome.hit_duration = true;
-                        break;
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-        let (client, records, shutdown, abandoned) = (
+    let shared = Arc::new(Shared {
+        requests,
+        next: AtomicUsize::new(0),
+        done: AtomicBool::new(false),
+        hit_duration: AtomicBool::new(false),
+        dispatched: AtomicUsize::new(0),
+        abandoned: AtomicUsize::new(0),
+        deadline: OnceLock::new(),
+        duration: dispatch.duration,
+        pacing,
+    });
+    let mut set = JoinSet::new();
+    for _ in 0..workers {
+        set.spawn(worker(
+            shared.clone(),
             client.clone(),
             records.clone(),
             shutdown.clone(),
-            abandoned.clone(),
-        );
-        tokio::spawn(async move {
-            if send_one(client, index, request, scheduled_at, records, shutdown).await {
-                abandoned.fetch_add(1, Ordering::Relaxed);
-            }
-            drop(permit);
-        });
-        outcome.dispatched += 1;
+        ));
     }
-    // Every slot back means every request has finished (or was abandoned).
-    let _all = slots
-        .acquire_many(parallel as u32)
-        .await
-        .expect("the semaphore is never closed");
-    outcome.abandoned = abandoned.load(Ordering::Relaxed);
-    outcome
+    drop(records);
+    while set.join_next().await.is_some() {}
+    DispatchOutcome {
+        dispatched: shared.dispatched.load(Ordering::Relaxed),
+        abandoned: shared.abandoned.load(Ordering::Relaxed),
+        hit_duration: shared.hit_duration.load(Ordering::Relaxed),
+    }
 }

@@ -7,9 +7,11 @@
 pub mod client;
 mod closed_loop;
 pub mod conn_test;
+mod http1;
 mod open_loop;
 pub mod schedule;
 pub mod sse;
+pub mod timer;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,6 +33,7 @@ pub struct PreparedRequest {
 }
 
 /// What the dispatcher needs for one run.
+#[derive(Debug, Clone)]
 pub struct Dispatch {
     /// Closed or open loop.
     pub mode: LoadMode,
@@ -57,6 +60,9 @@ pub struct DispatchOutcome {
 
 /// Sends `requests` (warmup first) per `dispatch`, delivering every finished record to `records`. Returns
 /// once every dispatched request has finished or was abandoned.
+///
+/// The dispatcher runs as a task of the runtime (not on the thread that awaits this), so handing work
+/// between it and the request tasks never needs a cross-thread wake-up.
 pub async fn run(
     client: &HttpClient,
     dispatch: &Dispatch,
@@ -64,26 +70,40 @@ pub async fn run(
     records: mpsc::Sender<RequestRecord>,
     shutdown: &Shutdown,
 ) -> DispatchOutcome {
-    match dispatch.mode {
-        LoadMode::Closed => closed_loop::run(client, dispatch, requests, records, shutdown).await,
-        LoadMode::Open => open_loop::run(client, dispatch, requests, records, shutdown).await,
+    let (client, dispatch, shutdown) = (client.clone(), dispatch.clone(), shutdown.clone());
+    let task = tokio::spawn(async move {
+        match dispatch.mode {
+            LoadMode::Closed => {
+                closed_loop::run(&client, &dispatch, requests, records, &shutdown).await
+            }
+            LoadMode::Open => {
+                open_loop::run(&client, &dispatch, requests, records, &shutdown).await
+            }
+        }
+    });
+    match task.await {
+        Ok(outcome) => outcome,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => DispatchOutcome::default(),
     }
 }
 
-/// Sends one request and delivers its record, unless the run abandons it first. Returns whether it was
-/// abandoned.
+/// Sends one request and delivers its record, unless the run abandons it first. `free_at` is set to the
+/// moment the response had been read. Returns whether it was abandoned.
 async fn send_one(
-    client: HttpClient,
+    client: &HttpClient,
     index: usize,
     request: PreparedRequest,
     scheduled_at: Instant,
-    records: mpsc::Sender<RequestRecord>,
-    shutdown: Shutdown,
+    records: &mpsc::Sender<RequestRecord>,
+    shutdown: &Shutdown,
+    free_at: &mut Instant,
 ) -> bool {
     let record = RequestRecord::new(index, request.is_warmup, request.body, scheduled_at);
     tokio::select! {
         biased;
         record = client.send(record) => {
+            *free_at = Instant::now();
             let _ = records.send(record).await;
             false
         }

@@ -1,6 +1,9 @@
 //! Open loop: the warmup requests run as a phase of their own first; then measured requests are sent on a
 //! Poisson schedule fixed in advance on an absolute timeline (`t0 + offset_i`), whatever the number in
 //! flight. Each record keeps its intended send time, so latency can also be read from it.
+//!
+//! The dispatcher waits for each slot with a [`PreciseTimer`] (microsecond wake-ups, no busy core while
+//! idle) and spawns the request's task, which starts on the same worker right after the dispatcher yields.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -10,7 +13,8 @@ use rand::SeedableRng;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::schedule::{poisson_offsets_s, sleep_until_precise};
+use super::schedule::poisson_offsets_s;
+use super::timer::PreciseTimer;
 use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
@@ -32,15 +36,21 @@ pub(super) async fn run(
     // Warmup phase: all at once, then wait for every one.
     let mut warm = JoinSet::new();
     for (index, request) in warmup.into_iter().enumerate() {
-        let args = (client.clone(), records.clone(), shutdown.clone());
-        warm.spawn(send_one(
-            args.0,
-            index,
-            request,
-            Instant::now(),
-            args.1,
-            args.2,
-        ));
+        let (client, records, shutdown) = (client.clone(), records.clone(), shutdown.clone());
+        warm.spawn(async move {
+            let mut free_at = Instant::now();
+            let at = Instant::now();
+            send_one(
+                &client,
+                index,
+                request,
+                at,
+                &records,
+                &shutdown,
+                &mut free_at,
+            )
+            .await
+        });
         outcome.dispatched += 1;
     }
     while let Some(res) = warm.join_next().await {
@@ -53,6 +63,7 @@ pub(super) async fn run(
         let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
         poisson_offsets_s(measured.len(), dispatch.rate, &mut rng)
     };
+    let mut timer = PreciseTimer::new();
     let t0 = Instant::now();
     let deadline = dispatch.duration.map(|d| t0 + d);
     let mut in_flight = JoinSet::new();
@@ -63,18 +74,29 @@ pub(super) async fn run(
             break;
         }
         tokio::select! {
-            _ = sleep_until_precise(at) => {}
+            _ = timer.sleep_until(at) => {}
             _ = shutdown.stopped() => break,
         }
-        let args = (
+        let (client, records, shutdown, abandoned) = (
             client.clone(),
             records.clone(),
             shutdown.clone(),
             abandoned.clone(),
         );
         in_flight.spawn(async move {
-            if send_one(args.0, split + i, request, at, args.1, args.2).await {
-                args.3.fetch_add(1, Ordering::Relaxed);
+            let mut free_at = at;
+            if send_one(
+                &client,
+                split + i,
+                request,
+                at,
+                &records,
+                &shutdown,
+                &mut free_at,
+            )
+            .await
+            {
+                abandoned.fetch_add(1, Ordering::Relaxed);
             }
         });
         outcome.dispatched += 1;

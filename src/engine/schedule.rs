@@ -1,6 +1,4 @@
-//! Arrival schedules (pure, seeded) and precise waiting for a deadline.
-
-use std::time::{Duration, Instant};
+//! Arrival schedules (pure, seeded). Waiting for a slot precisely is [`super::timer`]'s job.
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
@@ -30,23 +28,6 @@ pub fn poisson_offsets_s(n: usize, rate: f64, rng: &mut impl Rng) -> Vec<f64> {
     offsets
 }
 
-/// Waits until `deadline` with sub-millisecond precision: the runtime's timer (1 ms granularity) sleeps
-/// until just before it, then the task yields until the deadline has passed. The spin is at most
-/// `SPIN_WINDOW` long, so an idle client burns no CPU.
-pub async fn sleep_until_precise(deadline: Instant) {
-    const SPIN_WINDOW: Duration = Duration::from_micros(1500);
-    let now = Instant::now();
-    if deadline <= now {
-        return;
-    }
-    if deadline - now > SPIN_WINDOW {
-        tokio::time::sleep_until((deadline - SPIN_WINDOW).into()).await;
-    }
-    while Instant::now() < deadline {
-        tokio::task::yield_now().await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,12 +49,5 @@ mod tests {
         let b = poisson_offsets_s(20, 3.0, &mut rand::rngs::StdRng::seed_from_u64(1));
         assert_eq!(a, b);
         assert!(poisson_offsets_s(0, 3.0, &mut rand::rngs::StdRng::seed_from_u64(1)).is_empty());
-    }
-
-    #[tokio::test]
-    async fn precise_sleep_does_not_wake_early() {
-        let deadline = Instant::now() + Duration::from_millis(5);
-        sleep_until_precise(deadline).await;
-        assert!(Instant::now() >= deadline);
     }
 }

@@ -2,16 +2,30 @@
 //! blank line, only `data:` lines are kept (leading spaces after the colon stripped) and an event's data
 //! lines are joined without a separator, as evalscope does. Comments and other fields are ignored.
 //!
-//! Pure and allocation-light: the buffer grows to hold the longest line (no cap: a 10 MB line parses), and
-//! scanning resumes where it stopped, so a long line arriving in many reads costs linear time.
+//! Pure and allocation-light: complete lines are read straight from each read's bytes, and an event whose
+//! data is a single line of that read is handed out without being copied; only a line cut across reads is
+//! buffered (the buffer grows to hold the longest line, no cap: a 10 MB line parses, in linear time).
 
 /// Incremental SSE framer.
 #[derive(Debug, Default)]
 pub struct SseFramer {
-    buf: Vec<u8>,
-    scanned: usize,
+    /// The start of a line whose end has not arrived yet.
+    partial: Vec<u8>,
+    /// The current event's data, when it spans several lines or reads.
     data: Vec<u8>,
+    /// `data` holds the current event's data.
     has_data: bool,
+}
+
+/// The trimmed payload of a `data:` line (`None` for other lines).
+fn data_payload(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(b"data:")?;
+    let skip = rest.iter().take_while(|b| **b == b' ').count();
+    Some(&rest[skip..])
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 impl SseFramer {
@@ -22,51 +36,74 @@ impl SseFramer {
 
     /// Feeds bytes; calls `on_event` with each complete event's data.
     pub fn push(&mut self, bytes: &[u8], mut on_event: impl FnMut(&[u8])) {
-        self.buf.extend_from_slice(bytes);
-        let mut start = 0;
-        while let Some(pos) = memchr(b'\n', &self.buf[self.scanned..]) {
-            let end = self.scanned + pos;
-            let mut line_end = end;
-            if line_end > start && self.buf[line_end - 1] == b'\r' {
-                line_end -= 1;
-            }
-            let line = &self.buf[start..line_end];
+        let mut rest = bytes;
+        if !self.partial.is_empty() {
+            let Some(pos) = memchr::memchr(b'\n', rest) else {
+                self.partial.extend_from_slice(rest);
+                return;
+            };
+            self.partial.extend_from_slice(&rest[..pos]);
+            rest = &rest[pos + 1..];
+            let line = std::mem::take(&mut self.partial);
+            self.owned_line(trim_cr(&line), &mut on_event);
+            self.partial = line;
+            self.partial.clear();
+        }
+        // The current event's data while it is exactly one line of `bytes` (not copied).
+        let mut borrowed: Option<&[u8]> = None;
+        while let Some(pos) = memchr::memchr(b'\n', rest) {
+            let line = trim_cr(&rest[..pos]);
+            rest = &rest[pos + 1..];
             if line.is_empty() {
-                if self.has_data {
+                if let Some(data) = borrowed.take() {
+                    on_event(data);
+                } else if self.has_data {
                     on_event(&self.data);
                 }
                 self.data.clear();
                 self.has_data = false;
-            } else if let Some(rest) = line.strip_prefix(b"data:") {
-                let skip = rest.iter().take_while(|b| **b == b' ').count();
-                self.data.extend_from_slice(&rest[skip..]);
-                self.has_data = true;
+            } else if let Some(payload) = data_payload(line) {
+                if !self.has_data && borrowed.is_none() {
+                    borrowed = Some(payload);
+                } else {
+                    if let Some(first) = borrowed.take() {
+                        self.data.extend_from_slice(first);
+                    }
+                    self.data.extend_from_slice(payload);
+                    self.has_data = true;
+                }
             }
-            start = end + 1;
-            self.scanned = start;
         }
-        if start > 0 {
-            self.buf.drain(..start);
-            self.scanned -= start;
+        if let Some(first) = borrowed {
+            self.data.extend_from_slice(first);
+            self.has_data = true;
         }
-        self.scanned = self.buf.len();
+        self.partial.extend_from_slice(rest);
+    }
+
+    /// A line that was buffered across reads (its data is always copied).
+    fn owned_line(&mut self, line: &[u8], on_event: &mut impl FnMut(&[u8])) {
+        if line.is_empty() {
+            if self.has_data {
+                on_event(&self.data);
+            }
+            self.data.clear();
+            self.has_data = false;
+        } else if let Some(payload) = data_payload(line) {
+            self.data.extend_from_slice(payload);
+            self.has_data = true;
+        }
     }
 
     /// Ends the stream: an unterminated last event (or line) is delivered too; the caller skips it if it is
     /// not JSON, as evalscope flushes a leftover only when it parses.
     pub fn finish(&mut self, mut on_event: impl FnMut(&[u8])) {
-        if !self.buf.is_empty() {
-            let mut line: &[u8] = &self.buf;
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
-            if let Some(rest) = line.strip_prefix(b"data:") {
-                let skip = rest.iter().take_while(|b| **b == b' ').count();
-                self.data.extend_from_slice(&rest[skip..]);
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            if let Some(payload) = data_payload(trim_cr(&line)) {
+                self.data.extend_from_slice(payload);
                 self.has_data = true;
             }
-            self.buf.clear();
-            self.scanned = 0;
         }
         if self.has_data {
             on_event(&self.data);
@@ -74,10 +111,6 @@ impl SseFramer {
         self.data.clear();
         self.has_data = false;
     }
-}
-
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|b| *b == needle)
 }
 
 #[cfg(test)]
@@ -125,6 +158,18 @@ mod tests {
         assert_eq!(frame_all(&[b"data: {\"a\":1}"]), vec!["{\"a\":1}"]);
         assert_eq!(frame_all(&[b"data: {\"a\":1}\n"]), vec!["{\"a\":1}"]);
         assert!(frame_all(&[b": only a comment"]).is_empty());
+    }
+
+    #[test]
+    fn any_split_of_a_stream_gives_the_same_events() {
+        let wire: &[u8] = b"data: {\"a\":1}\r\n\r\n: c\n\ndata: x\ndata: y\n\nevent: e\ndata:z\n\ndata: [DONE]\n\n";
+        let want = vec!["{\"a\":1}", "xy", "z", "[DONE]"];
+        for i in 0..wire.len() {
+            for j in i..wire.len() {
+                let got = frame_all(&[&wire[..i], &wire[i..j], &wire[j..]]);
+                assert_eq!(got, want, "split at {i}, {j}");
+            }
+        }
     }
 
     #[test]

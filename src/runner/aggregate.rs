@@ -10,7 +10,15 @@ use crate::progress::Progress;
 use crate::record::RequestRecord;
 use crate::store::Store;
 
+/// Most records handed to the store at once.
+const STORE_BATCH: usize = 256;
+
 /// Consumes records until every sender is gone; returns the accumulator and the progress display.
+///
+/// Records go to the store in batches: whatever arrived while the previous records were being counted
+/// (at most [`STORE_BATCH`]), handed over as soon as the channel is momentarily empty, so the writer thread
+/// is woken once per batch rather than once per request, and a slow trickle is still stored at once.
+/// (`recv` takes part in the runtime's cooperative budget, so a long backlog never starves request tasks.)
 pub async fn aggregate(
     mut records: mpsc::Receiver<RequestRecord>,
     mut acc: Accumulator,
@@ -19,6 +27,7 @@ pub async fn aggregate(
     log_every_n: u64,
 ) -> (Accumulator, Progress) {
     let mut measuring = false;
+    let mut batch: Vec<RequestRecord> = Vec::new();
     while let Some(record) = records.recv().await {
         if record.is_warmup {
             progress.warmup_finished();
@@ -33,7 +42,13 @@ pub async fn aggregate(
         if acc.total() % log_every_n == 0 {
             tracing::info!("{}", acc.running_log_json());
         }
-        store.insert(record);
+        batch.push(record);
+        if batch.len() >= STORE_BATCH || records.is_empty() {
+            store.insert_batch(std::mem::take(&mut batch));
+        }
+    }
+    if !batch.is_empty() {
+        store.insert_batch(batch);
     }
     (acc, progress)
 }

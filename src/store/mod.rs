@@ -63,6 +63,8 @@ const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_l
 enum Msg {
     /// One finished, non-warmup record to insert.
     Row(Box<RequestRecord>),
+    /// Several, in order (one wake-up of the writer for many rows).
+    Rows(Vec<RequestRecord>),
     /// Commit what is pending and answer once it is on disk.
     Flush(mpsc::SyncSender<Result<(), String>>),
 }
@@ -125,6 +127,18 @@ impl Store {
         if let Some(tx) = &self.tx {
             // A send fails only if the writer thread has died; `flush`/`finish` report why.
             let _ = tx.send(Msg::Row(Box::new(record)));
+        }
+    }
+
+    /// Queues finished records for insertion, in order, with one hand-over to the writer thread; never
+    /// blocks on the disk. Warmup records are ignored.
+    pub fn insert_batch(&self, mut records: Vec<RequestRecord>) {
+        records.retain(|r| !r.is_warmup);
+        if records.is_empty() {
+            return;
+        }
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Msg::Rows(records));
         }
     }
 
@@ -239,11 +253,10 @@ impl Writer {
                 ),
             };
             match msg {
-                Ok(Msg::Row(record)) => {
-                    let result = self.insert(&record);
-                    self.note(result);
-                    if self.pending_rows >= self.commit_interval_rows {
-                        self.commit_or_retry(false);
+                Ok(Msg::Row(record)) => self.insert_row(&record),
+                Ok(Msg::Rows(records)) => {
+                    for record in &records {
+                        self.insert_row(record);
                     }
                 }
                 Ok(Msg::Flush(reply)) => {
@@ -266,6 +279,14 @@ impl Writer {
         match self.first_error {
             None => Ok(self.committed_rows),
             Some(e) => Err(e),
+        }
+    }
+
+    fn insert_row(&mut self, record: &RequestRecord) {
+        let result = self.insert(record);
+        self.note(result);
+        if self.pending_rows >= self.commit_interval_rows {
+            self.commit_or_retry(false);
         }
     }
 

@@ -1,0 +1,174 @@
+//! Waiting for an absolute deadline with microsecond precision and without burning a core.
+//!
+//! Tokio's timer wheel has 1 ms granularity (a sleep ends up to a millisecond late). On Linux a
+//! [`PreciseTimer`] arms a `timerfd` (nanosecond, absolute `CLOCK_MONOTONIC`, the clock `Instant` reads)
+//! registered with the runtime's reactor: the worker sleeps in `epoll_wait` until the kernel's
+//! high-resolution timer fires, then the task runs. It is armed [`EARLY`] before the deadline and the task
+//! yields until the deadline itself has passed, which absorbs most of the wake-up latency at the cost of
+//! at most `EARLY` of spinning per wait. Elsewhere (or if a `timerfd` cannot be made) it falls back to the
+//! runtime's timer up to `FALLBACK_SPIN` before the deadline, then yields until it.
+
+use std::time::{Duration, Instant};
+
+/// How long before the deadline the `timerfd` fires; the rest is spent yielding.
+pub const EARLY: Duration = Duration::from_micros(50);
+
+/// Without a `timerfd`: how long before the deadline the runtime's (1 ms) timer hands over to yielding.
+const FALLBACK_SPIN: Duration = Duration::from_micros(1500);
+
+/// A reusable precise timer (one per dispatcher).
+pub struct PreciseTimer {
+    #[cfg(target_os = "linux")]
+    fd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
+}
+
+impl PreciseTimer {
+    /// A timer; must be created inside a tokio runtime.
+    pub fn new() -> PreciseTimer {
+        PreciseTimer {
+            #[cfg(target_os = "linux")]
+            fd: linux::timerfd(),
+        }
+    }
+
+    /// Returns at `deadline` or just after it, never before.
+    pub async fn sleep_until(&mut self, deadline: Instant) {
+        let now = Instant::now();
+        if deadline <= now {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &self.fd {
+            let wake = deadline.checked_sub(EARLY).unwrap_or(deadline);
+            if wake > now && linux::wait(fd, wake).await.is_err() {
+                // A failing timerfd: use the runtime's timer from now on.
+                self.fd = None;
+                return fallback_sleep_until(deadline).await;
+            }
+            return spin_until(deadline).await;
+        }
+        fallback_sleep_until(deadline).await
+    }
+}
+
+impl Default for PreciseTimer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+async fn fallback_sleep_until(deadline: Instant) {
+    let now = Instant::now();
+    if deadline > now + FALLBACK_SPIN {
+        tokio::time::sleep_until((deadline - FALLBACK_SPIN).into()).await;
+    }
+    spin_until(deadline).await;
+}
+
+/// Yields to other tasks until `deadline` has passed.
+async fn spin_until(deadline: Instant) {
+    while Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+mod linux {
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::time::Instant;
+
+    use tokio::io::unix::AsyncFd;
+
+    use crate::clock;
+
+    /// A non-blocking, close-on-exec `CLOCK_MONOTONIC` timerfd registered with the runtime's reactor.
+    pub(super) fn timerfd() -> Option<AsyncFd<OwnedFd>> {
+        // SAFETY: plain syscall; the returned descriptor is owned by the OwnedFd below.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: `fd` is a fresh descriptor nobody else owns.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: the OwnedFd stays open, and is the same descriptor, for as long as the AsyncFd owns it.
+        unsafe { AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE) }.ok()
+    }
+
+    /// Arms `fd` for the absolute time `at` and waits until it fires.
+    pub(super) async fn wait(fd: &AsyncFd<OwnedFd>, at: Instant) -> io::Result<()> {
+        let s = clock::secs(at);
+        let secs = s.floor();
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: secs as libc::time_t,
+                tv_nsec: ((s - secs) * 1e9).min(999_999_999.0) as libc::c_long,
+            },
+        };
+        let raw = fd.get_ref().as_raw_fd();
+        // SAFETY: `raw` is a live timerfd; `spec` is a valid itimerspec; the old value is not asked for.
+        let rc = unsafe {
+            libc::timerfd_settime(raw, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        loop {
+            let mut guard = fd.readable().await?;
+            let read = guard.try_io(|inner| {
+                let mut expirations = 0u64;
+                // SAFETY: reads 8 bytes into a u64 from a live timerfd.
+                let n = unsafe {
+                    libc::read(
+                        inner.get_ref().as_raw_fd(),
+                        (&mut expirations as *mut u64).cast(),
+                        8,
+                    )
+                };
+                if n == 8 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+            match read {
+                Ok(result) => return result,
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn never_wakes_early_and_handles_the_past() {
+        let mut t = PreciseTimer::new();
+        for ms in [0u64, 1, 3] {
+            let deadline = Instant::now() + Duration::from_millis(ms);
+            t.sleep_until(deadline).await;
+            assert!(Instant::now() >= deadline);
+        }
+        let past = Instant::now() - Duration::from_millis(5);
+        t.sleep_until(past).await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn fallback_never_wakes_early() {
+        let deadline = Instant::now() + Duration::from_millis(3);
+        fallback_sleep_until(deadline).await;
+        assert!(Instant::now() >= deadline);
+    }
+}
