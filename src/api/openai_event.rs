@@ -15,13 +15,40 @@ use crate::record::{FailureKind, RequestRecord, Usage};
 #[derive(Deserialize)]
 struct Event<'a> {
     #[serde(borrow, default)]
-    choices: Option<Vec<Choice<'a>>>,
+    choices: Option<Choices<'a>>,
     #[serde(default)]
     usage: Option<UsageJson>,
     #[serde(default)]
     error: Option<serde::de::IgnoredAny>,
     #[serde(borrow, default)]
     object: Option<Cow<'a, str>>,
+}
+
+/// A `choices` array reduced to what is read of it: its first element (the rest are checked as JSON
+/// and skipped, without allocating a vector per event).
+struct Choices<'a> {
+    first: Option<Choice<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Choices<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of choices")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<Choice<'a>>()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Choices { first })
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -134,11 +161,17 @@ fn usage_of(u: UsageJson) -> Usage {
 
 /// Classifies one event payload.
 pub fn inspect(payload: &[u8]) -> EventInfo {
+    super::event_scan::inspect(payload).unwrap_or_else(|| inspect_serde(payload))
+}
+
+/// The `serde_json` path: the typed fields, or a generic walk when their types are unexpected.
+pub(super) fn inspect_serde(payload: &[u8]) -> EventInfo {
     match serde_json::from_slice::<Event<'_>>(payload) {
         Ok(ev) => {
             let is_error = ev.error.is_some() || ev.object.as_deref() == Some("error");
-            let choices = ev.choices.unwrap_or_default();
-            let has_output = choices.first().is_some_and(|c| {
+            let first = ev.choices.and_then(|c| c.first);
+            let has_choices = first.is_some();
+            let has_output = first.as_ref().is_some_and(|c| {
                 non_empty(&c.text)
                     || c.delta.as_ref().is_some_and(Delta::has_output)
                     || c.message.as_ref().is_some_and(Delta::has_output)
@@ -146,7 +179,7 @@ pub fn inspect(payload: &[u8]) -> EventInfo {
             EventInfo {
                 is_json: true,
                 is_error,
-                has_choices: !choices.is_empty(),
+                has_choices,
                 has_output,
                 usage: ev.usage.map(usage_of),
             }

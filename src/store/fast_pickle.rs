@@ -14,6 +14,8 @@ pub(super) struct Unsupported;
 
 type R = Result<(), Unsupported>;
 
+use crate::jsonscan::find_special;
+
 // Pickle opcodes (protocol ≤ 3), as serde_pickle writes them.
 const MARK: u8 = b'(';
 const EMPTY_LIST: u8 = b']';
@@ -85,31 +87,6 @@ pub(super) fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.push(BINUNICODE);
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s);
-}
-
-/// The first `"`, `\\` or control character (< 0x20) in `s`, eight bytes at a time.
-fn find_special(s: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // A high bit set at (at least) the lowest byte of `w` that is zero; higher bytes may be false alarms.
-    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;
-    let mut chunks = s.chunks_exact(8);
-    let mut base = 0;
-    for chunk in &mut chunks {
-        let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-        let hits = zero(w ^ (ONES * u64::from(b'"')))
-            | zero(w ^ (ONES * u64::from(b'\\')))
-            | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
-        if hits != 0 {
-            return Some(base + (hits.trailing_zeros() / 8) as usize);
-        }
-        base += 8;
-    }
-    chunks
-        .remainder()
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-        .map(|p| base + p)
 }
 
 struct Parser<'a> {
@@ -347,32 +324,5 @@ impl Parser<'_> {
             self.out.extend_from_slice(&f.to_be_bytes());
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn special_bytes_are_found_at_every_position() {
-        for len in 0..40 {
-            for pos in 0..len {
-                for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
-                    let mut s = vec![b'a'; len];
-                    // Bytes that look close to the specials must not be taken for them.
-                    for (i, b) in s.iter_mut().enumerate() {
-                        *b = [b'a', 0x20, 0x21, 0x5b, 0x5d, 0xc3, 0xa9, 0xff][i % 8];
-                    }
-                    s[pos] = special;
-                    assert_eq!(
-                        find_special(&s),
-                        Some(pos),
-                        "len {len} pos {pos} byte {special:#x}"
-                    );
-                }
-            }
-            assert_eq!(find_special(&vec![b'x'; len]), None);
-        }
     }
 }

@@ -1,0 +1,445 @@
+//! The fast path of [`super::openai_event::inspect`]: one pass over an event's bytes that reads only the
+//! fields the record needs (`choices[0]` text / delta / message content, `usage`, `error`, `object`) and
+//! skips the rest with `serde_json`'s own checks for ignored values.
+//!
+//! It answers `None` — and the caller runs the `serde_json` path, which decides — for anything it does not
+//! reproduce exactly: invalid UTF-8, a top level that is not an object, escaped keys, duplicate keys it
+//! reads, unexpected value types, tool calls or reasoning details, numbers that are not plain non-negative
+//! integers. Common OpenAI-style chunks never take the slow path; the `serde_json` path and this one are
+//! checked against each other in the tests.
+
+use std::borrow::Cow;
+
+use super::openai_event::EventInfo;
+use crate::jsonscan::Cursor;
+use crate::record::Usage;
+
+/// What a string value is, as far as `has_output` cares: absent/null, empty, or non-empty.
+fn string_or_null(c: &mut Cursor<'_>) -> Option<Option<bool>> {
+    if null(c)? {
+        return Some(None);
+    }
+    match c.ws()? {
+        b'"' => {
+            let start = c.i;
+            let (raw, escaped) = c.string()?;
+            if escaped {
+                // Escapes are checked by serde_json itself (a lone surrogate fails the whole event there).
+                let text: Cow<'_, str> = serde_json::from_slice(&c.s[start..c.i]).ok()?;
+                return Some(Some(!text.is_empty()));
+            }
+            Some(Some(!raw.is_empty()))
+        }
+        _ => None,
+    }
+}
+
+/// `null`: consumed, `true`; anything else: untouched, `false`.
+fn null(c: &mut Cursor<'_>) -> Option<bool> {
+    if c.ws()? == b'n' {
+        c.skip_value()?;
+        return Some(true);
+    }
+    Some(false)
+}
+
+/// Calls `field` for each key of the object at the cursor (keys must be unescaped); `field` must consume
+/// the value.
+fn object<'a>(
+    c: &mut Cursor<'a>,
+    mut field: impl FnMut(&mut Cursor<'a>, &'a [u8]) -> Option<()>,
+) -> Option<()> {
+    c.expect(b'{')?;
+    if c.ws()? == b'}' {
+        c.i += 1;
+        return Some(());
+    }
+    loop {
+        c.ws()?;
+        let (key, escaped) = c.string()?;
+        if escaped {
+            return None;
+        }
+        c.expect(b':')?;
+        field(c, key)?;
+        match c.ws()? {
+            b',' => c.i += 1,
+            b'}' => {
+                c.i += 1;
+                return Some(());
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Marks `key` seen; `None` on a second time (serde rejects duplicate fields).
+fn once(seen: &mut u8, bit: u8) -> Option<()> {
+    if *seen & bit != 0 {
+        return None;
+    }
+    *seen |= bit;
+    Some(())
+}
+
+/// A `delta` / `message` object: whether it carries output.
+fn delta(c: &mut Cursor<'_>) -> Option<bool> {
+    let mut out = false;
+    let mut seen = 0u8;
+    object(c, |c, key| {
+        match key {
+            b"content" | b"reasoning_content" | b"reasoning" => {
+                once(
+                    &mut seen,
+                    match key {
+                        b"content" => 1,
+                        b"reasoning_content" => 2,
+                        _ => 4,
+                    },
+                )?;
+                out |= string_or_null(c)?.unwrap_or(false);
+            }
+            b"tool_calls" | b"reasoning_details" => {
+                if !null(c)? {
+                    return None;
+                }
+            }
+            _ => c.skip_value()?,
+        }
+        Some(())
+    })?;
+    Some(out)
+}
+
+/// The first element of `choices`: whether it carries output.
+fn choice(c: &mut Cursor<'_>) -> Option<bool> {
+    let mut out = false;
+    let mut seen = 0u8;
+    object(c, |c, key| {
+        match key {
+            b"text" => {
+                once(&mut seen, 1)?;
+                out |= string_or_null(c)?.unwrap_or(false);
+            }
+            b"delta" | b"message" => {
+                once(&mut seen, if key == b"delta" { 2 } else { 4 })?;
+                if !null(c)? {
+                    if c.ws()? != b'{' {
+                        return None;
+                    }
+                    out |= delta(c)?;
+                }
+            }
+            _ => c.skip_value()?,
+        }
+        Some(())
+    })?;
+    Some(out)
+}
+
+/// A token count: a plain non-negative integer that fits `u64`, or `null`.
+fn count(c: &mut Cursor<'_>) -> Option<Option<u64>> {
+    if null(c)? {
+        return Some(None);
+    }
+    let digits = c.number()?;
+    if digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(Some(std::str::from_utf8(digits).ok()?.parse().ok()?))
+}
+
+fn usage(c: &mut Cursor<'_>) -> Option<Usage> {
+    let mut u = Usage::default();
+    let mut seen = 0u8;
+    object(c, |c, key| {
+        match key {
+            b"prompt_tokens" => {
+                once(&mut seen, 1)?;
+                u.prompt_tokens = count(c)?;
+            }
+            b"completion_tokens" => {
+                once(&mut seen, 2)?;
+                u.completion_tokens = count(c)?;
+            }
+            b"prompt_tokens_details" => {
+                once(&mut seen, 4)?;
+                if !null(c)? {
+                    if c.ws()? != b'{' {
+                        return None;
+                    }
+                    let mut seen_cached = 0u8;
+                    object(c, |c, key| {
+                        if key == b"cached_tokens" {
+                            once(&mut seen_cached, 1)?;
+                            u.cached_tokens = count(c)?;
+                        } else {
+                            c.skip_value()?;
+                        }
+                        Some(())
+                    })?;
+                }
+            }
+            _ => c.skip_value()?,
+        }
+        Some(())
+    })?;
+    Some(u)
+}
+
+/// Classifies one event payload, or `None` when the `serde_json` path must decide.
+pub(super) fn inspect(payload: &[u8]) -> Option<EventInfo> {
+    std::str::from_utf8(payload).ok()?;
+    let mut c = Cursor::new(payload);
+    if c.ws()? != b'{' {
+        return None;
+    }
+    let mut info = EventInfo {
+        is_json: true,
+        ..EventInfo::default()
+    };
+    let mut seen = 0u8;
+    object(&mut c, |c, key| {
+        match key {
+            b"choices" => {
+                once(&mut seen, 1)?;
+                if !null(c)? {
+                    c.expect(b'[')?;
+                    if c.ws()? == b']' {
+                        c.i += 1;
+                        return Some(());
+                    }
+                    if c.ws()? != b'{' {
+                        return None;
+                    }
+                    info.has_choices = true;
+                    info.has_output = choice(c)?;
+                    loop {
+                        match c.ws()? {
+                            b',' => {
+                                c.i += 1;
+                                c.skip_value()?;
+                            }
+                            b']' => {
+                                c.i += 1;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+            }
+            b"usage" => {
+                once(&mut seen, 2)?;
+                if !null(c)? {
+                    if c.ws()? != b'{' {
+                        return None;
+                    }
+                    info.usage = Some(usage(c)?);
+                }
+            }
+            b"error" => {
+                once(&mut seen, 4)?;
+                if !null(c)? {
+                    c.skip_value()?;
+                    info.is_error = true;
+                }
+            }
+            b"object" => {
+                once(&mut seen, 8)?;
+                if !null(c)? {
+                    if c.ws()? != b'"' {
+                        return None;
+                    }
+                    let (value, escaped) = c.string()?;
+                    if escaped {
+                        return None;
+                    }
+                    info.is_error |= value == b"error";
+                }
+            }
+            _ => c.skip_value()?,
+        }
+        Some(())
+    })?;
+    c.at_end().then_some(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+
+    use super::super::openai_event::inspect_serde;
+    use super::*;
+
+    /// A random value of a random type, sometimes one of the shapes the fast path reads.
+    fn value(rng: &mut impl Rng, depth: u32) -> String {
+        let strings = [
+            r#""""#,
+            r#""hello ""#,
+            r#""a\nb""#,
+            r#""\u00e9""#,
+            r#""\ud83d\ude00""#,
+            r#""\ud800""#,
+            r#""x\"y""#,
+            r#""error""#,
+            r#""chat.completion.chunk""#,
+            "\"raw \u{e9}\"",
+        ];
+        match rng.random_range(0..12) {
+            0 => "null".into(),
+            1 => ["true", "false"][rng.random_range(0..2)].into(),
+            2 => [
+                "0",
+                "7",
+                "-3",
+                "1.5",
+                "1e3",
+                "18446744073709551615",
+                "18446744073709551616",
+                "-0",
+                "007",
+            ][rng.random_range(0..9)]
+            .into(),
+            3..=5 => strings[rng.random_range(0..strings.len())].into(),
+            6 | 7 if depth < 4 => {
+                let n = rng.random_range(0..4);
+                let items: Vec<String> = (0..n).map(|_| value(rng, depth + 1)).collect();
+                format!("[{}]", items.join(","))
+            }
+            _ if depth < 4 => object(rng, depth + 1),
+            _ => "1".into(),
+        }
+    }
+
+    fn object(rng: &mut impl Rng, depth: u32) -> String {
+        let keys = [
+            "choices",
+            "usage",
+            "error",
+            "object",
+            "text",
+            "delta",
+            "message",
+            "content",
+            "reasoning_content",
+            "reasoning",
+            "tool_calls",
+            "reasoning_details",
+            "prompt_tokens",
+            "completion_tokens",
+            "prompt_tokens_details",
+            "cached_tokens",
+            "id",
+            "index",
+            "finish_reason",
+            "obj\\u0065ct",
+        ];
+        let n = rng.random_range(0..5);
+        let fields: Vec<String> = (0..n)
+            .map(|_| {
+                let k = keys[rng.random_range(0..keys.len())];
+                format!("\"{k}\": {}", value(rng, depth))
+            })
+            .collect();
+        format!("{{{}}}", fields.join(", "))
+    }
+
+    /// A realistic event with random variations.
+    fn event(rng: &mut impl Rng) -> String {
+        let content = [
+            r#""hello ""#,
+            r#""""#,
+            "null",
+            r#""line\n""#,
+            "5",
+            r#""\ud800""#,
+        ][rng.random_range(0..6)];
+        let delta_key = ["delta", "message", "text"][rng.random_range(0..3)];
+        let delta = if delta_key == "text" {
+            content.to_string()
+        } else {
+            let k = ["content", "reasoning_content", "reasoning"][rng.random_range(0..3)];
+            format!(r#"{{"role":"assistant","{k}":{content}}}"#)
+        };
+        let choices = match rng.random_range(0..5) {
+            0 => "[]".to_string(),
+            1 => "null".to_string(),
+            2 => format!(r#"[{{"index":0,"{delta_key}":{delta}}},{{"index":1}}]"#),
+            _ => format!(
+                r#"[{{"index":0,"{delta_key}":{delta},"logprobs":null,"finish_reason":null}}]"#
+            ),
+        };
+        let usage = match rng.random_range(0..6) {
+            0 => String::new(),
+            1 => r#","usage":null"#.to_string(),
+            2 => r#","usage":{"prompt_tokens":7,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":3}}"#.to_string(),
+            3 => r#","usage":{"prompt_tokens":7.0,"completion_tokens":-1}"#.to_string(),
+            4 => r#","usage":{"prompt_tokens":null,"prompt_tokens_details":null}"#.to_string(),
+            _ => format!(r#","usage":{}"#, value(rng, 2)),
+        };
+        format!(
+            r#"{{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":{choices}{usage}}}"#
+        )
+    }
+
+    fn mutate(rng: &mut impl Rng, s: &str) -> Vec<u8> {
+        let mut b = s.as_bytes().to_vec();
+        let junk = b"{}[],:\"\\ nu0a\x00\xff";
+        for _ in 0..rng.random_range(1..3) {
+            if b.is_empty() {
+                break;
+            }
+            let i = rng.random_range(0..b.len());
+            match rng.random_range(0..3) {
+                0 => {
+                    b.remove(i);
+                }
+                1 => b.insert(i, junk[rng.random_range(0..junk.len())]),
+                _ => b[i] = junk[rng.random_range(0..junk.len())],
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn fast_path_agrees_with_serde_json_on_random_events() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+        let (mut fast, mut total) = (0, 0);
+        for round in 0..60_000 {
+            let payload: Vec<u8> = match round % 3 {
+                0 => event(&mut rng).into_bytes(),
+                1 => {
+                    let e = event(&mut rng);
+                    mutate(&mut rng, &e)
+                }
+                _ => object(&mut rng, 0).into_bytes(),
+            };
+            total += 1;
+            if let Some(info) = inspect(&payload) {
+                fast += 1;
+                assert_eq!(
+                    info,
+                    inspect_serde(&payload),
+                    "{:?}",
+                    String::from_utf8_lossy(&payload)
+                );
+            }
+        }
+        assert!(fast * 3 > total, "the fast path decided {fast} of {total}");
+    }
+
+    #[test]
+    fn typical_chunks_take_the_fast_path() {
+        let chunks: [&[u8]; 4] = [
+            br#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1764000000,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+            br#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1764000000,"model":"m","choices":[{"index":0,"delta":{"content":"hello\nworld"},"logprobs":null,"finish_reason":null}]}"#,
+            br#"{"id":"cmpl-7","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"hi","logprobs":null,"finish_reason":"length"}]}"#,
+            br#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":2,"completion_tokens":16,"total_tokens":18,"prompt_tokens_details":{"cached_tokens":0}}}"#,
+        ];
+        for c in chunks {
+            let info = inspect(c).expect("fast path");
+            assert_eq!(info, inspect_serde(c));
+        }
+    }
+}
