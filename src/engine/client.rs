@@ -29,6 +29,12 @@ pub fn is_secret_header(name: &str) -> bool {
     )
 }
 
+/// A request already on the wire: its (reused) connection and how many bytes went out.
+pub struct Started {
+    conn: Conn,
+    written: usize,
+}
+
 /// The HTTP side of a run: a connection pool for the endpoint. Cheap to clone.
 #[derive(Clone)]
 pub struct HttpClient {
@@ -43,10 +49,27 @@ struct Inner {
     /// Sizes of the last complete response (chunk times, kept payloads, payload bytes), so the next
     /// record's vectors are allocated once instead of growing chunk by chunk.
     size_hint: [AtomicUsize; 3],
+    /// CPU work injected before each send ([`INJECT_WORK_ENV`]).
+    inject_work: Option<Duration>,
 }
 
 /// The most a size hint reserves up front.
 const MAX_HINT: usize = 1 << 16;
+
+/// Environment variable (a test and diagnostic hook, not a flag): burn this many microseconds of CPU in the
+/// client right before each request is sent, to see how a starved client shows up (send lag, the
+/// client-limited warning).
+pub const INJECT_WORK_ENV: &str = "LLMPERF_INJECT_CLIENT_WORK_US";
+
+/// Spins for `work` (the injected client work), if any.
+fn burn(work: Option<Duration>) {
+    if let Some(work) = work {
+        let until = Instant::now() + work;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+}
 
 impl HttpClient {
     /// A client for `plan`'s endpoint with a pool sized for `max_in_flight` connections.
@@ -65,6 +88,11 @@ impl HttpClient {
                 total_timeout: plan.timeouts.total,
                 debug: plan.debug,
                 size_hint: Default::default(),
+                inject_work: std::env::var(INJECT_WORK_ENV)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .filter(|us| *us > 0)
+                    .map(Duration::from_micros),
             }),
         })
     }
@@ -74,9 +102,36 @@ impl HttpClient {
         &self.inner.url
     }
 
+    /// Starts `record`'s request at once on the calling thread (any thread, no runtime needed) when an idle
+    /// plain-TCP connection is waiting: stamps `sent_at` and writes the request without waiting. `None`
+    /// when there is no such connection; then [`HttpClient::send`] does it all.
+    pub fn try_start_now(&self, record: &mut RequestRecord) -> Option<Started> {
+        let pool = &self.inner.pool;
+        let mut conn = pool.try_idle()?;
+        conn.prepare(pool.endpoint(), record.request.as_bytes());
+        burn(self.inner.inject_work);
+        record.sent_at = Instant::now();
+        match conn.try_write_now() {
+            Some(written) => Some(Started { conn, written }),
+            None => {
+                pool.checkin(conn);
+                None
+            }
+        }
+    }
+
     /// Sends `record.request` and fills `record` with what came back. Never fails: every problem becomes
     /// a failed record with its kind and text.
-    pub async fn send(&self, mut record: RequestRecord) -> RequestRecord {
+    pub async fn send(&self, record: RequestRecord) -> RequestRecord {
+        self.send_from(record, None).await
+    }
+
+    /// Finishes a request begun with [`HttpClient::try_start_now`] (or sends it from scratch).
+    pub async fn send_from(
+        &self,
+        mut record: RequestRecord,
+        started: Option<Started>,
+    ) -> RequestRecord {
         let inner = &*self.inner;
         if inner.debug {
             tracing::debug!(
@@ -90,8 +145,11 @@ impl HttpClient {
         record.response_spans.reserve(hint(1));
         record.response_bytes.reserve(hint(2));
         let deadline = tokio::time::Instant::now() + inner.total_timeout;
-        record.sent_at = Instant::now();
-        let outcome = tokio::time::timeout_at(deadline, self.exchange(&mut record)).await;
+        if started.is_none() {
+            burn(inner.inject_work);
+            record.sent_at = Instant::now();
+        }
+        let outcome = tokio::time::timeout_at(deadline, self.exchange(&mut record, started)).await;
         if record.success {
             let sizes = [
                 record.chunk_times.len(),
@@ -126,11 +184,24 @@ impl HttpClient {
 
     /// Writes the request and reads the response head, on a pooled connection; a reused connection that
     /// fails before any response byte (the server closed it while idle) is replaced by a new one, once.
-    async fn start(&self, body: &[u8]) -> Result<(Conn, Head), http1::Error> {
+    async fn start(
+        &self,
+        body: &[u8],
+        started: Option<Started>,
+    ) -> Result<(Conn, Head), http1::Error> {
         let pool = &self.inner.pool;
-        let (mut conn, reused) = pool.checkout().await?;
+        let (mut conn, reused, written) = match started {
+            Some(s) => (s.conn, true, Some(s.written)),
+            None => {
+                let (conn, reused) = pool.checkout().await?;
+                (conn, reused, None)
+            }
+        };
         let first = async {
-            conn.write_request(pool.endpoint(), body).await?;
+            match written {
+                Some(n) => conn.write_rest(n).await?,
+                None => conn.write_request(pool.endpoint(), body).await?,
+            }
             conn.read_head(pool.endpoint()).await
         }
         .await;
@@ -147,9 +218,9 @@ impl HttpClient {
         }
     }
 
-    async fn exchange(&self, record: &mut RequestRecord) {
+    async fn exchange(&self, record: &mut RequestRecord, started: Option<Started>) {
         let body = record.request.clone();
-        let (mut conn, head) = match self.start(body.as_bytes()).await {
+        let (mut conn, head) = match self.start(body.as_bytes(), started).await {
             Ok(ok) => ok,
             Err(e) => {
                 let at = Instant::now();

@@ -2,22 +2,146 @@
 //! Poisson schedule fixed in advance on an absolute timeline (`t0 + offset_i`), whatever the number in
 //! flight. Each record keeps its intended send time, so latency can also be read from it.
 //!
-//! The dispatcher waits for each slot with a [`PreciseTimer`] (microsecond wake-ups, no busy core while
-//! idle) and spawns the request's task, which starts on the same worker right after the dispatcher yields.
+//! The schedule is kept by a dedicated OS thread, not a runtime task: a task woken by a timer waits behind
+//! whatever the busy workers are running (measured: send lag p99 ~2 ms at 1,000 req/s with 200 streams in
+//! flight). The thread sleeps with a 1 ns timer slack to [`SPIN`] before each slot, spins the rest, then
+//! writes the request itself on an idle kept-alive connection ([`HttpClient::try_start_now`]) and hands
+//! the rest of the exchange to the runtime. With no idle connection the whole request goes to the runtime
+//! (its send lag then includes the hand-over). Idle, the thread sleeps: no core is burned between slots.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 
 use super::schedule::poisson_offsets_s;
-use super::timer::PreciseTimer;
 use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
+
+/// How long before a slot the dispatcher stops sleeping and spins.
+pub const SPIN: Duration = Duration::from_micros(40);
+
+/// Longest single sleep, so a stop is noticed promptly.
+const MAX_NAP: Duration = Duration::from_millis(20);
+
+/// Requests in flight, and a wake-up when none is left.
+#[derive(Default)]
+struct InFlight {
+    count: AtomicUsize,
+    idle: Notify,
+    abandoned: AtomicUsize,
+}
+
+/// Decrements the in-flight count when a request task ends (also on panic).
+struct Guard(Arc<InFlight>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl InFlight {
+    async fn wait_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Lets this thread's sleeps end within microseconds of their deadline (Linux timer slack; the default
+/// is 50 µs).
+#[allow(unsafe_code)]
+fn tighten_timing() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+}
+
+/// Sleeps until `deadline` (spinning only the last [`SPIN`]); returns early with `false` on a stop.
+fn wait_for_slot(deadline: Instant, shutdown: &Shutdown) -> bool {
+    loop {
+        if shutdown.stopping() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return true;
+        }
+        let left = deadline - now;
+        if left > SPIN {
+            std::thread::sleep((left - SPIN).min(MAX_NAP));
+        } else {
+            while Instant::now() < deadline {
+                std::hint::spin_loop();
+            }
+            return true;
+        }
+    }
+}
+
+/// What the dispatcher thread needs.
+struct Schedule {
+    client: HttpClient,
+    records: mpsc::Sender<RequestRecord>,
+    shutdown: Shutdown,
+    runtime: tokio::runtime::Handle,
+    in_flight: Arc<InFlight>,
+    /// Index of the first measured request.
+    first_index: usize,
+    offsets: Vec<f64>,
+    duration: Option<Duration>,
+}
+
+/// The dispatcher thread: returns (dispatched, hit_duration).
+fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> (usize, bool) {
+    tighten_timing();
+    let t0 = Instant::now();
+    let deadline = s.duration.map(|d| t0 + d);
+    let mut dispatched = 0;
+    for (i, request) in measured.into_iter().enumerate() {
+        let at = t0 + Duration::from_secs_f64(s.offsets[i]);
+        if deadline.is_some_and(|d| at >= d) {
+            return (dispatched, true);
+        }
+        if !wait_for_slot(at, &s.shutdown) {
+            break;
+        }
+        let mut record = RequestRecord::new(s.first_index + i, false, request.body, at);
+        let started = s.client.try_start_now(&mut record);
+        s.in_flight.count.fetch_add(1, Ordering::AcqRel);
+        let guard = Guard(s.in_flight.clone());
+        let (client, records, shutdown) = (s.client.clone(), s.records.clone(), s.shutdown.clone());
+        s.runtime.spawn(async move {
+            let _guard = guard;
+            tokio::select! {
+                biased;
+                record = client.send_from(record, started) => {
+                    let _ = records.send(record).await;
+                }
+                _ = shutdown.abandoned() => {
+                    _guard.0.abandoned.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        dispatched += 1;
+    }
+    (dispatched, false)
+}
 
 pub(super) async fn run(
     client: &HttpClient,
@@ -26,7 +150,6 @@ pub(super) async fn run(
     records: mpsc::Sender<RequestRecord>,
     shutdown: &Shutdown,
 ) -> DispatchOutcome {
-    let abandoned = Arc::new(AtomicUsize::new(0));
     let mut outcome = DispatchOutcome::default();
     let split = requests.iter().take_while(|r| r.is_warmup).count();
     let mut requests = requests;
@@ -38,8 +161,8 @@ pub(super) async fn run(
     for (index, request) in warmup.into_iter().enumerate() {
         let (client, records, shutdown) = (client.clone(), records.clone(), shutdown.clone());
         warm.spawn(async move {
-            let mut free_at = Instant::now();
             let at = Instant::now();
+            let mut free_at = at;
             send_one(
                 &client,
                 index,
@@ -63,47 +186,37 @@ pub(super) async fn run(
         let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
         poisson_offsets_s(measured.len(), dispatch.rate, &mut rng)
     };
-    let mut timer = PreciseTimer::new();
-    let t0 = Instant::now();
-    let deadline = dispatch.duration.map(|d| t0 + d);
-    let mut in_flight = JoinSet::new();
-    for (i, request) in measured.into_iter().enumerate() {
-        let at = t0 + Duration::from_secs_f64(offsets[i]);
-        if deadline.is_some_and(|d| at >= d) {
-            outcome.hit_duration = true;
-            break;
-        }
-        tokio::select! {
-            _ = timer.sleep_until(at) => {}
-            _ = shutdown.stopped() => break,
-        }
-        let (client, records, shutdown, abandoned) = (
-            client.clone(),
-            records.clone(),
-            shutdown.clone(),
-            abandoned.clone(),
-        );
-        in_flight.spawn(async move {
-            let mut free_at = at;
-            if send_one(
-                &client,
-                split + i,
-                request,
-                at,
-                &records,
-                &shutdown,
-                &mut free_at,
-            )
-            .await
-            {
-                abandoned.fetch_add(1, Ordering::Relaxed);
+    let in_flight = Arc::new(InFlight::default());
+    let schedule = Schedule {
+        client: client.clone(),
+        records,
+        shutdown: shutdown.clone(),
+        runtime: tokio::runtime::Handle::current(),
+        in_flight: in_flight.clone(),
+        first_index: split,
+        offsets,
+        duration: dispatch.duration,
+    };
+    let thread = std::thread::Builder::new()
+        .name("llmperf-dispatch".into())
+        .spawn(move || dispatch_thread(schedule, measured));
+    let (dispatched, hit_duration) = match thread {
+        Ok(handle) => {
+            // The thread sleeps between slots; wait for it without blocking a worker.
+            match tokio::task::spawn_blocking(move || handle.join()).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                Err(e) => std::panic::resume_unwind(e.into_panic()),
             }
-        });
-        outcome.dispatched += 1;
-        // Reap finished tasks as we go so the set stays as small as the number in flight.
-        while in_flight.try_join_next().is_some() {}
-    }
-    while in_flight.join_next().await.is_some() {}
-    outcome.abandoned += abandoned.load(Ordering::Relaxed);
+        }
+        Err(e) => {
+            tracing::error!("cannot start the open-loop dispatcher thread: {e}");
+            (0, false)
+        }
+    };
+    in_flight.wait_idle().await;
+    outcome.dispatched += dispatched;
+    outcome.hit_duration = hit_duration;
+    outcome.abandoned += in_flight.abandoned.load(Ordering::Relaxed);
     outcome
 }

@@ -193,6 +193,43 @@ impl Conn {
 
     /// Writes one request: the endpoint's head, the body's length, the body.
     pub async fn write_request(&mut self, endpoint: &Endpoint, body: &[u8]) -> Result<(), Error> {
+        self.prepare(endpoint, body);
+        self.write_rest(0).await
+    }
+
+    /// Writes what [`Conn::try_write_now`] left of the prepared request (from byte `written` on).
+    pub async fn write_rest(&mut self, written: usize) -> Result<(), Error> {
+        if written < self.out.len() {
+            self.stream
+                .write_all(&self.out[written..])
+                .await
+                .map_err(Error::Io)?;
+        }
+        if matches!(self.stream, Stream::Tls(_)) {
+            self.stream.flush().await.map_err(Error::Io)?;
+        }
+        Ok(())
+    }
+
+    /// Writes as much of the prepared request as the socket takes right now, from any thread, without
+    /// waiting (plain TCP only: `None` for TLS, where the caller writes it all with
+    /// [`Conn::write_rest`]). Returns the bytes written.
+    pub fn try_write_now(&mut self) -> Option<usize> {
+        let Stream::Plain(tcp) = &self.stream else {
+            return None;
+        };
+        let mut written = 0;
+        while written < self.out.len() {
+            match tcp.try_write(&self.out[written..]) {
+                Ok(n) => written += n,
+                Err(_) => break,
+            }
+        }
+        Some(written)
+    }
+
+    /// Builds the request bytes for `body` (the endpoint's head, the length, the body).
+    pub fn prepare(&mut self, endpoint: &Endpoint, body: &[u8]) {
         self.got_bytes = false;
         self.out.clear();
         self.out.extend_from_slice(&endpoint.head_prefix);
@@ -210,11 +247,6 @@ impl Conn {
         self.out.extend_from_slice(&digits[i..]);
         self.out.extend_from_slice(b"\r\n\r\n");
         self.out.extend_from_slice(body);
-        self.stream.write_all(&self.out).await.map_err(Error::Io)?;
-        if matches!(self.stream, Stream::Tls(_)) {
-            self.stream.flush().await.map_err(Error::Io)?;
-        }
-        Ok(())
     }
 
     /// Reads more bytes after `end`; returns false at EOF.
@@ -330,6 +362,11 @@ impl Pool {
             return Ok((conn, true));
         }
         self.connect().await.map(|c| (c, false))
+    }
+
+    /// An idle connection, if one is waiting (never connects).
+    pub fn try_idle(&self) -> Option<Conn> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()
     }
 
     /// A new connection.
