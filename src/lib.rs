@@ -30,6 +30,27 @@ pub const EXIT_USAGE: i32 = 2;
 /// Exit code for runtime failures.
 pub const EXIT_FAILURE: i32 = 1;
 
+/// Raises the open-file limit for the largest `--parallel` of the sweep (one socket per request in flight,
+/// two with the in-process simulator of `--api mock`); an error names the limit when it cannot be raised
+/// far enough. Open loop has no fixed cap: the soft limit is raised as far as allowed.
+fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), String> {
+    if plan.mode == plan::LoadMode::Open {
+        let _ = resources::ensure_file_limit(u64::MAX);
+        return Ok(());
+    }
+    let parallel = plan
+        .runs
+        .iter()
+        .map(|r| r.parallel.max(1) as u64)
+        .max()
+        .unwrap_or(1);
+    let per_request = if plan.mock.is_some() { 2 } else { 1 };
+    let needed = parallel * per_request + resources::FD_HEADROOM;
+    resources::ensure_file_limit(needed)
+        .map(|_| ())
+        .map_err(|e| format!("--parallel {parallel}: {e}"))
+}
+
 /// Runs llmperf for parsed flags and returns the process exit code.
 pub fn run(cli: cli::Cli) -> i32 {
     clock::init();
@@ -41,6 +62,10 @@ pub fn run(cli: cli::Cli) -> i32 {
             return EXIT_USAGE;
         }
     };
+    if let Err(e) = ensure_open_files(&plan) {
+        eprintln!("error: {e}");
+        return EXIT_USAGE;
+    }
     let limit = plan.runs.iter().map(|r| r.total()).max().unwrap_or(1) as usize;
     let items = match dataset::load(&plan, limit) {
         Ok(items) => items,

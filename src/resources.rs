@@ -94,6 +94,15 @@ fn clock_tick_s() -> f64 {
     }
 }
 
+/// CPU time used so far by the client: the whole process minus the built-in simulator's threads (which
+/// run in-process for `--api mock`).
+pub fn client_cpu() -> Duration {
+    process_cpu().saturating_sub(threads_cpu(SIM_THREAD_PREFIX))
+}
+
+/// Name prefix of the simulator's threads (`llmperf-sim`, `llmperf-sim-worker`).
+pub const SIM_THREAD_PREFIX: &str = "llmperf-sim";
+
 /// CPUs this process may run on (its affinity mask), at least 1.
 pub fn available_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -176,7 +185,7 @@ pub fn ensure_file_limit(needed: u64) -> Result<FileLimit, String> {
     }
     let show = |v: Option<u64>| v.map_or("unlimited".to_string(), |v| v.to_string());
     Err(format!(
-        "this run needs about {needed} open files (one socket per concurrent request, plus {FD_HEADROOM}), \
+        "this run needs about {needed} open files (sockets for the requests in flight, plus {FD_HEADROOM}), \
          but the open-file limit (RLIMIT_NOFILE) is {} and its hard limit is {}: lower --parallel, or raise \
          the limit (e.g. `ulimit -n {needed}`, or `ulimit -Hn` as root / limits.conf)",
         show(now.soft),

@@ -288,6 +288,9 @@ pub fn open_loop(table: &mut Table, rate: f64, seconds: f64, dir: &Path) {
         s("--seed"),
         s(7),
     ]);
+    if let Ok(extra) = std::env::var("TRUTH_EXTRA_ARGS") {
+        args.extend(extra.split_whitespace().map(String::from));
+    }
     let stats = run_client(&args, dir);
     let _ = sim.finish();
     check(&stats, dir);

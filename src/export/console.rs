@@ -5,11 +5,12 @@
 //! `── Tokens ──`; `Stream / Non-Stream` only when both counts are positive; the TTFT / TPOT / ITL,
 //! output-token and throughput rows only when non-zero; `── Multi-turn ──` with the KV cache hit rate
 //! when the server reported cached tokens. llmperf appends a `── llmperf ──` section (interrupted run,
-//! failures by kind) only when there is something to say, so evalscope's rows stay identical.
+//! failures by kind, the client's self-diagnostics: CPU use, send lag, open-loop TTFT / latency from the
+//! intended send time, whether the client limited the run) after evalscope's rows, which stay identical.
 
-use crate::metrics::{BenchmarkSummary, PercentileTable, PERCENTILE_LABELS};
+use crate::metrics::{BenchmarkSummary, ClientDiagnostics, PercentileTable, PERCENTILE_LABELS};
 
-use super::format::{unit_for_key, Unit};
+use super::format::{fmt_num, unit_for_key, Unit};
 use super::table::{Align, SimpleOutline};
 
 /// `Benchmarking summary:` and the summary table, lines joined by `\n`, no trailing newline.
@@ -72,13 +73,16 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
     }
 
     let extras = &s.extras;
-    if extras.interrupted || !extras.failures_by_kind.is_empty() {
+    if extras.interrupted || !extras.failures_by_kind.is_empty() || extras.client.is_some() {
         section(&mut rows, "llmperf");
         if extras.interrupted {
             rows.push(("Interrupted".to_string(), "yes".to_string()));
         }
         for (kind, count) in &extras.failures_by_kind {
             rows.push((format!("Failures ({kind})"), count.to_string()));
+        }
+        if let Some(c) = &extras.client {
+            client_rows(&mut rows, c);
         }
     }
 
@@ -90,6 +94,47 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
         table.push(vec![k, v]);
     }
     format!("Benchmarking summary:\n{}", table.render())
+}
+
+/// The client's self-diagnostics rows of the `── llmperf ──` section.
+fn client_rows(rows: &mut Vec<(String, String)>, c: &ClientDiagnostics) {
+    let pct = |v: f64| format!("{}%", fmt_num(v, 1));
+    rows.push((
+        "Client CPU 1 core / all".to_string(),
+        format!("{} / {}", pct(c.cpu_pct_one_core), pct(c.cpu_pct_all_cores)),
+    ));
+    rows.push((
+        "Send lag p50 / p99 (ms)".to_string(),
+        format!(
+            "{} / {}",
+            fmt_num(c.send_lag_p50_ms, 3),
+            fmt_num(c.send_lag_p99_ms, 3)
+        ),
+    ));
+    if let Some(f) = &c.from_schedule {
+        rows.push((
+            "TTFT from sched. avg/p99".to_string(),
+            format!(
+                "{} / {} ms",
+                fmt_num(f.avg_ttft_ms, 2),
+                fmt_num(f.p99_ttft_ms, 2)
+            ),
+        ));
+        rows.push((
+            "Lat. from sched. avg/p99".to_string(),
+            format!(
+                "{} / {} s",
+                fmt_num(f.avg_latency_s, 3),
+                fmt_num(f.p99_latency_s, 3)
+            ),
+        ));
+    }
+    let limited = if c.limits.is_empty() {
+        "no"
+    } else {
+        "YES (see warning)"
+    };
+    rows.push(("Client limited".to_string(), limited.to_string()));
 }
 
 /// `Percentile results:` and one row per percentile column (`Metric`, then `min` … `max`), each value

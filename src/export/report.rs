@@ -8,16 +8,18 @@
 //!    runs sorted by (concurrency, rate) with −1 last, a section line between runs); embedding /
 //!    rerank runs (`input_only`): `Detailed Performance Metrics`;
 //! 4. llmperf's extras, only when present and always after every evalscope part (so evalscope's text
-//!    stays a byte-identical prefix): a `Failures` table (`Conc. | Rate | Kind | Count`) and one
-//!    `! Run … was interrupted …` line per interrupted run.
+//!    stays a byte-identical prefix): a `Failures` table (`Conc. | Rate | Kind | Count`), one
+//!    `! Run … was interrupted …` line per interrupted run, a `Client Diagnostics` table (client CPU, send
+//!    lag, whether the client limited the run) and one `! Run …: WARNING: the client itself limited this
+//!    run …` line per run it limited.
 //!
 //! Later evalscope sections (e.g. `Workload Throughput`) belong in `llm_sections`, which returns the
 //! LLM tables in print order.
 
-use crate::metrics::{BenchmarkSummary, PercentileTable, PERCENTILE_LABELS};
+use crate::metrics::{BenchmarkSummary, ClientDiagnostics, PercentileTable, PERCENTILE_LABELS};
 use crate::pyjson;
 
-use super::format::{py_comma, py_comma_fixed, Unit};
+use super::format::{fmt_num, py_comma, py_comma_fixed, Unit};
 use super::table::{panel, Align, BoxStyle, Column, RichTable};
 
 /// One finished run of the sweep, as the report needs it.
@@ -435,6 +437,54 @@ fn print_llmperf_extras(doc: &mut Doc, runs: &[&RunReport]) {
     if !interrupted.is_empty() {
         doc.print("");
         for line in interrupted {
+            doc.print(&line);
+        }
+    }
+    print_client_diagnostics(doc, runs);
+}
+
+/// The client's self-diagnostics per run (a `Client` table), then one `! Run …: WARNING …` line per run
+/// the client itself limited.
+fn print_client_diagnostics(doc: &mut Doc, runs: &[&RunReport]) {
+    let with: Vec<(&&RunReport, &ClientDiagnostics)> = runs
+        .iter()
+        .filter_map(|r| r.summary.extras.client.as_ref().map(|c| (r, c)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    let right = |h: &str| Column::new(h, Align::Right);
+    let columns = [
+        "Conc.",
+        "Rate",
+        "CPU%1core",
+        "CPU%all",
+        "Lag p50 ms",
+        "Lag p99 ms",
+        "Limited",
+    ]
+    .map(right);
+    let mut table = report_table("Client Diagnostics", columns.to_vec());
+    for (r, c) in &with {
+        let (conc, rate) = conc_rate(r);
+        table.push(vec![
+            conc,
+            rate,
+            fmt_num(c.cpu_pct_one_core, 1),
+            fmt_num(c.cpu_pct_all_cores, 1),
+            fmt_num(c.send_lag_p50_ms, 3),
+            fmt_num(c.send_lag_p99_ms, 3),
+            if c.limits.is_empty() { "no" } else { "YES" }.to_string(),
+        ]);
+    }
+    doc.print_table(&table);
+    let warnings: Vec<String> = with
+        .iter()
+        .filter_map(|(r, c)| c.warning().map(|w| format!("! Run {}: {w}", run_label(r))))
+        .collect();
+    if !warnings.is_empty() {
+        doc.print("");
+        for line in warnings {
             doc.print(&line);
         }
     }

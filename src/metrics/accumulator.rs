@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::client::{self, ClientDiagnostics, ClientTiming, CpuUse};
 use super::percentile::PercentileTable;
 use super::samples::{Sample, SuccessRows};
 use super::summary::{keys, message_json_indent2, BenchmarkSummary, Message, PyNum, SummaryExtras};
@@ -87,6 +88,7 @@ pub struct Accumulator {
     failures: BTreeMap<&'static str, u64>,
     interrupted: bool,
     rows: SuccessRows,
+    client: ClientTiming,
 }
 
 impl Accumulator {
@@ -118,6 +120,7 @@ impl Accumulator {
             failures: BTreeMap::new(),
             interrupted: false,
             rows: SuccessRows::default(),
+            client: ClientTiming::default(),
         }
     }
 
@@ -126,6 +129,7 @@ impl Accumulator {
         if r.is_warmup {
             return;
         }
+        self.client.add(r);
         let mut s = Sample {
             start_time: r.start_time(),
             completed_time: r.completed_time(),
@@ -333,12 +337,20 @@ impl Accumulator {
                 .map(|(label, n)| (label.to_string(), *n))
                 .collect(),
             wall_input_throughput,
+            client: None,
         }
     }
 
     /// The full summary, evalscope's formulas and rounding, keys that do not apply at their defaults.
     pub fn summary(&self) -> BenchmarkSummary {
         BenchmarkSummary::from_message(&self.message(), self.extras())
+    }
+
+    /// The client's self-diagnostics over the records added (none when only stored rows were replayed):
+    /// send lag, CPU use over `cpu`'s window, and for `open_loop` runs TTFT and latency from the intended
+    /// send time.
+    pub fn client_diagnostics(&self, cpu: CpuUse, open_loop: bool) -> Option<ClientDiagnostics> {
+        (!self.client.is_empty()).then(|| client::diagnose(&self.client, cpu, open_loop))
     }
 
     /// The 11-row percentile table over the successful requests.

@@ -2,6 +2,7 @@
 //! ([`PercentileTable`]), accumulated online by one owner ([`Accumulator`]).
 
 mod accumulator;
+mod client;
 mod percentile;
 mod samples;
 mod summary;
@@ -12,5 +13,8 @@ mod golden_tests;
 mod tests;
 
 pub use accumulator::{Accumulator, SummaryContext};
+pub use client::{
+    ClientDiagnostics, CpuUse, FromSchedule, CPU_LIMIT_PCT, LAG_LIMIT_CLOSED, LAG_LIMIT_OPEN,
+};
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
 pub use summary::{BenchmarkSummary, SummaryExtras};

@@ -1,9 +1,12 @@
-//! `benchmark_summary.json`: evalscope's summary keys in evalscope's order, then llmperf's extra keys; and
+//! `benchmark_summary.json`: evalscope's summary keys in evalscope's order, then llmperf's extra keys
+//! (interrupted, failures by kind, then the client's self-diagnostics: CPU use, send lag, open-loop timings
+//! from the intended send time, whether the client limited the run); and
 //! the raw metrics message (evalscope's `create_message` dict) that both the summary and the periodic log
 //! line are built from.
 
 use serde_json::{Map, Value};
 
+use super::client::ClientDiagnostics;
 use crate::pyjson;
 
 /// A number as Python holds it in evalscope's metrics message: `_safe_div`'s `-1` sentinel stays an `int`
@@ -92,6 +95,18 @@ pub(crate) mod keys {
     pub const WALL_INPUT_THROUGHPUT: &str = "Wall Input Throughput (tok/s)";
     pub const INTERRUPTED: &str = "Interrupted";
     pub const FAILURES_BY_KIND: &str = "Failures By Kind";
+    pub const CLIENT_CPU_ONE_CORE: &str = "Client CPU (% of one core)";
+    pub const CLIENT_CPU_ALL_CORES: &str = "Client CPU (% of all cores)";
+    pub const SEND_LAG_P50: &str = "Send Lag P50 (ms)";
+    pub const SEND_LAG_P99: &str = "Send Lag P99 (ms)";
+    pub const AVG_TTFT_FROM_INTENDED: &str = "Avg TTFT From Intended Send (ms)";
+    pub const P50_TTFT_FROM_INTENDED: &str = "P50 TTFT From Intended Send (ms)";
+    pub const P99_TTFT_FROM_INTENDED: &str = "P99 TTFT From Intended Send (ms)";
+    pub const AVG_LATENCY_FROM_INTENDED: &str = "Avg Latency From Intended Send (s)";
+    pub const P50_LATENCY_FROM_INTENDED: &str = "P50 Latency From Intended Send (s)";
+    pub const P99_LATENCY_FROM_INTENDED: &str = "P99 Latency From Intended Send (s)";
+    pub const CLIENT_LIMITED: &str = "Client Limited";
+    pub const CLIENT_WARNING: &str = "Client Warning";
 }
 
 /// llmperf's additions to the summary, written after every evalscope key.
@@ -104,6 +119,9 @@ pub struct SummaryExtras {
     /// `Wall Input Throughput (tok/s)`: Σprompt tokens of successes / test duration, for input-only
     /// (embedding / rerank) runs, whose evalscope `Input Throughput (tok/s)` is Σtokens / Σlatency.
     pub wall_input_throughput: Option<f64>,
+    /// The client's self-diagnostics (every run llmperf makes; absent when a summary is rebuilt from
+    /// stored rows).
+    pub client: Option<ClientDiagnostics>,
 }
 
 /// One run's summary (evalscope's `BenchmarkSummary`), values already rounded as evalscope rounds them
@@ -251,6 +269,24 @@ impl BenchmarkSummary {
                 .collect();
             put(keys::FAILURES_BY_KIND, Value::Object(kinds));
         }
+        if let Some(c) = &self.extras.client {
+            put(keys::CLIENT_CPU_ONE_CORE, c.cpu_pct_one_core.into());
+            put(keys::CLIENT_CPU_ALL_CORES, c.cpu_pct_all_cores.into());
+            put(keys::SEND_LAG_P50, c.send_lag_p50_ms.into());
+            put(keys::SEND_LAG_P99, c.send_lag_p99_ms.into());
+            if let Some(f) = c.from_schedule.filter(|f| f.avg_ttft_ms.is_finite()) {
+                put(keys::AVG_TTFT_FROM_INTENDED, f.avg_ttft_ms.into());
+                put(keys::P50_TTFT_FROM_INTENDED, f.p50_ttft_ms.into());
+                put(keys::P99_TTFT_FROM_INTENDED, f.p99_ttft_ms.into());
+                put(keys::AVG_LATENCY_FROM_INTENDED, f.avg_latency_s.into());
+                put(keys::P50_LATENCY_FROM_INTENDED, f.p50_latency_s.into());
+                put(keys::P99_LATENCY_FROM_INTENDED, f.p99_latency_s.into());
+            }
+            put(keys::CLIENT_LIMITED, Value::Bool(!c.limits.is_empty()));
+            if let Some(w) = c.warning() {
+                put(keys::CLIENT_WARNING, Value::String(w));
+            }
+        }
         pyjson::dumps_indent4(&m)
     }
 }
@@ -292,6 +328,7 @@ mod tests {
             interrupted: true,
             failures_by_kind: vec![("http_status".into(), 3), ("timeout".into(), 1)],
             wall_input_throughput: None,
+            client: None,
         };
         let s = BenchmarkSummary::from_message(&msg, extras);
         assert_eq!(s.concurrency, 4);

@@ -147,6 +147,8 @@ pub async fn run_single(
         store.clone(),
         plan.log_every_n,
     ));
+    let cpu_start = crate::resources::client_cpu();
+    let window_start = std::time::Instant::now();
     let dispatch = Dispatch {
         mode: plan.mode,
         parallel,
@@ -175,9 +177,19 @@ pub async fn run_single(
         );
     }
 
+    let cpu_use = crate::metrics::CpuUse {
+        cpu: crate::resources::client_cpu().saturating_sub(cpu_start),
+        wall: window_start.elapsed(),
+        cpus: crate::resources::available_cpus(),
+    };
+
     let interrupted = ctx.shutdown.stopping();
     let mut summary = acc.summary();
     summary.extras.interrupted = interrupted;
+    summary.extras.client = acc.client_diagnostics(cpu_use, plan.mode == LoadMode::Open);
+    if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
+        tracing::warn!("{warning}");
+    }
     let percentiles = acc.percentiles();
     write_file(
         &run_dir.join("benchmark_summary.json"),

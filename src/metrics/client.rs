@@ -1,0 +1,238 @@
+//! Client self-diagnostics: how much CPU the client used, how late it sent requests (send lag: actual −
+//! intended send time), and — in open loop — TTFT and latency measured from the *intended* send time
+//! (coordinated omission: a client that falls behind its schedule would otherwise hide the queueing it
+//! caused). From these, whether the client itself limited the run.
+//!
+//! The run is flagged as client-limited when either
+//! * the client used more than [`CPU_LIMIT_PCT`] % of the CPUs it may run on (it had no headroom left), or
+//! * send lag p99 exceeds [`LAG_LIMIT_CLOSED`] in closed loop / [`LAG_LIMIT_OPEN`] in open loop. Closed loop:
+//!   the intended time is when a worker's previous response had been read, so the lag is the client's own
+//!   turnaround (delivering the record, taking the next request), normally microseconds; 5 ms of it is a
+//!   TTFT-sized distortion. Open loop: the intended time is the schedule slot, and 1 ms late at p99 already
+//!   reshapes a Poisson arrival process at the rates people test.
+
+use std::time::Duration;
+
+use super::percentile::nearest_rank;
+use crate::pyjson;
+use crate::record::RequestRecord;
+
+/// CPU use (share of all available CPUs) above which the client counts as saturated.
+pub const CPU_LIMIT_PCT: f64 = 90.0;
+
+/// Send lag p99 above which a closed-loop run counts as client-limited.
+pub const LAG_LIMIT_CLOSED: Duration = Duration::from_millis(5);
+
+/// Send lag p99 above which an open-loop run counts as client-limited.
+pub const LAG_LIMIT_OPEN: Duration = Duration::from_millis(1);
+
+/// Per-request timings kept for the diagnostics (seconds), measured requests only.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientTiming {
+    /// Send lag of every measured request.
+    send_lag: Vec<f64>,
+    /// Successful requests: first output (or the whole response, non-stream) − intended send time.
+    ttft_from_schedule: Vec<f64>,
+    /// Successful requests: completion − intended send time.
+    latency_from_schedule: Vec<f64>,
+}
+
+impl ClientTiming {
+    /// Notes one measured record.
+    pub fn add(&mut self, r: &RequestRecord) {
+        self.send_lag.push(r.send_lag_s());
+        if r.success {
+            let lead = r
+                .sent_at
+                .saturating_duration_since(r.scheduled_at)
+                .as_secs_f64();
+            self.ttft_from_schedule.push(lead + r.ttft_s());
+            self.latency_from_schedule.push(lead + r.latency_s());
+        }
+    }
+
+    /// Whether any record was noted.
+    pub fn is_empty(&self) -> bool {
+        self.send_lag.is_empty()
+    }
+}
+
+/// CPU used by the client over a window of the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuUse {
+    /// CPU time (user + system) of the client's threads in the window.
+    pub cpu: Duration,
+    /// The window's wall-clock length.
+    pub wall: Duration,
+    /// CPUs the process may run on.
+    pub cpus: usize,
+}
+
+/// TTFT and latency from the intended send time (open loop).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FromSchedule {
+    /// Mean TTFT, ms.
+    pub avg_ttft_ms: f64,
+    /// Median TTFT, ms.
+    pub p50_ttft_ms: f64,
+    /// p99 TTFT, ms.
+    pub p99_ttft_ms: f64,
+    /// Mean latency, s.
+    pub avg_latency_s: f64,
+    /// Median latency, s.
+    pub p50_latency_s: f64,
+    /// p99 latency, s.
+    pub p99_latency_s: f64,
+}
+
+/// The client's view of itself for one run (extra summary keys, console rows, warning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientDiagnostics {
+    /// Client CPU time over wall time, % of one core.
+    pub cpu_pct_one_core: f64,
+    /// The same, % of all CPUs available to the process.
+    pub cpu_pct_all_cores: f64,
+    /// CPUs available to the process.
+    pub cpus: usize,
+    /// Send lag median, ms.
+    pub send_lag_p50_ms: f64,
+    /// Send lag p99, ms.
+    pub send_lag_p99_ms: f64,
+    /// Open loop: TTFT and latency from the intended send time.
+    pub from_schedule: Option<FromSchedule>,
+    /// Why the client limited the run (empty when it did not).
+    pub limits: Vec<String>,
+}
+
+impl ClientDiagnostics {
+    /// The warning line for a client-limited run, if it was.
+    pub fn warning(&self) -> Option<String> {
+        (!self.limits.is_empty()).then(|| {
+            format!(
+                "WARNING: the client itself limited this run ({}): its timings include client-side delay. \
+                 Lower --parallel / --rate, or run llmperf on a less loaded machine.",
+                self.limits.join("; ")
+            )
+        })
+    }
+}
+
+fn sorted(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        f64::NAN
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    }
+}
+
+/// Diagnostics from the kept timings and the CPU window (`open_loop`: the run followed a schedule).
+pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> ClientDiagnostics {
+    let wall = cpu.wall.as_secs_f64();
+    let one_core = if wall > 0.0 {
+        cpu.cpu.as_secs_f64() / wall * 100.0
+    } else {
+        0.0
+    };
+    let all_cores = one_core / cpu.cpus.max(1) as f64;
+    let lag = sorted(&t.send_lag);
+    let lag_p50 = nearest_rank(&lag, 50) * 1e3;
+    let lag_p99 = nearest_rank(&lag, 99) * 1e3;
+    let from_schedule = open_loop.then(|| {
+        let ttft = sorted(&t.ttft_from_schedule);
+        let latency = sorted(&t.latency_from_schedule);
+        FromSchedule {
+            avg_ttft_ms: pyjson::round(mean(&ttft) * 1e3, 2),
+            p50_ttft_ms: pyjson::round(nearest_rank(&ttft, 50) * 1e3, 2),
+            p99_ttft_ms: pyjson::round(nearest_rank(&ttft, 99) * 1e3, 2),
+            avg_latency_s: pyjson::round(mean(&latency), 4),
+            p50_latency_s: pyjson::round(nearest_rank(&latency, 50), 4),
+            p99_latency_s: pyjson::round(nearest_rank(&latency, 99), 4),
+        }
+    });
+    let mut limits = Vec::new();
+    if all_cores > CPU_LIMIT_PCT {
+        limits.push(format!(
+            "client CPU {all_cores:.0}% of {} CPU(s) > {CPU_LIMIT_PCT:.0}%",
+            cpu.cpus
+        ));
+    }
+    let lag_limit = if open_loop {
+        LAG_LIMIT_OPEN
+    } else {
+        LAG_LIMIT_CLOSED
+    };
+    let lag_limit_ms = lag_limit.as_secs_f64() * 1e3;
+    if lag_p99 > lag_limit_ms {
+        limits.push(format!(
+            "send lag p99 {lag_p99:.2} ms > {lag_limit_ms:.0} ms"
+        ));
+    }
+    ClientDiagnostics {
+        cpu_pct_one_core: pyjson::round(one_core, 2),
+        cpu_pct_all_cores: pyjson::round(all_cores, 2),
+        cpus: cpu.cpus,
+        send_lag_p50_ms: pyjson::round(lag_p50, 4),
+        send_lag_p99_ms: pyjson::round(lag_p99, 4),
+        from_schedule,
+        limits,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing(lags_ms: &[f64]) -> ClientTiming {
+        ClientTiming {
+            send_lag: lags_ms.iter().map(|l| l / 1e3).collect(),
+            ttft_from_schedule: vec![0.050, 0.060, 0.070],
+            latency_from_schedule: vec![0.5, 0.6, 0.7],
+        }
+    }
+
+    fn cpu(cpu_ms: u64, wall_ms: u64, cpus: usize) -> CpuUse {
+        CpuUse {
+            cpu: Duration::from_millis(cpu_ms),
+            wall: Duration::from_millis(wall_ms),
+            cpus,
+        }
+    }
+
+    #[test]
+    fn healthy_run_has_no_warning() {
+        let d = diagnose(&timing(&[0.01, 0.02, 0.03]), cpu(500, 1000, 2), false);
+        assert_eq!(d.cpu_pct_one_core, 50.0);
+        assert_eq!(d.cpu_pct_all_cores, 25.0);
+        assert_eq!(d.send_lag_p50_ms, 0.02);
+        assert_eq!(d.send_lag_p99_ms, 0.03);
+        assert!(d.from_schedule.is_none());
+        assert_eq!(d.warning(), None);
+    }
+
+    #[test]
+    fn saturated_cpu_or_late_sends_are_flagged() {
+        let d = diagnose(&timing(&[0.01]), cpu(1900, 1000, 2), false);
+        assert_eq!(d.limits.len(), 1);
+        assert!(d.warning().unwrap().contains("client CPU 95% of 2 CPU(s)"));
+        let d = diagnose(&timing(&[1.0, 6.0]), cpu(100, 1000, 2), false);
+        assert!(d.warning().unwrap().contains("send lag p99 6.00 ms > 5 ms"));
+        // 2 ms is fine in closed loop, not in open loop.
+        assert!(diagnose(&timing(&[2.0]), cpu(100, 1000, 2), false)
+            .limits
+            .is_empty());
+        let open = diagnose(&timing(&[2.0]), cpu(100, 1000, 2), true);
+        assert!(open.warning().unwrap().contains("> 1 ms"));
+        let s = open.from_schedule.unwrap();
+        assert_eq!(
+            (s.avg_ttft_ms, s.p50_ttft_ms, s.p99_ttft_ms),
+            (60.0, 60.0, 70.0)
+        );
+        assert_eq!((s.avg_latency_s, s.p99_latency_s), (0.6, 0.7));
+    }
+}

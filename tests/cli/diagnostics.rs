@@ -1,0 +1,346 @@
+//! Measurement truth and client self-diagnostics: stored requests joined with the simulator's ground truth,
+//! send lag from the stored `scheduled_time` / `send_time`, the extra summary keys against the database,
+//! the client-limited warning on a deliberately starved client, and the open-file limit.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use crate::common::*;
+use llmperf::metrics::nearest_rank;
+use llmperf::sim::{join, SimConfig, SimServer};
+use serde_json::Value;
+
+/// `llmperf` with `args` and extra environment variables, writing under `out`.
+fn llmperf_env(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
+    cmd.args(args).args([
+        "--outputs-dir",
+        out.to_str().unwrap(),
+        "--sleep-interval",
+        "0",
+    ]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("llmperf runs")
+}
+
+fn sim(ttft_ms: u64, itl_ms: u64) -> SimServer {
+    SimServer::start(SimConfig {
+        ttft: Duration::from_millis(ttft_ms),
+        itl: Duration::from_millis(itl_ms),
+        ..SimConfig::default()
+    })
+    .unwrap()
+}
+
+/// Keys of a JSON object file, in file order.
+fn keys_in_order(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let v: serde_json::Map<String, Value> = serde_json::from_str(&text).unwrap();
+    v.keys().cloned().collect()
+}
+
+fn ms(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
+}
+
+const CLIENT_KEYS: [&str; 5] = [
+    "Client CPU (% of one core)",
+    "Client CPU (% of all cores)",
+    "Send Lag P50 (ms)",
+    "Send Lag P99 (ms)",
+    "Client Limited",
+];
+
+#[test]
+fn every_stored_request_joins_its_ground_truth() {
+    let sim = sim(20, 2);
+    let out = tempfile::tempdir().unwrap();
+    ok(&llmperf(
+        out.path(),
+        &[
+            "--url",
+            &format!("{}/v1/chat/completions", sim.base_url()),
+            "--model",
+            "m",
+            "--prompt",
+            "one two three",
+            "--parallel",
+            "4",
+            "--number",
+            "24",
+            "--warmup-num",
+            "4",
+            "--max-tokens",
+            "8",
+            "--extra-args",
+            r#"{"ignore_eos": true}"#,
+        ],
+    ));
+    let run = run_root(out.path(), "m").join("parallel_4_number_24");
+    let rows = join::read_client_rows(&run.join("benchmark_data.db")).unwrap();
+    assert_eq!(rows.len(), 24);
+    let truth = sim.truth();
+    assert_eq!(
+        truth.len(),
+        24 + 4 + 1,
+        "measured + warmup + connection test"
+    );
+    let joined = join::join(rows, &truth);
+    assert_eq!(joined.pairs.len(), 24, "every stored request has its truth");
+    assert_eq!(joined.unmatched_rows, 0);
+    assert_eq!(
+        joined.unmatched_truth, 5,
+        "warmup and connection test are not stored"
+    );
+    for (row, t) in &joined.pairs {
+        assert!(row.success);
+        assert_eq!(row.chunk_times_s.len(), 8);
+        assert_eq!(t.chunk_times_s.len(), 8, "one truth time per output chunk");
+        // The client sends before the server receives, and reads after the server writes.
+        assert!(row.send_s <= t.received_s, "{row:?} {t:?}");
+        for (client, server) in row.chunk_times_s.iter().zip(&t.chunk_times_s) {
+            assert!(client >= server, "read before written: {client} < {server}");
+        }
+        let true_ttft = t.first_token_s.unwrap() - t.received_s;
+        assert!(true_ttft >= 0.020);
+        let error = row.ttft_s().unwrap() - true_ttft;
+        assert!((0.0..1.0).contains(&error), "TTFT error {error} s");
+    }
+}
+
+#[test]
+fn send_lag_and_client_keys_agree_with_the_database() {
+    let sim = sim(5, 1);
+    let out = tempfile::tempdir().unwrap();
+    ok(&llmperf(
+        out.path(),
+        &[
+            "--url",
+            &format!("{}/v1/chat/completions", sim.base_url()),
+            "--model",
+            "m",
+            "--prompt",
+            "x",
+            "--parallel",
+            "3",
+            "--number",
+            "30",
+            "--max-tokens",
+            "4",
+        ],
+    ));
+    let run = run_root(out.path(), "m").join("parallel_3_number_30");
+    let db_rows = rows(&run.join("benchmark_data.db"));
+    assert_eq!(db_rows.len(), 30);
+    let mut lags: Vec<f64> = db_rows
+        .iter()
+        .map(|r| r.send_time.unwrap() - r.scheduled_time.unwrap())
+        .collect();
+    assert!(
+        lags.iter().all(|l| *l >= 0.0),
+        "sent before intended: {lags:?}"
+    );
+    lags.sort_by(f64::total_cmp);
+    let summary_path = run.join("benchmark_summary.json");
+    let s = json_file(&summary_path);
+    let p50 = ms(&s["Send Lag P50 (ms)"]);
+    let p99 = ms(&s["Send Lag P99 (ms)"]);
+    assert!((p50 - nearest_rank(&lags, 50) * 1e3).abs() < 0.001, "{p50}");
+    assert!((p99 - nearest_rank(&lags, 99) * 1e3).abs() < 0.001, "{p99}");
+    let one = ms(&s["Client CPU (% of one core)"]);
+    let all = ms(&s["Client CPU (% of all cores)"]);
+    assert!(one > 0.0 && all > 0.0 && all <= one, "{one} {all}");
+    assert!(s["Client Limited"].is_boolean());
+    assert!(
+        s.get("Avg TTFT From Intended Send (ms)").is_none(),
+        "closed loop"
+    );
+    // The extra keys come after every evalscope key.
+    let keys = keys_in_order(&summary_path);
+    let last_evalscope = keys
+        .iter()
+        .position(|k| k == "Input Throughput (tok/s)")
+        .unwrap();
+    for k in CLIENT_KEYS {
+        let at = keys
+            .iter()
+            .position(|x| x == k)
+            .unwrap_or_else(|| panic!("{k}"));
+        assert!(at > last_evalscope, "{k} before evalscope's keys");
+    }
+}
+
+#[test]
+fn open_loop_reports_timings_from_the_intended_send_time() {
+    let sim = sim(10, 1);
+    let out = tempfile::tempdir().unwrap();
+    ok(&llmperf(
+        out.path(),
+        &[
+            "--url",
+            &format!("{}/v1/chat/completions", sim.base_url()),
+            "--model",
+            "m",
+            "--prompt",
+            "x",
+            "--open-loop",
+            "--rate",
+            "100",
+            "--number",
+            "25",
+            "--max-tokens",
+            "4",
+        ],
+    ));
+    let run = run_root(out.path(), "m").join("rate_100.0_number_25");
+    let db_rows = rows(&run.join("benchmark_data.db"));
+    assert_eq!(db_rows.len(), 25);
+    let from_intended: Vec<f64> = db_rows
+        .iter()
+        .filter(|r| r.success)
+        .map(|r| r.chunk_times[0] - r.scheduled_time.unwrap())
+        .collect();
+    let s = json_file(&run.join("benchmark_summary.json"));
+    let avg = ms(&s["Avg TTFT From Intended Send (ms)"]);
+    let mean = from_intended.iter().sum::<f64>() / from_intended.len() as f64 * 1e3;
+    assert!((avg - mean).abs() < 0.02, "{avg} vs {mean}");
+    assert!(
+        avg >= ms(&s["Avg TTFT (ms)"]) - 0.01,
+        "intended ≤ actual send time"
+    );
+    assert!(
+        ms(&s["P99 TTFT From Intended Send (ms)"]) >= ms(&s["P50 TTFT From Intended Send (ms)"])
+    );
+    assert!(
+        ms(&s["Avg Latency From Intended Send (s)"]) >= ms(&s["Avg Latency (s)"]) - 0.0001,
+        "{s}"
+    );
+    for r in &db_rows {
+        assert!(r.send_time.unwrap() >= r.scheduled_time.unwrap());
+    }
+}
+
+#[test]
+fn a_starved_client_warns_that_it_limited_the_run() {
+    let sim = sim(2, 1);
+    let out = tempfile::tempdir().unwrap();
+    // 8 ms of CPU burnt before every send: the send lag is at least that, far above the 5 ms limit.
+    let o = llmperf_env(
+        out.path(),
+        &[
+            "--url",
+            &format!("{}/v1/chat/completions", sim.base_url()),
+            "--model",
+            "m",
+            "--prompt",
+            "x",
+            "--parallel",
+            "2",
+            "--number",
+            "10",
+            "--max-tokens",
+            "2",
+        ],
+        &[("LLMPERF_INJECT_CLIENT_WORK_US", "8000")],
+    );
+    ok(&o);
+    let root = run_root(out.path(), "m");
+    let s = json_file(&root.join("parallel_2_number_10/benchmark_summary.json"));
+    assert_eq!(s["Client Limited"], true);
+    assert!(ms(&s["Send Lag P50 (ms)"]) >= 8.0, "{s}");
+    let warning = s["Client Warning"].as_str().unwrap();
+    assert!(warning.contains("send lag p99"), "{warning}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("WARNING: the client itself limited this run"),
+        "{stderr}"
+    );
+    let report = std::fs::read_to_string(root.join("performance_summary.txt")).unwrap();
+    assert!(report.contains("Client Diagnostics"), "{report}");
+    assert!(
+        report.contains("! Run conc 2: WARNING: the client itself limited this run"),
+        "{report}"
+    );
+    let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
+    assert!(log.contains("WARNING: the client itself limited this run"));
+}
+
+/// Runs llmperf with its open-file limit set to `soft` / `hard` before exec.
+fn with_file_limit(out: &Path, args: &[&str], soft: u64, hard: u64) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
+    cmd.args(args).args([
+        "--outputs-dir",
+        out.to_str().unwrap(),
+        "--sleep-interval",
+        "0",
+    ]);
+    #[allow(unsafe_code)]
+    // SAFETY: setrlimit is async-signal-safe and only touches the child about to exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let rl = libc::rlimit {
+                rlim_cur: soft as libc::rlim_t,
+                rlim_max: hard as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().expect("llmperf runs")
+}
+
+#[test]
+fn the_open_file_limit_is_raised_or_named() {
+    let out = tempfile::tempdir().unwrap();
+    let mock = [
+        "--api",
+        "mock",
+        "--model",
+        "m",
+        "--prompt",
+        "x",
+        "--mock-ttft-ms",
+        "1",
+        "--mock-itl-ms",
+        "1",
+        "--max-tokens",
+        "2",
+        "--number",
+        "4",
+    ];
+    // A hard limit too small for the run: exit 2, naming the flag and the limit; nothing written.
+    let mut args = mock.to_vec();
+    args.extend(["--parallel", "1000"]);
+    let o = with_file_limit(out.path(), &args, 256, 256);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("--parallel 1000") && stderr.contains("RLIMIT_NOFILE"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    // A soft limit below the need with room under the hard limit: raised, and the run goes through.
+    let hard = llmperf::resources::file_limit()
+        .hard
+        .unwrap_or(u64::MAX)
+        .min(4096);
+    if hard < 300 * 2 + 64 {
+        eprintln!("hard open-file limit {hard} too small to check raising; skipped");
+        return;
+    }
+    let mut args = mock.to_vec();
+    args.extend(["--parallel", "300"]);
+    let o = with_file_limit(out.path(), &args, 256, hard);
+    ok(&o);
+}
