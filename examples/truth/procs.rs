@@ -2,7 +2,9 @@
 //!
 //! * `serve-sim`: the built-in simulator alone in a process of its own (so it never shares the client's
 //!   runtime, threads or CPU accounting). It prints its port, serves until its stdin closes, then writes
-//!   its ground truth as JSON Lines and prints its own CPU time.
+//!   its ground truth as JSON Lines and prints its own CPU time. With `--rt` it asks for real-time
+//!   scheduling (SCHED_FIFO, inherited by its threads) where allowed: the simulator is the reference clock,
+//!   and on a shared machine other processes would otherwise delay its reads and writes by milliseconds.
 //! * `client`: llmperf itself, exactly as the `llmperf` binary runs it (`llmperf::run` on the parsed flags),
 //!   which then writes its process CPU time and peak RSS to a stats file.
 
@@ -22,6 +24,18 @@ pub struct SimSpec {
     pub tokens: u32,
     pub threads: usize,
     pub truth: bool,
+    /// Ask for real-time scheduling.
+    pub rt: bool,
+}
+
+/// Puts thread `tid` (0: the calling thread) under SCHED_FIFO at `priority`; false where not allowed.
+#[allow(unsafe_code)]
+pub fn set_fifo(tid: i32, priority: i32) -> bool {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param; the call only changes a thread's scheduling policy.
+    unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &param) == 0 }
 }
 
 /// A running simulator process.
@@ -30,6 +44,8 @@ pub struct SimProcess {
     stdout: BufReader<ChildStdout>,
     port: u16,
     truth_path: Option<PathBuf>,
+    /// The simulator runs under SCHED_FIFO.
+    pub rt: bool,
 }
 
 impl SimProcess {
@@ -42,6 +58,7 @@ impl SimProcess {
             .args(["--itl-ms", &spec.itl_ms.to_string()])
             .args(["--tokens", &spec.tokens.to_string()])
             .args(["--threads", &spec.threads.to_string()])
+            .args(spec.rt.then_some("--rt"))
             .args(
                 truth_path
                     .iter()
@@ -55,12 +72,18 @@ impl SimProcess {
         let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
         let mut line = String::new();
         stdout.read_line(&mut line).expect("simulator port");
-        let port = line.trim().parse().expect("simulator prints its port");
+        let mut words = line.split_whitespace();
+        let port = words
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("simulator prints its port");
+        let rt = words.next() == Some("rt");
         SimProcess {
             child,
             stdout,
             port,
             truth_path,
+            rt,
         }
     }
 
@@ -108,6 +131,8 @@ struct ServeArgs {
     threads: usize,
     #[arg(long)]
     truth: Option<PathBuf>,
+    #[arg(long)]
+    rt: bool,
 }
 
 /// `serve-sim`: runs the simulator until stdin closes.
@@ -118,6 +143,8 @@ pub fn serve_sim(args: &[String]) {
     if let Err(e) = llmperf::resources::ensure_file_limit(20_000) {
         eprintln!("simulator: {e}");
     }
+    // Set before the simulator's threads start, so they inherit it.
+    let rt = a.rt && set_fifo(0, 5);
     let sim = SimServer::start(SimConfig {
         ttft: Duration::from_secs_f64(a.ttft_ms / 1000.0),
         itl: Duration::from_secs_f64(a.itl_ms / 1000.0),
@@ -127,7 +154,7 @@ pub fn serve_sim(args: &[String]) {
         ..SimConfig::default()
     })
     .expect("simulator starts");
-    println!("{}", sim.addr().port());
+    println!("{} {}", sim.addr().port(), if rt { "rt" } else { "normal" });
     std::io::stdout().flush().expect("stdout");
     let mut sink = Vec::new();
     let _ = std::io::stdin().read_to_end(&mut sink);
@@ -150,9 +177,15 @@ pub struct ClientStats {
 
 /// Runs llmperf with `args` in a process of its own, writing under `dir` (log in `dir/client.log`).
 pub fn run_client(args: &[String], dir: &Path) -> ClientStats {
+    run_client_with(args, dir, false).0
+}
+
+/// As [`run_client`]; with `rt_dispatch`, the open-loop dispatcher thread of the client (and only it) is
+/// put under SCHED_FIFO once it starts, where allowed. Returns whether that happened.
+pub fn run_client_with(args: &[String], dir: &Path, rt_dispatch: bool) -> (ClientStats, bool) {
     let stats = dir.join("client_stats.json");
     let log = std::fs::File::create(dir.join("client.log")).expect("client log");
-    let status = Command::new(std::env::current_exe().expect("own executable"))
+    let mut child = Command::new(std::env::current_exe().expect("own executable"))
         .arg("client")
         .arg(&stats)
         .args(args)
@@ -160,15 +193,30 @@ pub fn run_client(args: &[String], dir: &Path) -> ClientStats {
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("log"))
         .stderr(log)
-        .status()
+        .spawn()
         .expect("start the client process");
+    let mut boosted = false;
+    if rt_dispatch {
+        let tasks = PathBuf::from(format!("/proc/{}/task", child.id()));
+        while !boosted && matches!(child.try_wait(), Ok(None)) {
+            for task in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+                let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+                if comm.trim() == "llmperf-dispatc" {
+                    let tid = task.file_name().to_string_lossy().parse().unwrap_or(0);
+                    boosted = tid > 0 && set_fifo(tid, 5);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let status = child.wait().expect("client process");
     let text = std::fs::read_to_string(&stats).unwrap_or_else(|_| {
         panic!(
             "the client process failed ({status}); see {}",
             dir.join("client.log").display()
         )
     });
-    serde_json::from_str(&text).expect("client stats")
+    (serde_json::from_str(&text).expect("client stats"), boosted)
 }
 
 /// `client STATS ARGS…`: llmperf as the binary runs it, then its own stats into STATS.

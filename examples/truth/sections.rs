@@ -6,7 +6,9 @@ use std::path::Path;
 
 use llmperf::sim::join;
 
-use crate::procs::{run_client, run_dir, summary, ClientStats, SimProcess, SimSpec};
+use crate::procs::{
+    run_client, run_client_with, run_dir, summary, ClientStats, SimProcess, SimSpec,
+};
 use crate::stats::{dist, Table};
 
 fn s(v: impl ToString) -> String {
@@ -42,14 +44,16 @@ fn check(stats: &ClientStats, dir: &Path) {
 }
 
 /// Client TTFT − true TTFT, ITL error and send lag at one concurrency (TTFT 50 ms, ITL 10 ms, 64 tokens).
-pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) {
+/// Returns whether the simulator ran under real-time scheduling.
+pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) -> bool {
     let sim = SimProcess::spawn(
         SimSpec {
             ttft_ms: 50.0,
             itl_ms: 10.0,
             tokens: 64,
-            threads: 1,
+            threads: 2,
             truth: true,
+            rt: true,
         },
         dir,
     );
@@ -64,6 +68,7 @@ pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) {
         s(conc),
     ]);
     let stats = run_client(&args, dir);
+    let sim_rt = sim.rt;
     let (truth, _) = sim.finish();
     check(&stats, dir);
     let rows = join::read_client_rows(&run_dir(dir).join("benchmark_data.db")).expect("rows");
@@ -106,11 +111,13 @@ pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) {
             l.p99,
         ],
     );
+    sim_rt
 }
 
 pub fn accuracy_table() -> Table {
     Table::new(
-        "Timing error against the simulator's ground truth (ms; TTFT 50 ms, ITL 10 ms, 64 tokens, warmup = concurrency)",
+        "Timing error against the simulator's ground truth (ms; TTFT 50 ms, ITL 10 ms, 64 tokens, warmup = concurrency; \
+         req transit = simulator receive − client send, 1st-chunk delivery = client read − simulator write)",
         &[
             "streams",
             "joined",
@@ -139,6 +146,7 @@ pub fn ceiling(table: &mut Table, parallel: usize, number: usize, sim_threads: u
             tokens: 16,
             threads: sim_threads,
             truth: false,
+            rt: false,
         },
         dir,
     );
@@ -151,9 +159,6 @@ pub fn ceiling(table: &mut Table, parallel: usize, number: usize, sim_threads: u
         s("--warmup-num"),
         s(parallel),
     ]);
-    if let Ok(extra) = std::env::var("TRUTH_EXTRA_ARGS") {
-        args.extend(extra.split_whitespace().map(String::from));
-    }
     let stats = run_client(&args, dir);
     let (_, sim_cpu_s) = sim.finish();
     check(&stats, dir);
@@ -169,6 +174,7 @@ pub fn ceiling(table: &mut Table, parallel: usize, number: usize, sim_threads: u
             stats.cpu_s * 1e6 / sent,
             stats.cpu_s / stats.wall_s * 100.0,
             sim_cpu_s * 1e6 / sent,
+            sim_cpu_s / stats.wall_s * 100.0,
             stats.max_rss_bytes as f64 / 1e6,
             failed,
             duration_s,
@@ -187,11 +193,12 @@ pub fn ceiling_table(number: usize, sim_threads: usize) -> Table {
             "client CPU µs/req",
             "client CPU % of 1 core",
             "sim CPU µs/req",
+            "sim CPU % of 1 core",
             "client peak RSS MB",
             "failed",
             "duration s",
         ],
-        &[0, 1, 0, 1, 1, 0, 2],
+        &[0, 1, 0, 1, 0, 1, 0, 2],
     )
 }
 
@@ -204,6 +211,7 @@ pub fn memory(table: &mut Table, streams: usize, dir: &Path) {
             tokens: 8,
             threads: 2,
             truth: false,
+            rt: false,
         },
         dir,
     );
@@ -265,8 +273,10 @@ fn peak_in_flight(db: &Path) -> usize {
     peak as usize
 }
 
-/// Open loop at `rate`: send-time error (actual − intended) and client CPU.
-pub fn open_loop(table: &mut Table, rate: f64, seconds: f64, dir: &Path) {
+/// Open loop at `rate` after a warmup that opens the connections the schedule needs: send-time error
+/// (actual − intended) and client CPU. With `rt_dispatch` the client's dispatcher thread (only) runs under
+/// SCHED_FIFO where allowed, to show the precision when the OS does not delay it.
+pub fn open_loop(table: &mut Table, rate: f64, seconds: f64, rt_dispatch: bool, dir: &Path) {
     let sim = SimProcess::spawn(
         SimSpec {
             ttft_ms: 50.0,
@@ -274,10 +284,13 @@ pub fn open_loop(table: &mut Table, rate: f64, seconds: f64, dir: &Path) {
             tokens: 16,
             threads: 1,
             truth: false,
+            rt: false,
         },
         dir,
     );
     let number = (rate * seconds).round() as usize;
+    // About as many connections as requests in flight (~0.2 s each at this rate), opened beforehand.
+    let warmup = ((rate * 0.25).ceil() as usize).max(4);
     let mut args = common(&sim.url(), 16);
     args.extend([
         s("--open-loop"),
@@ -285,19 +298,23 @@ pub fn open_loop(table: &mut Table, rate: f64, seconds: f64, dir: &Path) {
         s(rate),
         s("--number"),
         s(number),
+        s("--warmup-num"),
+        s(warmup),
         s("--seed"),
         s(7),
     ]);
-    if let Ok(extra) = std::env::var("TRUTH_EXTRA_ARGS") {
-        args.extend(extra.split_whitespace().map(String::from));
-    }
-    let stats = run_client(&args, dir);
+    let (stats, boosted) = run_client_with(&args, dir, rt_dispatch);
     let _ = sim.finish();
     check(&stats, dir);
     let rows = join::read_client_rows(&run_dir(dir).join("benchmark_data.db")).expect("rows");
     let lag = dist(rows.iter().map(|r| r.send_lag_s() * 1e6).collect());
+    let label = match (rt_dispatch, boosted) {
+        (false, _) => format!("{rate}"),
+        (true, true) => format!("{rate}, dispatcher SCHED_FIFO"),
+        (true, false) => format!("{rate}, SCHED_FIFO not allowed"),
+    };
     table.add(
-        &rate.to_string(),
+        &label,
         vec![
             rows.len() as f64,
             lag.mean,
@@ -311,7 +328,7 @@ pub fn open_loop(table: &mut Table, rate: f64, seconds: f64, dir: &Path) {
 
 pub fn open_loop_table() -> Table {
     Table::new(
-        "Open-loop send-time error, actual − intended (µs; TTFT 50 ms, ITL 10 ms, 16 tokens)",
+        "Open-loop send-time error, actual − intended (µs; TTFT 50 ms, ITL 10 ms, 16 tokens, warmup ≈ requests in flight)",
         &[
             "rate req/s",
             "requests",

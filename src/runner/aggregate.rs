@@ -13,6 +13,10 @@ use crate::store::Store;
 /// Most records handed to the store at once.
 const STORE_BATCH: usize = 256;
 
+/// Most records waiting for the store; beyond it the aggregator waits (and, through the bounded channel,
+/// so do the requests), keeping memory bounded when the disk is slower than the server.
+const MAX_STORE_BACKLOG: usize = 2048;
+
 /// Consumes records until every sender is gone; returns the accumulator and the progress display.
 ///
 /// Records go to the store in batches: whatever arrived while the previous records were being counted
@@ -45,6 +49,9 @@ pub async fn aggregate(
         batch.push(record);
         if batch.len() >= STORE_BATCH || records.is_empty() {
             store.insert_batch(std::mem::take(&mut batch));
+            while store.backlog() > MAX_STORE_BACKLOG {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
         }
     }
     if !batch.is_empty() {

@@ -20,7 +20,8 @@ mod pickle;
 mod tests;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -74,6 +75,8 @@ enum Msg {
 /// thread, so async code should call them from `spawn_blocking` when the backlog may be large.
 pub struct Store {
     path: PathBuf,
+    /// Rows queued but not yet inserted.
+    backlog: Arc<AtomicUsize>,
     tx: Option<mpsc::Sender<Msg>>,
     thread: Option<JoinHandle<Result<u64, String>>>,
 }
@@ -102,12 +105,15 @@ impl Store {
             .with_context(|| format!("cannot initialise the database {}", path.display()))?;
         let (tx, rx) = mpsc::channel();
         let interval = commit_interval_rows.max(1);
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let writer_backlog = backlog.clone();
         let thread = std::thread::Builder::new()
             .name("llmperf-store".into())
-            .spawn(move || Writer::new(conn, interval).run(rx))
+            .spawn(move || Writer::new(conn, interval, writer_backlog).run(rx))
             .context("cannot start the database writer thread")?;
         Ok(Store {
             path: path.to_path_buf(),
+            backlog,
             tx: Some(tx),
             thread: Some(thread),
         })
@@ -125,9 +131,16 @@ impl Store {
             return;
         }
         if let Some(tx) = &self.tx {
+            self.backlog.fetch_add(1, Ordering::Relaxed);
             // A send fails only if the writer thread has died; `flush`/`finish` report why.
             let _ = tx.send(Msg::Row(Box::new(record)));
         }
+    }
+
+    /// Rows queued and not yet inserted (the caller may wait while this is large, so memory stays bounded
+    /// when the disk is slower than the requests).
+    pub fn backlog(&self) -> usize {
+        self.backlog.load(Ordering::Relaxed)
     }
 
     /// Queues finished records for insertion, in order, with one hand-over to the writer thread; never
@@ -138,6 +151,7 @@ impl Store {
             return;
         }
         if let Some(tx) = &self.tx {
+            self.backlog.fetch_add(records.len(), Ordering::Relaxed);
             let _ = tx.send(Msg::Rows(records));
         }
     }
@@ -224,13 +238,15 @@ struct Writer {
     /// The first error met; later rows are still attempted, and the error is reported at flush/finish.
     first_error: Option<String>,
     encoder: pickle::Encoder,
+    /// Shared with [`Store::backlog`].
+    backlog: Arc<AtomicUsize>,
     /// Reused text buffers for the `inter_token_latencies` and `chunk_times` lists.
     itl_text: String,
     chunk_text: String,
 }
 
 impl Writer {
-    fn new(conn: Connection, commit_interval_rows: usize) -> Self {
+    fn new(conn: Connection, commit_interval_rows: usize, backlog: Arc<AtomicUsize>) -> Self {
         Writer {
             conn,
             commit_interval_rows,
@@ -239,6 +255,7 @@ impl Writer {
             committed_rows: 0,
             first_error: None,
             encoder: pickle::Encoder::default(),
+            backlog,
             itl_text: String::new(),
             chunk_text: String::new(),
         }
@@ -284,6 +301,7 @@ impl Writer {
 
     fn insert_row(&mut self, record: &RequestRecord) {
         let result = self.insert(record);
+        self.backlog.fetch_sub(1, Ordering::Relaxed);
         self.note(result);
         if self.pending_rows >= self.commit_interval_rows {
             self.commit_or_retry(false);
