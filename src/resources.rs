@@ -14,8 +14,19 @@ pub fn process_cpu() -> Duration {
     rusage().map_or(Duration::ZERO, |r| r.cpu)
 }
 
-/// Peak resident set size of this process so far, in bytes.
+/// Peak resident set size of this process so far, in bytes: `VmHWM` on Linux (it belongs to the address
+/// space, so it starts afresh at `exec`; `ru_maxrss` keeps the parent's high-water mark across
+/// `fork` + `exec`), else `ru_maxrss`.
 pub fn peak_rss_bytes() -> u64 {
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        let kib = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+        if let Some(kib) = kib {
+            return kib * 1024;
+        }
+    }
     rusage().map_or(0, |r| r.max_rss_bytes)
 }
 
@@ -68,6 +79,93 @@ pub fn threads_cpu(prefix: &str) -> Duration {
         }
     }
     Duration::from_secs_f64(total_ticks as f64 * tick)
+}
+
+/// Scheduler statistics of one client thread (Linux `schedstat`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadSched {
+    /// Thread id.
+    pub tid: u32,
+    /// Thread name (`comm`).
+    pub name: String,
+    /// Time on a CPU.
+    pub cpu: Duration,
+    /// Time ready to run but given no CPU (waiting on a run queue).
+    pub wait: Duration,
+    /// Times it was scheduled onto a CPU.
+    pub slices: u64,
+}
+
+/// [`ThreadSched`] of each of the client's threads (the simulator's excluded) so far, from
+/// `/proc/self/task/*/schedstat`. Empty where unavailable.
+pub fn client_threads_sched() -> Vec<ThreadSched> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for task in tasks.flatten() {
+        let path = task.path();
+        let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
+            continue;
+        };
+        let Some((name, _)) = parse_task_stat(&stat) else {
+            continue;
+        };
+        if name.starts_with(SIM_THREAD_PREFIX) {
+            continue;
+        }
+        let Ok(sched) = std::fs::read_to_string(path.join("schedstat")) else {
+            continue;
+        };
+        // "cpu_ns wait_ns timeslices"
+        let f: Vec<u64> = sched
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        let tid = task.file_name().to_string_lossy().parse::<u32>().ok();
+        if let (Some(tid), [cpu, wait, slices, ..]) = (tid, f.as_slice()) {
+            out.push(ThreadSched {
+                tid,
+                name: name.to_string(),
+                cpu: Duration::from_nanos(*cpu),
+                wait: Duration::from_nanos(*wait),
+                slices: *slices,
+            });
+        }
+    }
+    out
+}
+
+/// What the client's threads did between two [`client_threads_sched`] readings (threads that started in
+/// between count from zero; threads that ended are lost).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SchedDelta {
+    /// Total wait on run queues.
+    pub wait: Duration,
+    /// Times scheduled onto a CPU.
+    pub slices: u64,
+    /// The thread that was busy (running or waiting for a CPU) the longest, and for how long.
+    pub busiest: Option<(String, Duration)>,
+}
+
+/// The change between two readings.
+pub fn sched_between(before: &[ThreadSched], after: &[ThreadSched]) -> SchedDelta {
+    let mut d = SchedDelta::default();
+    for now in after {
+        let then = before.iter().find(|t| t.tid == now.tid);
+        let cpu = now
+            .cpu
+            .saturating_sub(then.map_or(Duration::ZERO, |t| t.cpu));
+        let wait = now
+            .wait
+            .saturating_sub(then.map_or(Duration::ZERO, |t| t.wait));
+        d.wait += wait;
+        d.slices += now.slices.saturating_sub(then.map_or(0, |t| t.slices));
+        if d.busiest.as_ref().is_none_or(|(_, b)| cpu + wait > *b) {
+            d.busiest = Some((now.name.clone(), cpu + wait));
+        }
+    }
+    d
 }
 
 /// `(comm, utime + stime in clock ticks)` from one `/proc/<pid>/task/<tid>/stat` line. The name sits in

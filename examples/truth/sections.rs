@@ -92,6 +92,11 @@ pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) -> bo
         }
     }
     let joined_n = joined.pairs.len() as f64;
+    let sum = summary(dir);
+    let wait = sum["Client Scheduling Delay (ms)"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let limited = f64::from(u8::from(sum["Client Limited"] == true));
     let (t, a, l) = (dist(ttft_err), dist(itl_abs), dist(lag));
     let itl_mean = dist(itl_err).mean;
     table.add(
@@ -109,6 +114,8 @@ pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) -> bo
             l.mean,
             l.p50,
             l.p99,
+            wait,
+            limited,
         ],
     );
     sim_rt
@@ -132,8 +139,10 @@ pub fn accuracy_table() -> Table {
             "send lag mean",
             "p50",
             "p99",
+            "client sched. delay",
+            "flagged",
         ],
-        &[0, 3, 3, 3, 3, 3, 4, 3, 3, 3, 3, 3],
+        &[0, 3, 3, 3, 3, 3, 4, 3, 3, 3, 3, 3, 3, 0],
     )
 }
 

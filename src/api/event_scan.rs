@@ -3,7 +3,7 @@
 //! skips the rest with `serde_json`'s own checks for ignored values.
 //!
 //! It answers `None` — and the caller runs the `serde_json` path, which decides — for anything it does not
-//! reproduce exactly: invalid UTF-8, a top level that is not an object, escaped keys, duplicate keys it
+//! reproduce exactly: invalid UTF-8 in a key or a value it reads, a top level that is not an object, escaped keys, duplicate keys it
 //! reads, unexpected value types, tool calls or reasoning details, numbers that are not plain non-negative
 //! integers. Common OpenAI-style chunks never take the slow path; the `serde_json` path and this one are
 //! checked against each other in the tests.
@@ -23,6 +23,7 @@ fn string_or_null(c: &mut Cursor<'_>) -> Option<Option<bool>> {
         b'"' => {
             let start = c.i;
             let (raw, escaped) = c.string()?;
+            utf8(raw)?;
             if escaped {
                 // Escapes are checked by serde_json itself (a lone surrogate fails the whole event there).
                 let text: Cow<'_, str> = serde_json::from_slice(&c.s[start..c.i]).ok()?;
@@ -32,6 +33,12 @@ fn string_or_null(c: &mut Cursor<'_>) -> Option<Option<bool>> {
         }
         _ => None,
     }
+}
+
+/// serde_json checks UTF-8 in the strings it reads (keys, and the values it keeps), not in values it
+/// skips; so does this path.
+fn utf8(s: &[u8]) -> Option<()> {
+    (s.is_ascii() || std::str::from_utf8(s).is_ok()).then_some(())
 }
 
 /// `null`: consumed, `true`; anything else: untouched, `false`.
@@ -60,6 +67,7 @@ fn object<'a>(
         if escaped {
             return None;
         }
+        utf8(key)?;
         c.expect(b':')?;
         field(c, key)?;
         match c.ws()? {
@@ -189,7 +197,6 @@ fn usage(c: &mut Cursor<'_>) -> Option<Usage> {
 
 /// Classifies one event payload, or `None` when the `serde_json` path must decide.
 pub(super) fn inspect(payload: &[u8]) -> Option<EventInfo> {
-    std::str::from_utf8(payload).ok()?;
     let mut c = Cursor::new(payload);
     if c.ws()? != b'{' {
         return None;
@@ -255,6 +262,7 @@ pub(super) fn inspect(payload: &[u8]) -> Option<EventInfo> {
                     if escaped {
                         return None;
                     }
+                    utf8(value)?;
                     info.is_error |= value == b"error";
                 }
             }

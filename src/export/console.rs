@@ -104,6 +104,10 @@ fn client_rows(rows: &mut Vec<(String, String)>, c: &ClientDiagnostics) {
         format!("{} / {}", pct(c.cpu_pct_one_core), pct(c.cpu_pct_all_cores)),
     ));
     rows.push((
+        "Client sched. delay (ms)".to_string(),
+        fmt_num(c.sched_delay_ms, 3),
+    ));
+    rows.push((
         "Send lag p50 / p99 (ms)".to_string(),
         format!(
             "{} / {}",

@@ -3,8 +3,12 @@
 //! (coordinated omission: a client that falls behind its schedule would otherwise hide the queueing it
 //! caused). From these, whether the client itself limited the run.
 //!
-//! The run is flagged as client-limited when either
+//! The run is flagged as client-limited when
 //! * the client used more than [`CPU_LIMIT_PCT`] % of the CPUs it may run on (it had no headroom left), or
+//! * one of its threads was running or waiting for a CPU more than [`CPU_LIMIT_PCT`] % of the run (it was
+//!   saturated, whoever held the other CPUs: reads then wait in socket buffers before they are stamped), or
+//! * its threads waited on average more than [`SCHED_DELAY_LIMIT`] for a CPU each time they became ready
+//!   to run (Linux schedstat: other processes held the CPUs), so its time stamps were taken late, or
 //! * send lag p99 exceeds [`LAG_LIMIT_CLOSED`] in closed loop / [`LAG_LIMIT_OPEN`] in open loop. Closed loop:
 //!   the intended time is when a worker's previous response had been read, so the lag is the client's own
 //!   turnaround (delivering the record, taking the next request), normally microseconds; 5 ms of it is a
@@ -19,6 +23,10 @@ use crate::record::RequestRecord;
 
 /// CPU use (share of all available CPUs) above which the client counts as saturated.
 pub const CPU_LIMIT_PCT: f64 = 90.0;
+
+/// Mean wait for a CPU each time a client thread became ready to run, above which its time stamps count as
+/// taken late (other processes held the CPUs).
+pub const SCHED_DELAY_LIMIT: Duration = Duration::from_millis(1);
 
 /// Send lag p99 above which a closed-loop run counts as client-limited.
 pub const LAG_LIMIT_CLOSED: Duration = Duration::from_millis(5);
@@ -58,10 +66,13 @@ impl ClientTiming {
 }
 
 /// CPU used by the client over a window of the run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CpuUse {
     /// CPU time (user + system) of the client's threads in the window.
     pub cpu: Duration,
+    /// What the scheduler did with the client's threads in the window (Linux schedstat; empty where
+    /// unavailable).
+    pub sched: crate::resources::SchedDelta,
     /// The window's wall-clock length.
     pub wall: Duration,
     /// CPUs the process may run on.
@@ -94,6 +105,11 @@ pub struct ClientDiagnostics {
     pub cpu_pct_all_cores: f64,
     /// CPUs available to the process.
     pub cpus: usize,
+    /// Mean wait for a CPU each time a client thread became ready to run, ms.
+    pub sched_delay_ms: f64,
+    /// The client thread busy (running, or ready and waiting for a CPU) the largest share of the run, and
+    /// that share, %.
+    pub busiest_thread: Option<(String, f64)>,
     /// Send lag median, ms.
     pub send_lag_p50_ms: f64,
     /// Send lag p99, ms.
@@ -140,6 +156,19 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
         0.0
     };
     let all_cores = one_core / cpu.cpus.max(1) as f64;
+    let sched_delay_ms = if cpu.sched.slices == 0 {
+        0.0
+    } else {
+        cpu.sched.wait.as_secs_f64() * 1e3 / cpu.sched.slices as f64
+    };
+    let busiest = cpu.sched.busiest.as_ref().map(|(name, busy)| {
+        let pct = if wall > 0.0 {
+            busy.as_secs_f64() / wall * 100.0
+        } else {
+            0.0
+        };
+        (name.clone(), pct)
+    });
     let lag = sorted(&t.send_lag);
     let lag_p50 = nearest_rank(&lag, 50) * 1e3;
     let lag_p99 = nearest_rank(&lag, 99) * 1e3;
@@ -162,6 +191,19 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
             cpu.cpus
         ));
     }
+    if let Some((name, pct)) = busiest.as_ref().filter(|(_, pct)| *pct > CPU_LIMIT_PCT) {
+        limits.push(format!(
+            "client thread {name} was running or waiting for a CPU {pct:.0}% of the run > \
+             {CPU_LIMIT_PCT:.0}%"
+        ));
+    }
+    let sched_limit_ms = SCHED_DELAY_LIMIT.as_secs_f64() * 1e3;
+    if sched_delay_ms > sched_limit_ms {
+        limits.push(format!(
+            "client threads waited {sched_delay_ms:.2} ms on average for a CPU each time they woke > \
+             {sched_limit_ms:.0} ms (other processes)"
+        ));
+    }
     let lag_limit = if open_loop {
         LAG_LIMIT_OPEN
     } else {
@@ -177,6 +219,8 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
         cpu_pct_one_core: pyjson::round(one_core, 2),
         cpu_pct_all_cores: pyjson::round(all_cores, 2),
         cpus: cpu.cpus,
+        sched_delay_ms: pyjson::round(sched_delay_ms, 4),
+        busiest_thread: busiest.map(|(n, p)| (n, pyjson::round(p, 2))),
         send_lag_p50_ms: pyjson::round(lag_p50, 4),
         send_lag_p99_ms: pyjson::round(lag_p99, 4),
         from_schedule,
@@ -199,9 +243,34 @@ mod tests {
     fn cpu(cpu_ms: u64, wall_ms: u64, cpus: usize) -> CpuUse {
         CpuUse {
             cpu: Duration::from_millis(cpu_ms),
+            sched: Default::default(),
             wall: Duration::from_millis(wall_ms),
             cpus,
         }
+    }
+
+    #[test]
+    fn waiting_for_a_cpu_is_flagged() {
+        let mut c = cpu(300, 1000, 2);
+        c.sched = crate::resources::SchedDelta {
+            wait: Duration::from_millis(100),
+            slices: 100,
+            busiest: Some(("tokio-rt-worker".into(), Duration::from_millis(400))),
+        };
+        let d = diagnose(&timing(&[0.01]), c.clone(), false);
+        assert_eq!(d.sched_delay_ms, 1.0);
+        assert_eq!(d.busiest_thread, Some(("tokio-rt-worker".into(), 40.0)));
+        assert!(d.limits.is_empty(), "at the limit is fine");
+        c.sched.slices = 40;
+        c.sched.busiest = Some(("llmperf-store".into(), Duration::from_millis(950)));
+        let d = diagnose(&timing(&[0.01]), c, false);
+        assert_eq!(d.sched_delay_ms, 2.5);
+        let w = d.warning().unwrap();
+        assert!(w.contains("waited 2.50 ms on average"), "{w}");
+        assert!(
+            w.contains("client thread llmperf-store was running or waiting for a CPU 95%"),
+            "{w}"
+        );
     }
 
     #[test]

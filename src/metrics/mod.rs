@@ -15,6 +15,7 @@ mod tests;
 pub use accumulator::{Accumulator, SummaryContext};
 pub use client::{
     ClientDiagnostics, CpuUse, FromSchedule, CPU_LIMIT_PCT, LAG_LIMIT_CLOSED, LAG_LIMIT_OPEN,
+    SCHED_DELAY_LIMIT,
 };
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
 pub use summary::{BenchmarkSummary, SummaryExtras};

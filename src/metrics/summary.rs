@@ -97,6 +97,8 @@ pub(crate) mod keys {
     pub const FAILURES_BY_KIND: &str = "Failures By Kind";
     pub const CLIENT_CPU_ONE_CORE: &str = "Client CPU (% of one core)";
     pub const CLIENT_CPU_ALL_CORES: &str = "Client CPU (% of all cores)";
+    pub const CLIENT_SCHED_DELAY: &str = "Client Scheduling Delay (ms)";
+    pub const CLIENT_BUSIEST_THREAD: &str = "Client Busiest Thread (%)";
     pub const SEND_LAG_P50: &str = "Send Lag P50 (ms)";
     pub const SEND_LAG_P99: &str = "Send Lag P99 (ms)";
     pub const AVG_TTFT_FROM_INTENDED: &str = "Avg TTFT From Intended Send (ms)";
@@ -272,6 +274,10 @@ impl BenchmarkSummary {
         if let Some(c) = &self.extras.client {
             put(keys::CLIENT_CPU_ONE_CORE, c.cpu_pct_one_core.into());
             put(keys::CLIENT_CPU_ALL_CORES, c.cpu_pct_all_cores.into());
+            put(keys::CLIENT_SCHED_DELAY, c.sched_delay_ms.into());
+            if let Some((_, pct)) = &c.busiest_thread {
+                put(keys::CLIENT_BUSIEST_THREAD, (*pct).into());
+            }
             put(keys::SEND_LAG_P50, c.send_lag_p50_ms.into());
             put(keys::SEND_LAG_P99, c.send_lag_p99_ms.into());
             if let Some(f) = c.from_schedule.filter(|f| f.avg_ttft_ms.is_finite()) {

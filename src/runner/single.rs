@@ -148,6 +148,7 @@ pub async fn run_single(
         plan.log_every_n,
     ));
     let cpu_start = crate::resources::client_cpu();
+    let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
     let dispatch = Dispatch {
         mode: plan.mode,
@@ -179,6 +180,10 @@ pub async fn run_single(
 
     let cpu_use = crate::metrics::CpuUse {
         cpu: crate::resources::client_cpu().saturating_sub(cpu_start),
+        sched: crate::resources::sched_between(
+            &sched_start,
+            &crate::resources::client_threads_sched(),
+        ),
         wall: window_start.elapsed(),
         cpus: crate::resources::available_cpus(),
     };

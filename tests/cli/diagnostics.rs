@@ -46,9 +46,10 @@ fn ms(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
 }
 
-const CLIENT_KEYS: [&str; 5] = [
+const CLIENT_KEYS: [&str; 6] = [
     "Client CPU (% of one core)",
     "Client CPU (% of all cores)",
+    "Client Scheduling Delay (ms)",
     "Send Lag P50 (ms)",
     "Send Lag P99 (ms)",
     "Client Limited",
@@ -153,6 +154,7 @@ fn send_lag_and_client_keys_agree_with_the_database() {
     let one = ms(&s["Client CPU (% of one core)"]);
     let all = ms(&s["Client CPU (% of all cores)"]);
     assert!(one > 0.0 && all > 0.0 && all <= one, "{one} {all}");
+    assert!(ms(&s["Client Scheduling Delay (ms)"]) >= 0.0);
     assert!(s["Client Limited"].is_boolean());
     assert!(
         s.get("Avg TTFT From Intended Send (ms)").is_none(),
