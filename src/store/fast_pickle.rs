@@ -39,9 +39,8 @@ const MAX_DEPTH: usize = 64;
 /// Appends the opcodes of the one JSON value in `json` to `out`. On `Err`, `out` holds partial output
 /// the caller must cut off.
 pub(super) fn encode(json: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> R {
-    // One check for the whole payload: every string inside is then valid UTF-8 too (its bounds are ASCII
-    // quotes), as serde_json requires.
-    std::str::from_utf8(json).map_err(|_| Unsupported)?;
+    // Non-ASCII bytes can only sit inside strings (anywhere else the parser rejects them), and each string
+    // is checked for UTF-8 as serde_json checks it.
     let mut p = Parser {
         s: json,
         i: 0,
@@ -87,6 +86,15 @@ pub(super) fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.push(BINUNICODE);
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s);
+}
+
+/// UTF-8 check with an ASCII fast path.
+fn utf8(s: &[u8]) -> R {
+    if s.is_ascii() || std::str::from_utf8(s).is_ok() {
+        Ok(())
+    } else {
+        Err(Unsupported)
+    }
 }
 
 struct Parser<'a> {
@@ -215,7 +223,9 @@ impl Parser<'_> {
         self.i = start + plain;
         match self.s[self.i] {
             b'"' => {
-                put_str(self.out, &self.s[start..self.i]);
+                let raw = &self.s[start..self.i];
+                utf8(raw)?;
+                put_str(self.out, raw);
                 self.i += 1;
                 return Ok(());
             }
@@ -229,6 +239,7 @@ impl Parser<'_> {
             match self.peek().ok_or(Unsupported)? {
                 b'"' => {
                     self.i += 1;
+                    utf8(self.scratch)?;
                     put_str(self.out, self.scratch);
                     return Ok(());
                 }
