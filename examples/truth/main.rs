@@ -3,8 +3,8 @@
 //! concurrent streams take, and how precisely the open loop sends on time.
 //!
 //! `cargo run --release --example truth [-- [--repeat N] [--quick] [SECTION…]]`, SECTION one of
-//! `accuracy`, `ceiling`, `memory`, `open-loop` (default: all). Each cell is the median of N repeats
-//! (default 1). Every measurement runs the simulator and llmperf as two separate processes (this
+//! `accuracy`, `ceiling`, `store`, `memory`, `open-loop` (default: all). Each cell is the median of N
+//! repeats (default 1); `--quick` runs fewer requests. See `docs/performance.md` for what each table means. Every measurement runs the simulator and llmperf as two separate processes (this
 //! executable started again in `serve-sim` / `client` mode), so the simulator never shares the client's
 //! runtime, threads or CPU accounting; both stamp the same system monotonic clock, and each stored request
 //! is joined with the simulator's record by the simulator's request number in the response `id`.
