@@ -6,3 +6,4 @@ mod errors;
 mod interrupt;
 mod outputs;
 mod requests;
+mod tls;
