@@ -3,6 +3,7 @@
 mod common;
 mod diagnostics;
 mod errors;
+mod http1;
 mod interrupt;
 mod outputs;
 mod requests;
