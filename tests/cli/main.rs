@@ -2,6 +2,7 @@
 
 mod common;
 mod diagnostics;
+mod dispatch;
 mod errors;
 mod http1;
 mod interrupt;
