@@ -117,7 +117,7 @@ pub struct Timeouts {
 }
 
 /// Simulator settings for `--api mock`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MockSettings {
     /// Time to first token.
     pub ttft: Duration,
@@ -127,6 +127,8 @@ pub struct MockSettings {
     pub output_tokens: u32,
     /// Simulator runtime threads.
     pub threads: usize,
+    /// `--mock-fault` rules.
+    pub faults: Vec<crate::sim::FaultRule>,
 }
 
 /// One run of a sweep.
@@ -507,9 +509,17 @@ impl RunPlan {
                     itl: Duration::from_secs_f64(cli.mock_itl_ms / 1000.0),
                     output_tokens: cli.mock_output_tokens,
                     threads: cli.mock_threads,
+                    faults: cli.mock_fault.clone(),
                 })
             }
-            ApiKind::OpenAi => None,
+            ApiKind::OpenAi => {
+                if !cli.mock_fault.is_empty() {
+                    return usage(
+                        "--mock-fault configures the built-in simulator: add --api mock, or drop --mock-fault",
+                    );
+                }
+                None
+            }
         };
 
         Ok(RunPlan {

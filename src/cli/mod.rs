@@ -6,7 +6,7 @@
 mod parsers;
 
 use clap::{ArgAction, Parser};
-pub use parsers::{parse_header, parse_json_object, HeaderPair};
+pub use parsers::{parse_fault_rule, parse_header, parse_json_object, HeaderPair};
 
 /// A fast, truthful load generator for LLM serving endpoints; a drop-in replacement for `evalscope perf`.
 ///
@@ -264,6 +264,19 @@ pub struct Cli {
     /// Simulator: worker threads of its own runtime.
     #[arg(long, default_value_t = 1, help_heading = "Simulator (--api mock)")]
     pub mock_threads: usize,
+
+    /// Simulator, for testing error handling: make every EVERY-th request (default: every one) misbehave;
+    /// repeatable, the first matching rule wins (the connection test counts as request 1). KIND: http-500,
+    /// http-503, http-429, http-400, reset, no-done, truncated, malformed, error-event, hang, stall,
+    /// slow-drip, big-line, invalid-utf8, wrong-content-type. E.g. `--mock-fault http-503:10 reset:7`.
+    #[arg(
+        long,
+        value_name = "KIND[:EVERY]",
+        num_args = 1..,
+        value_parser = parse_fault_rule,
+        help_heading = "Simulator (--api mock)"
+    )]
+    pub mock_fault: Vec<crate::sim::FaultRule>,
 }
 
 impl Cli {
@@ -351,6 +364,18 @@ mod tests {
         assert!(!cli.stream_enabled());
         let cli = Cli::try_parse_from(["llmperf", "--no-stream", "--stream"]).unwrap();
         assert!(cli.stream_enabled());
+    }
+
+    #[test]
+    fn mock_fault_help_lists_every_fault() {
+        let help = Cli::command().render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for f in crate::sim::Fault::ALL {
+            assert!(help.contains(f.name()), "{} missing from --help", f.name());
+        }
+        let cli = Cli::try_parse_from(["llmperf", "--mock-fault", "reset:7", "hang"]).unwrap();
+        assert_eq!(cli.mock_fault.len(), 2);
+        assert_eq!(cli.mock_fault[0].every, 7);
     }
 
     #[test]

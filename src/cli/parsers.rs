@@ -35,6 +35,11 @@ pub fn parse_json_object(s: &str) -> Result<serde_json::Map<String, serde_json::
     }
 }
 
+/// `KIND[:EVERY]` for `--mock-fault`.
+pub fn parse_fault_rule(s: &str) -> Result<crate::sim::FaultRule, String> {
+    s.parse()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,7 +36,11 @@ pub async fn check(
             .unwrap_or_else(|| "unknown error".into());
         let client_error = record.failure == Some(FailureKind::HttpStatus)
             && record.status_code.is_some_and(|s| (400..500).contains(&s));
-        if client_error || record.failure == Some(FailureKind::BadResponse) {
+        let unusable = matches!(
+            record.failure,
+            Some(FailureKind::BadResponse | FailureKind::Malformed)
+        );
+        if client_error || unusable {
             bail!(
                 "Test connection failed: {} answered {why}. Check --url, --model, --api-key and --headers (or skip the test with --no-test-connection).",
                 client.url()

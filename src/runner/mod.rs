@@ -40,6 +40,7 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         itl: mock.itl,
         output_tokens: mock.output_tokens,
         threads: mock.threads,
+        faults: mock.faults.clone(),
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;

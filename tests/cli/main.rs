@@ -2,6 +2,7 @@
 
 mod common;
 mod errors;
+mod faults;
 mod interrupt;
 mod outputs;
 mod requests;
