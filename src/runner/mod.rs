@@ -53,8 +53,13 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
     Ok(Some(sim))
 }
 
-/// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted).
-pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
+/// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted). `shutdown`
+/// is the stop state the signal handlers set.
+pub async fn run_sweep(plan: RunPlan, items: Vec<Item>, shutdown: Shutdown) -> Result<i32> {
+    if let Some(code) = shutdown.exit_code() {
+        // Interrupted before anything was written.
+        return Ok(code);
+    }
     let root = plan.output_root.clone();
     if root.join("benchmark.log").exists()
         || plan
@@ -96,8 +101,6 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
 
     let sim = start_simulator(&plan)?;
     let url = effective_url(&plan, sim.as_ref())?;
-    let shutdown = Shutdown::new();
-    tokio::spawn(shutdown.clone().listen_for_signals());
     let ctx = SweepContext {
         plan: &plan,
         url: url.clone(),

@@ -561,3 +561,23 @@ fn connection_refused_while_the_server_is_down() {
         "{full} complete streams, {ok_rows} successes"
     );
 }
+
+/// The per-request triggers: a header (`--headers x-llmperf-fault=KIND`) and a body field
+/// (`--extra-args '{"llmperf_fault": "KIND"}'`) fault every request they are sent with.
+#[test]
+fn header_and_body_field_triggers() {
+    for (extra, kind) in [
+        (["--headers", "x-llmperf-fault=http-429"], "http_status"),
+        (["--extra-args", r#"{"llmperf_fault": "reset"}"#], "reset"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let (o, run) = mock_run(out.path(), 4, 2, &extra);
+        ok(&o);
+        let rows = kind_rows(&run.join("benchmark_data.db"));
+        assert_eq!(rows.len(), 4);
+        assert!(
+            rows.iter().all(|r| !r.0 && r.1.as_deref() == Some(kind)),
+            "{rows:?}"
+        );
+    }
+}

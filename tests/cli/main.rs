@@ -4,5 +4,6 @@ mod common;
 mod errors;
 mod faults;
 mod interrupt;
+mod interrupt_trials;
 mod outputs;
 mod requests;
