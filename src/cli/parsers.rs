@@ -35,6 +35,13 @@ pub fn parse_json_object(s: &str) -> Result<serde_json::Map<String, serde_json::
     }
 }
 
+/// A whole number ≥ 0 (counts, seconds), with an error that says what is expected.
+pub fn whole<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number ≥ 0 (e.g. 10), got {s:?}"))
+}
+
 /// `KIND[:EVERY]` for `--mock-fault`.
 pub fn parse_fault_rule(s: &str) -> Result<crate::sim::FaultRule, String> {
     s.parse()
