@@ -297,6 +297,13 @@ impl RunPlan {
 
         let mut headers: Vec<(String, String)> = Vec::new();
         for h in &cli.headers {
+            if h.malformed {
+                // Only the start of the item is shown: the rest may be a secret.
+                return usage(format!(
+                    "--headers: invalid key-value pair starting {:?}: expected KEY=VALUE, e.g. X-Team=infra or Authorization='Bearer …'",
+                    h.name
+                ));
+            }
             headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&h.name));
             headers.push((h.name.clone(), h.value.clone()));
         }

@@ -8,3 +8,4 @@ mod interrupt;
 mod interrupt_trials;
 mod outputs;
 mod requests;
+mod secrets;
