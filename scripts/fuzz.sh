@@ -17,9 +17,11 @@ LLMPERF_FUZZ_SECONDS="$secs" LLMPERF_FUZZ_DUMP_DIR="$work" \
   cat "$work/log"
   exit 1
 }
-grep -E '^fuzz ' "$work/log"
+# cargo prints "test <name> ... " without a newline before a test's own output.
+grep -oE 'fuzz [a-z_]+: [0-9]+ executions in [0-9.]+ s' "$work/log" >"$work/counts"
+cat "$work/counts"
 grep -E '^test result' "$work/log"
-awk '/^fuzz / { total += $3 } END { printf "total: %d executions, no failure\n", total }' "$work/log"
+awk '{ total += $3 } END { printf "total: %d executions, no failure\n", total }' "$work/counts"
 
 if command -v python3 >/dev/null 2>&1 && [ -s "$work/bodies.jsonl" ]; then
   python3 - "$work/bodies.jsonl" <<'PY'
