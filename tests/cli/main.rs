@@ -3,6 +3,7 @@
 mod bad_input;
 mod common;
 mod errors;
+mod fault_mix;
 mod faults;
 mod interrupt;
 mod interrupt_trials;
