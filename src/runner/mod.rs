@@ -41,8 +41,6 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         output_tokens: mock.output_tokens,
         threads: mock.threads,
         faults: mock.faults.clone(),
-        // Nobody reads the ground truth here; keeping it would grow memory with every request.
-        record_truth: false,
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;
