@@ -93,6 +93,10 @@ impl HttpClient {
     /// a failed record with its kind and text.
     pub async fn send(&self, mut record: RequestRecord) -> RequestRecord {
         let body = record.request.clone();
+        if !record.success && !record.is_stream {
+            // evalscope counts a failure as a stream request when its body asked for one.
+            record.is_stream = body_requests_stream(&record.request);
+        }
         if self.debug {
             tracing::debug!(
                 index = record.index,
@@ -151,7 +155,6 @@ impl HttpClient {
             .unwrap_or("")
             .to_ascii_lowercase();
         if status != reqwest::StatusCode::OK {
-            record.is_stream = body_requests_stream(&record.request);
             let text = match resp.bytes().await {
                 Ok(b) => clip(&b),
                 Err(e) => format!("(body unreadable: {})", error_chain(&e)),
