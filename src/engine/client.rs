@@ -12,6 +12,9 @@ use crate::engine::sse::SseFramer;
 use crate::plan::RunPlan;
 use crate::record::{FailureKind, RequestRecord};
 
+/// Attempts per request when a pooled connection turns out to be closed before any answer.
+const STALE_RETRIES: u32 = 3;
+
 /// Longest error body kept in a record (the rest is cut, with a note).
 const MAX_ERROR_BYTES: usize = 4096;
 
@@ -130,20 +133,29 @@ impl HttpClient {
     }
 
     async fn exchange(&self, record: &mut RequestRecord, body: Arc<str>) {
-        let sent = self
-            .client
-            .post(self.url.clone())
-            .body(reqwest::Body::from(bytes::Bytes::from_owner(SharedBody(
-                body,
-            ))))
-            .send()
-            .await;
-        let mut resp = match sent {
-            Ok(r) => r,
-            Err(e) => {
-                let at = Instant::now();
-                record.fail(classify(&e), error_chain(&e), at);
-                return;
+        let body = bytes::Bytes::from_owner(SharedBody(body));
+        let mut attempt = 1;
+        let mut resp = loop {
+            let sent = self
+                .client
+                .post(self.url.clone())
+                .body(reqwest::Body::from(body.clone()))
+                .send()
+                .await;
+            match sent {
+                Ok(r) => break r,
+                // A pooled connection the server had already closed (llama.cpp closes after every
+                // streamed response despite `Keep-Alive`): nothing was answered, so the request was not
+                // served. Send it again on a fresh connection, timed from the new attempt.
+                Err(e) if attempt < STALE_RETRIES && is_stale_connection(&e) => {
+                    attempt += 1;
+                    record.sent_at = Instant::now();
+                }
+                Err(e) => {
+                    let at = Instant::now();
+                    record.fail(classify(&e), error_chain(&e), at);
+                    return;
+                }
             }
         };
         let status = resp.status();
@@ -249,6 +261,18 @@ fn body_requests_stream(body: &str) -> bool {
         .ok()
         .and_then(|v| v.get("stream").and_then(|s| s.as_bool()))
         == Some(true)
+}
+
+/// `true` when the connection closed before any part of the response arrived (a stale pooled connection).
+fn is_stale_connection(e: &reqwest::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message();
+        }
+        cur = err.source();
+    }
+    false
 }
 
 fn classify(e: &reqwest::Error) -> FailureKind {

@@ -3,5 +3,6 @@
 mod common;
 mod errors;
 mod interrupt;
+mod keepalive;
 mod outputs;
 mod requests;
