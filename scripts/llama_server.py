@@ -12,6 +12,8 @@ import importlib.util
 import os
 import signal
 import sys
+import threading
+import time
 
 
 def gguf_path() -> str:
@@ -25,6 +27,18 @@ def gguf_path() -> str:
     sys.exit(f"no .gguf file in {folder}")
 
 
+def watch_parent() -> None:
+    """Sends ourselves SIGTERM once the parent is gone (a test run that died cannot leave a server behind)."""
+    parent = os.getppid()
+
+    def poll() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=poll, daemon=True).start()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, required=True)
@@ -33,6 +47,7 @@ def main() -> None:
     ap.add_argument("--ctx", type=int, default=8192, help="total context, shared by the slots")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--embedding", action="store_true", help="serve /v1/embeddings (mean pooling)")
+    ap.add_argument("--exit-with-parent", action="store_true", help="stop when the parent process ends")
     args = ap.parse_args()
 
     # Block the stop signals before the server threads start, so they inherit the mask and this thread alone
@@ -58,6 +73,8 @@ def main() -> None:
         p.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     server = xlc.Server(p)  # loads the model and starts the HTTP threads
     print(f"llama_server: listening on http://127.0.0.1:{args.port}", flush=True)
+    if args.exit_with_parent:
+        watch_parent()
     signal.sigwait({signal.SIGINT, signal.SIGTERM})
     del server
 
