@@ -40,6 +40,8 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         itl: mock.itl,
         output_tokens: mock.output_tokens,
         threads: mock.threads,
+        // Nothing reads the ground truth in a plain run; keep memory flat on long runs.
+        record_truth: false,
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;
