@@ -4,4 +4,7 @@ mod common;
 mod errors;
 mod interrupt;
 mod outputs;
+mod report;
 mod requests;
+mod visualizer;
+mod workload;
