@@ -3,8 +3,8 @@
 //!
 //! Kept: TTFT and ITL histograms over every successful request (bins from the run's exact percentile
 //! table: 30 equal bins from the minimum to the 99th percentile, plus one bar for everything above), a
-//! request timeline sampled to at most [`MAX_SPANS`] requests (every k-th request, plus failed ones up to a
-//! quarter of the sample), and output tokens per second over time (each reply's tokens spread evenly from
+//! request timeline sampled to about [`MAX_SPANS`] requests (every k-th request, plus up to 25 failed ones
+//! the stride missed), and output tokens per second over time (each reply's tokens spread evenly from
 //! its first token to its end). Percentiles are never sampled: they come from the run's table.
 
 use std::path::Path;
@@ -17,7 +17,7 @@ use super::timeline::Span;
 use crate::metrics::{PercentileTable, PERCENTILE_LABELS};
 
 /// The most requests drawn on one run's timeline.
-pub const MAX_SPANS: usize = 1000;
+pub const MAX_SPANS: usize = 500;
 /// Histogram bins up to the 99th percentile.
 const N_BINS: usize = 30;
 
@@ -170,7 +170,8 @@ pub fn load(db: &Path, percentiles: &PercentileTable) -> Result<RunData> {
     let mut itl = Binner::new(range(percentiles, "ITL (ms)"));
     let mut rate = RateBins::new((t1 - t0).max(1e-6));
     let stride = (data.n_requests as usize).div_ceil(MAX_SPANS).max(1);
-    let max_extra_failures = MAX_SPANS / 4;
+    // Rare failures stay visible without crowding the sample.
+    let max_extra_failures = MAX_SPANS / 20;
     let mut extra_failures = 0;
 
     let mut stmt = con.prepare(

@@ -246,7 +246,7 @@ fn run_section(out: &mut String, i: usize, r: &RunView) {
     );
     let note = if d.n_requests as usize > d.spans.len() {
         format!(
-            "showing {} of {} requests (every {}th, plus failures)",
+            "showing {} of {} requests (1 in {}, plus failures)",
             d.spans.len(),
             d.n_requests,
             (d.n_requests as usize).div_ceil(MAX_SPANS)

@@ -54,6 +54,18 @@ pub fn label_num(v: f64) -> String {
     }
 }
 
+/// An axis label: like [`label_num`], with `k` / `M` for large values so labels stay narrow.
+pub fn axis_num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{}M", label_num(v / 1e6))
+    } else if a >= 1e4 {
+        format!("{}k", label_num(v / 1e3))
+    } else {
+        label_num(v)
+    }
+}
+
 /// "Nice" ticks from 0 (or `lo`) to at least `hi`: about five steps of 1, 2 or 5 × 10ᵏ.
 pub fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let span = (hi - lo).max(f64::MIN_POSITIVE);
@@ -149,7 +161,7 @@ impl Frame {
                 n(W - RIGHT),
                 n(LEFT - 6.0),
                 n(y + 4.0),
-                label_num(*t),
+                axis_num(*t),
                 y = n(y)
             );
         }
@@ -375,12 +387,17 @@ pub fn histogram_chart(id: &str, title: &str, x_label: &str, bins: &Bins) -> Str
         &label_num(bins.lo + width * mid as f64),
     );
     let edge = LEFT + bar_w * bins.counts.len() as f64;
+    f.x_tick_anchored(edge, &format!("p99 {}", label_num(bins.hi)), "end");
     if bins.above > 0 {
-        // The p99 edge label ends at the edge; the overflow label starts there.
-        f.x_tick_anchored(edge, &label_num(bins.hi), "end");
-        f.x_tick_anchored(edge + 3.0, "> p99", "start");
-    } else {
-        f.x_tick(edge, &label_num(bins.hi));
+        let text = format!("above p99 (up to {})", label_num(bins.max));
+        let x = W - RIGHT - 13.0 - 6.5 * text.chars().count() as f64;
+        let _ = write!(
+            marks,
+            r#"<rect class="key over" x="{}" y="8" width="10" height="10"/><text class="legend" x="{}" y="17">{}</text>"#,
+            n(x),
+            n(x + 13.0),
+            esc(&text)
+        );
     }
     f.close(&marks)
 }
@@ -399,6 +416,9 @@ mod tests {
         assert_eq!(label_num(0.30000000000000004), "0.3");
         assert_eq!(label_num(1234.56), "1235");
         assert_eq!(label_num(12.345), "12.3");
+        assert_eq!(axis_num(200_000.0), "200k");
+        assert_eq!(axis_num(2_500_000.0), "2.5M");
+        assert_eq!(axis_num(5000.0), "5000");
     }
 
     #[test]

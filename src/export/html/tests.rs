@@ -152,8 +152,8 @@ fn charts(html: &str) -> Vec<(String, bool)> {
 fn a_ten_thousand_request_sweep_fits_in_two_megabytes_with_every_chart() {
     let dir = tempfile::tempdir().unwrap();
     let runs = vec![
-        run(dir.path(), 1, 800, 32, ""),
-        run(dir.path(), 4, 4_200, 32, ""),
+        run(dir.path(), 1, 400, 32, ""),
+        run(dir.path(), 4, 4_600, 32, ""),
         run(dir.path(), 16, 5_000, 32, ""),
     ];
     let html = render(&header(false), &runs);
@@ -179,10 +179,10 @@ fn a_ten_thousand_request_sweep_fits_in_two_megabytes_with_every_chart() {
     assert!(charts.iter().all(|(_, drawn)| *drawn), "{charts:?}");
     // The timeline of the 5,000-request run is sampled; percentiles are not.
     assert!(
-        html.contains("showing 1100 of 5000 requests (every 5th, plus failures)"),
+        html.contains("showing 525 of 5000 requests (1 in 10, plus failures)"),
         "sampling note"
     );
-    assert!(html.contains("all 800 requests"));
+    assert!(html.contains("all 400 requests"));
     // Self-contained: nothing to fetch, no script.
     for needle in ["<script", "src=", "href=\"http", "url(", "@import", "<link"] {
         assert!(!html.contains(needle), "{needle}");

@@ -67,9 +67,9 @@ pub fn timeline_chart(id: &str, title: &str, spans: &[Span], note: &str) -> Stri
     let sw = n(stroke);
     let mut marks = String::new();
     for (class, d, tip) in [
+        ("span fail", fail, "failed"),
         ("span wait", wait, "waiting for the first token"),
         ("span gen", gen, "generating"),
-        ("span fail", fail, "failed"),
     ] {
         if !d.is_empty() {
             let _ = write!(
