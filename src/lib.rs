@@ -22,6 +22,7 @@ pub mod runner;
 pub mod shutdown;
 pub mod sim;
 pub mod store;
+pub mod visualizer;
 
 /// Exit code for usage errors (bad flags or input).
 pub const EXIT_USAGE: i32 = 2;

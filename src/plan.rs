@@ -8,6 +8,7 @@ use std::time::Duration;
 use reqwest::Url;
 
 use crate::cli::Cli;
+use crate::visualizer::{VisualizerKind, VisualizerSettings};
 
 /// A usage error: a flag value or combination that cannot run. Exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -198,6 +199,10 @@ pub struct RunPlan {
     pub debug: bool,
     /// Simulator settings when `--api mock`.
     pub mock: Option<MockSettings>,
+    /// `--visualizer` (or a deprecated `--*-api-key`): the experiment tracker to log to.
+    pub visualizer: Option<VisualizerSettings>,
+    /// `--enable-progress-tracker`: keep `<root>/progress.json` up to date.
+    pub progress_tracker: bool,
 }
 
 /// The endpoint suffix appended for each API when the URL has none.
@@ -256,6 +261,58 @@ fn warmup_count(warmup_num: f64, number: u64) -> u64 {
     } else {
         ((warmup_num * number as f64) as u64).max(1)
     }
+}
+
+/// `--visualizer`, or the tracker a deprecated `--wandb-api-key` / `--swanlab-api-key` implies (as evalscope's
+/// `init_visualizer`). A key or host for another tracker than the chosen one is an error.
+fn visualizer_settings(cli: &Cli) -> Result<Option<VisualizerSettings>, UsageError> {
+    let named = cli.visualizer.as_deref().map(|v| {
+        VisualizerKind::parse(v).expect("clap restricts --visualizer to the known trackers")
+    });
+    let kind = match named {
+        Some(kind) => kind,
+        None if cli.wandb_api_key.is_some() => VisualizerKind::Wandb,
+        None if cli.swanlab_api_key.is_some() => VisualizerKind::Swanlab,
+        None => {
+            if cli.swanlab_host.is_some() {
+                return usage("--swanlab-host applies only with --visualizer swanlab");
+            }
+            return Ok(None);
+        }
+    };
+    let misplaced = [
+        (
+            "--wandb-api-key",
+            cli.wandb_api_key.is_some(),
+            VisualizerKind::Wandb,
+        ),
+        (
+            "--swanlab-api-key",
+            cli.swanlab_api_key.is_some(),
+            VisualizerKind::Swanlab,
+        ),
+        (
+            "--swanlab-host",
+            cli.swanlab_host.is_some(),
+            VisualizerKind::Swanlab,
+        ),
+    ];
+    for (flag, given, owner) in misplaced {
+        if given && owner != kind {
+            return usage(format!(
+                "{flag} applies only with --visualizer {}, not --visualizer {}",
+                owner.name(),
+                kind.name()
+            ));
+        }
+    }
+    Ok(Some(VisualizerSettings {
+        kind,
+        wandb_api_key: cli.wandb_api_key.clone(),
+        swanlab_api_key: cli.swanlab_api_key.clone(),
+        swanlab_host: cli.swanlab_host.clone(),
+        implied_by_key: named.is_none(),
+    }))
 }
 
 fn is_chat_url(url: &Url) -> bool {
@@ -512,6 +569,9 @@ impl RunPlan {
             ApiKind::OpenAi => None,
         };
 
+        let visualizer = visualizer_settings(&cli)?;
+        let progress_tracker = cli.enable_progress_tracker;
+
         Ok(RunPlan {
             model,
             model_id,
@@ -534,6 +594,8 @@ impl RunPlan {
             log_every_n: cli.log_every_n_query.max(1) as u64,
             debug: cli.debug,
             mock,
+            visualizer,
+            progress_tracker,
             cli,
         })
     }
@@ -682,5 +744,41 @@ mod tests {
     fn name_is_sanitized() {
         let p = plan(&["--name", "a/b:c", "--no-timestamp", "--outputs-dir", "o"]).unwrap();
         assert_eq!(p.output_root, PathBuf::from("o/a_b_c"));
+    }
+
+    #[test]
+    fn visualizer_flags_follow_evalscope_and_reject_misplaced_keys() {
+        assert!(plan(&[]).unwrap().visualizer.is_none());
+        let v = plan(&["--visualizer", "clearml"])
+            .unwrap()
+            .visualizer
+            .unwrap();
+        assert_eq!((v.kind, v.implied_by_key), (VisualizerKind::Clearml, false));
+        let v = plan(&["--wandb-api-key", "k1"])
+            .unwrap()
+            .visualizer
+            .unwrap();
+        assert_eq!((v.kind, v.implied_by_key), (VisualizerKind::Wandb, true));
+        assert_eq!(v.wandb_api_key.as_deref(), Some("k1"));
+        assert!(!format!("{v:?}").contains("k1"), "Debug masks the key");
+        let v = plan(&["--swanlab-api-key", "local", "--swanlab-host", "http://h"])
+            .unwrap()
+            .visualizer
+            .unwrap();
+        assert_eq!(v.kind, VisualizerKind::Swanlab);
+        assert_eq!(v.swanlab_host.as_deref(), Some("http://h"));
+        let e = err(&["--visualizer", "wandb", "--swanlab-api-key", "x"]);
+        assert!(
+            e.contains("--swanlab-api-key") && e.contains("swanlab"),
+            "{e}"
+        );
+        let e = err(&["--swanlab-host", "http://h"]);
+        assert!(e.contains("--swanlab-host"), "{e}");
+        assert!(Cli::try_parse_from(["llmperf", "--visualizer", "tensorboard"]).is_err());
+        assert!(
+            plan(&["--enable-progress-tracker"])
+                .unwrap()
+                .progress_tracker
+        );
     }
 }

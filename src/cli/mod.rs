@@ -247,6 +247,31 @@ pub struct Cli {
     #[arg(long, help_heading = "Output")]
     pub debug: bool,
 
+    /// Keep `<root>/progress.json` up to date during the sweep (status, requests done / total, percent,
+    /// current run), as evalscope does.
+    #[arg(long, help_heading = "Output")]
+    pub enable_progress_tracker: bool,
+
+    // ── Visualizer ───────────────────────────────────────────────────────────────────────────────────
+    /// Log the running metrics after every request, and each run's summary, to an experiment tracker
+    /// through its Python SDK (a `python3` child process, or `$LLMPERF_PYTHON`; `pip install <name>` first).
+    #[arg(long, value_parser = ["wandb", "swanlab", "clearml"], help_heading = "Visualizer")]
+    pub visualizer: Option<String>,
+
+    /// Deprecated (use `--visualizer wandb` and `WANDB_API_KEY`): W&B API key; implies `--visualizer
+    /// wandb`. Handed to the tracker through its environment only, never written to a file or log.
+    #[arg(long, value_name = "KEY", help_heading = "Visualizer")]
+    pub wandb_api_key: Option<String>,
+
+    /// Deprecated (use `--visualizer swanlab` and `SWANLAB_API_KEY`): SwanLab API key, or `local` for
+    /// SwanLab's local mode; implies `--visualizer swanlab`. Never written to a file or log.
+    #[arg(long, value_name = "KEY", help_heading = "Visualizer")]
+    pub swanlab_api_key: Option<String>,
+
+    /// SwanLab server for a self-hosted SwanLab (with `--visualizer swanlab`).
+    #[arg(long, value_name = "URL", help_heading = "Visualizer")]
+    pub swanlab_host: Option<String>,
+
     // ── Simulator (`--api mock`) ─────────────────────────────────────────────────────────────────────
     /// Simulator: time to first token, in milliseconds.
     #[arg(long, default_value_t = 50.0, help_heading = "Simulator (--api mock)")]

@@ -75,11 +75,22 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("num_workers", json!(0));
     put("log_every_n_query", json!(plan.log_every_n));
     put("debug", json!(cli.debug));
-    put("enable_progress_tracker", json!(false));
-    put("visualizer", Value::Null);
-    put("wandb_api_key", Value::Null);
-    put("swanlab_api_key", Value::Null);
-    put("swanlab_host", Value::Null);
+    put("enable_progress_tracker", json!(plan.progress_tracker));
+    let vis = plan.visualizer.as_ref();
+    let masked = |key: Option<&String>| key.map_or(Value::Null, |_| json!(MASK));
+    put("visualizer", json!(vis.map(|v| v.kind.name())));
+    put(
+        "wandb_api_key",
+        masked(vis.and_then(|v| v.wandb_api_key.as_ref())),
+    );
+    put(
+        "swanlab_api_key",
+        masked(vis.and_then(|v| v.swanlab_api_key.as_ref())),
+    );
+    put(
+        "swanlab_host",
+        json!(vis.and_then(|v| v.swanlab_host.as_ref())),
+    );
     put("name", json!(cli.name));
     put("alias", json!(cli.alias));
     put("outputs_dir", json!(run_dir));

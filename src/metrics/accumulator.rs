@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 
 use super::percentile::PercentileTable;
 use super::samples::{Sample, SuccessRows};
-use super::summary::{keys, message_json_indent2, BenchmarkSummary, Message, PyNum, SummaryExtras};
+use super::summary::{
+    keys, message_json_compact, message_json_indent2, BenchmarkSummary, Message, PyNum,
+    SummaryExtras,
+};
 use crate::record::RequestRecord;
 
 /// What a run's summary needs beyond its records.
@@ -350,5 +353,11 @@ impl Accumulator {
     /// (only the keys that apply: no `Input Throughput (tok/s)` for LLM runs; sentinels as `-1`).
     pub fn running_log_json(&self) -> String {
         message_json_indent2(&self.message())
+    }
+
+    /// The same raw metrics message on one line (`json.dumps(message)`): what evalscope hands to the
+    /// visualizer after every measured request.
+    pub fn running_message_json(&self) -> String {
+        message_json_compact(&self.message())
     }
 }

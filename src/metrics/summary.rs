@@ -65,6 +65,15 @@ pub(crate) fn message_json_indent2(message: &Message) -> String {
     format!("{{\n{}\n}}", body.join(",\n"))
 }
 
+/// `json.dumps(message)`: the message on one line (what a visualizer receives).
+pub(crate) fn message_json_compact(message: &Message) -> String {
+    let body: Vec<String> = message
+        .iter()
+        .map(|(key, value)| format!("{}: {}", Value::from(*key), value.repr()))
+        .collect();
+    format!("{{{}}}", body.join(", "))
+}
+
 /// Summary keys, as evalscope spells them.
 pub(crate) mod keys {
     pub const TEST_DURATION: &str = "Test Duration (s)";

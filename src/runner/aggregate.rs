@@ -1,23 +1,40 @@
 //! The one owner of a run's results: receives every finished record, feeds the accumulator, the progress
-//! display and the store, and logs the running summary every `--log-every-n-query` requests.
+//! display, the store and the [`Observers`] (workload timeline, visualizer, `progress.json`), and logs the
+//! running summary every `--log-every-n-query` requests.
 
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::metrics::Accumulator;
+use super::tracker::ProgressTracker;
+use crate::metrics::{Accumulator, WorkloadTimeline};
 use crate::progress::Progress;
 use crate::record::RequestRecord;
 use crate::store::Store;
+use crate::visualizer::VisualizerFeed;
 
-/// Consumes records until every sender is gone; returns the accumulator and the progress display.
+/// What the aggregator feeds besides the accumulator, the progress display and the store; handed back
+/// when the run ends.
+#[derive(Default)]
+pub struct Observers {
+    /// Cumulative tokens against completion time (`workload_*.json`).
+    pub timeline: WorkloadTimeline,
+    /// `--visualizer`: gets the running metrics message after every measured request.
+    pub visualizer: Option<VisualizerFeed>,
+    /// `--enable-progress-tracker`: counts measured requests into `progress.json`.
+    pub tracker: Option<ProgressTracker>,
+}
+
+/// Consumes records until every sender is gone; returns the accumulator, the progress display and the
+/// observers.
 pub async fn aggregate(
     mut records: mpsc::Receiver<RequestRecord>,
     mut acc: Accumulator,
     mut progress: Progress,
     store: Arc<Store>,
     log_every_n: u64,
-) -> (Accumulator, Progress) {
+    mut observers: Observers,
+) -> (Accumulator, Progress, Observers) {
     let mut measuring = false;
     while let Some(record) = records.recv().await {
         if record.is_warmup {
@@ -29,11 +46,18 @@ pub async fn aggregate(
             progress.start_clock();
         }
         acc.add(&record);
+        observers.timeline.feed_record(&record);
+        if let Some(tracker) = &mut observers.tracker {
+            tracker.request_done();
+        }
+        if let Some(feed) = &observers.visualizer {
+            feed.log(&acc.running_message_json());
+        }
         progress.finished(record.success);
         if acc.total() % log_every_n == 0 {
             tracing::info!("{}", acc.running_log_json());
         }
         store.insert(record);
     }
-    (acc, progress)
+    (acc, progress, observers)
 }

@@ -8,16 +8,20 @@ use anyhow::{Context, Result};
 use rand::SeedableRng;
 use tokio::sync::mpsc;
 
-use super::aggregate::aggregate;
+use super::aggregate::{aggregate, Observers};
+use super::tracker::ProgressTracker;
 use crate::api::openai::BodyComposer;
 use crate::dataset::{self, Item};
 use crate::engine::{self, conn_test, Dispatch, HttpClient, PreparedRequest};
 use crate::export;
-use crate::metrics::{Accumulator, BenchmarkSummary, PercentileTable, SummaryContext};
+use crate::metrics::{
+    Accumulator, BenchmarkSummary, PercentileTable, SummaryContext, WorkloadThroughput,
+};
 use crate::plan::{LoadMode, PromptSource, RunPlan, RunSpec};
 use crate::pyjson;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
+use crate::visualizer::VisualizerFeed;
 
 /// What a sweep shares between its runs.
 pub struct SweepContext<'a> {
@@ -31,6 +35,10 @@ pub struct SweepContext<'a> {
     pub composer: BodyComposer,
     /// Stop state.
     pub shutdown: Shutdown,
+    /// `--enable-progress-tracker`: lent to each run's aggregator in turn.
+    pub tracker: std::sync::Mutex<Option<ProgressTracker>>,
+    /// `--visualizer`: the queue to the tracker bridge.
+    pub visualizer: Option<VisualizerFeed>,
 }
 
 /// The outcome of one run.
@@ -43,6 +51,10 @@ pub struct RunResult {
     pub percentiles: PercentileTable,
     /// The run was cut short by a signal.
     pub interrupted: bool,
+    /// Its workload throughput (`None` when no request succeeded).
+    pub workload: Option<WorkloadThroughput>,
+    /// Its folder (`benchmark_data.db` and the JSON files).
+    pub run_dir: PathBuf,
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
@@ -139,6 +151,15 @@ pub async fn run_single(
     });
     let progress =
         crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
+    let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
+    if let Some(t) = &mut tracker {
+        t.run_started(&spec.dir_name);
+    }
+    let observers = Observers {
+        tracker,
+        visualizer: ctx.visualizer.clone(),
+        ..Observers::default()
+    };
     let (tx, rx) = mpsc::channel(parallel.clamp(64, 8192));
     let aggregator = tokio::spawn(aggregate(
         rx,
@@ -146,6 +167,7 @@ pub async fn run_single(
         progress,
         store.clone(),
         plan.log_every_n,
+        observers,
     ));
     let dispatch = Dispatch {
         mode: plan.mode,
@@ -155,7 +177,8 @@ pub async fn run_single(
         seed,
     };
     let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await;
-    let (acc, progress) = aggregator.await.context("the aggregator task failed")?;
+    let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
+    *ctx.tracker.lock().expect("tracker lock") = observers.tracker;
     progress.finish();
     ctx.shutdown.set_flush_hook(None);
     let store = Arc::try_unwrap(store).map_err(|_| anyhow::anyhow!("the store is still shared"))?;
@@ -189,14 +212,35 @@ pub async fn run_single(
     )?;
     tracing::info!("\n{}", export::console::summary_table(&summary));
     tracing::info!("\n{}", export::console::percentile_table(&percentiles));
+    // Like evalscope, the workload files exist only when a request succeeded.
+    let workload = observers.timeline.throughput();
+    if let Some(w) = &workload {
+        write_file(
+            &run_dir.join("workload_throughput.json"),
+            &w.to_json_string(),
+        )?;
+        write_file(
+            &run_dir.join("workload_timeline.json"),
+            &observers.timeline.to_json_string(),
+        )?;
+        tracing::info!("\n{}", export::console::workload_table(w));
+    }
     tracing::info!(
         "Save the summary to: {} ({rows} requests stored)",
         run_dir.display()
     );
+    if let Some(feed) = &ctx.visualizer {
+        feed.summary(&spec.dir_name, &summary.to_json_string());
+    }
+    if let Some(t) = ctx.tracker.lock().expect("tracker lock").as_mut() {
+        t.run_finished();
+    }
     Ok(RunResult {
         spec: spec.clone(),
         summary,
         percentiles,
         interrupted,
+        workload,
+        run_dir,
     })
 }

@@ -5,4 +5,7 @@ mod errors;
 mod interrupt;
 mod keepalive;
 mod outputs;
+mod report;
 mod requests;
+mod visualizer;
+mod workload;
