@@ -30,9 +30,27 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_FAILURE: i32 = 1;
 
 /// Runs llmperf for parsed flags and returns the process exit code.
+///
+/// The runtime and the Ctrl-C/SIGTERM handlers come first, so a signal at any later moment ends the run
+/// cleanly (exit 128 + signal) instead of killing the process half-way.
 pub fn run(cli: cli::Cli) -> i32 {
     clock::init();
     logging::init(cli.debug);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let shutdown = shutdown::Shutdown::new();
+    {
+        let _guard = runtime.enter();
+        shutdown.install_signal_handlers();
+    }
     let plan = match plan::RunPlan::from_cli(cli, chrono::Local::now()) {
         Ok(p) => p,
         Err(e) => {
@@ -48,17 +66,7 @@ pub fn run(cli: cli::Cli) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return EXIT_FAILURE;
-        }
-    };
-    let code = match runtime.block_on(runner::run_sweep(plan, items)) {
+    let code = match runtime.block_on(runner::run_sweep(plan, items, shutdown)) {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");

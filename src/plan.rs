@@ -118,7 +118,7 @@ pub struct Timeouts {
 }
 
 /// Simulator settings for `--api mock`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MockSettings {
     /// Time to first token.
     pub ttft: Duration,
@@ -128,6 +128,8 @@ pub struct MockSettings {
     pub output_tokens: u32,
     /// Simulator runtime threads.
     pub threads: usize,
+    /// `--mock-fault` rules.
+    pub faults: Vec<crate::sim::FaultRule>,
 }
 
 /// One run of a sweep.
@@ -204,6 +206,9 @@ pub struct RunPlan {
     /// `--enable-progress-tracker`: keep `<root>/progress.json` up to date.
     pub progress_tracker: bool,
 }
+
+/// The total timeout used for `--total-timeout 0` (none): a century.
+pub const NO_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 /// The endpoint suffix appended for each API when the URL has none.
 const ENDPOINT_SUFFIXES: [&str; 8] = [
@@ -349,6 +354,13 @@ impl RunPlan {
 
         let mut headers: Vec<(String, String)> = Vec::new();
         for h in &cli.headers {
+            if h.malformed {
+                // Only the start of the item is shown: the rest may be a secret.
+                return usage(format!(
+                    "--headers: invalid key-value pair starting {:?}: expected KEY=VALUE, e.g. X-Team=infra or Authorization='Bearer …'",
+                    h.name
+                ));
+            }
             headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&h.name));
             headers.push((h.name.clone(), h.value.clone()));
         }
@@ -357,19 +369,36 @@ impl RunPlan {
             headers.push(("Authorization".into(), format!("Bearer {key}")));
         }
         for (k, v) in &headers {
-            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
-                || reqwest::header::HeaderValue::from_str(v).is_err()
-            {
+            // The value is never echoed: it may be a secret.
+            let is_key = cli.api_key.is_some() && k == "Authorization";
+            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
                 return usage(format!(
-                    "--headers {k:?}: not a valid HTTP header name/value"
+                    "--headers {k:?}: not a valid HTTP header name (letters, digits and -_.!#$%&'*+^`|~ only, e.g. X-Team=infra)"
+                ));
+            }
+            if reqwest::header::HeaderValue::from_str(v).is_err() {
+                let subject = if is_key {
+                    "--api-key: the key".to_string()
+                } else {
+                    format!("--headers {k:?}: the value")
+                };
+                return usage(format!(
+                    "{subject} is not a valid HTTP header value (visible characters and spaces only, no line breaks)"
                 ));
             }
         }
 
+        // 0 means no timeout, as in evalscope (aiohttp ignores timeouts ≤ 0).
         let timeouts = Timeouts {
-            connect: cli.connect_timeout.map(Duration::from_secs),
-            read: cli.read_timeout.map(Duration::from_secs),
-            total: Duration::from_secs(cli.total_timeout.max(1)),
+            connect: cli
+                .connect_timeout
+                .filter(|&s| s > 0)
+                .map(Duration::from_secs),
+            read: cli.read_timeout.filter(|&s| s > 0).map(Duration::from_secs),
+            total: match cli.total_timeout {
+                0 => NO_TIMEOUT,
+                s => Duration::from_secs(s),
+            },
         };
 
         let mode = if cli.open_loop {
@@ -395,9 +424,9 @@ impl RunPlan {
                     ));
                 }
                 let rate = cli.rate[0];
-                if rate <= 0.0 && rate != -1.0 {
+                if !rate.is_finite() || (rate <= 0.0 && rate != -1.0) {
                     return usage(format!(
-                        "--rate {rate}: must be greater than 0, or -1 for no pacing"
+                        "--rate {rate}: must be a finite number of requests per second > 0, or -1 for no pacing"
                     ));
                 }
                 cli.number
@@ -454,6 +483,12 @@ impl RunPlan {
             }
         }
 
+        if !cli.warmup_num.is_finite() {
+            return usage(format!(
+                "--warmup-num {}: must be a number (≥ 1: a count, between 0 and 1: a fraction of --number, ≤ 0: none)",
+                cli.warmup_num
+            ));
+        }
         let duration = match cli.duration {
             None => None,
             Some(d) if d > 0.0 && d.is_finite() => Some(Duration::from_secs_f64(d)),
@@ -499,8 +534,17 @@ impl RunPlan {
                         ))
                     }
                 };
+                if path.is_dir() {
+                    return usage(format!(
+                        "--dataset-path {}: is a folder; give the dataset file itself",
+                        path.display()
+                    ));
+                }
                 if !path.is_file() {
-                    return usage(format!("--dataset-path {}: no such file", path.display()));
+                    return usage(format!(
+                        "--dataset-path {}: no such file (give the path of a local dataset file)",
+                        path.display()
+                    ));
                 }
                 PromptSource::Dataset { kind, path }
             }
@@ -539,7 +583,13 @@ impl RunPlan {
             extra_args: cli.extra_args.clone(),
         };
 
-        let name = sanitize_name(cli.name.as_deref().unwrap_or(&model_id));
+        // An empty --name counts as none (Python-falsy, as evalscope).
+        let name = sanitize_name(
+            cli.name
+                .as_deref()
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or(&model_id),
+        );
         let mut output_root = PathBuf::from(&cli.outputs_dir);
         if !cli.no_timestamp {
             output_root.push(now.format("%Y%m%d_%H%M%S").to_string());
@@ -564,9 +614,17 @@ impl RunPlan {
                     itl: Duration::from_secs_f64(cli.mock_itl_ms / 1000.0),
                     output_tokens: cli.mock_output_tokens,
                     threads: cli.mock_threads,
+                    faults: cli.mock_fault.clone(),
                 })
             }
-            ApiKind::OpenAi => None,
+            ApiKind::OpenAi => {
+                if !cli.mock_fault.is_empty() {
+                    return usage(
+                        "--mock-fault configures the built-in simulator: add --api mock, or drop --mock-fault",
+                    );
+                }
+                None
+            }
         };
 
         let visualizer = visualizer_settings(&cli)?;

@@ -3,6 +3,10 @@
 //! The fast path deserialises only the fields that matter (borrowed where possible, unknown fields
 //! skipped); an event whose fields have unexpected types falls back to a generic JSON walk, so no valid
 //! JSON event is ever misread.
+//!
+//! Non-JSON events are skipped (`[DONE]`, keep-alive text), as evalscope does — except an event that starts
+//! like a JSON object (`{`) or is not valid UTF-8: that is a broken event whose tokens were lost, so the
+//! request fails as [`FailureKind::Malformed`] (evalscope skips it silently and reports wrong timings).
 
 use std::borrow::Cow;
 use std::time::Instant;
@@ -122,6 +126,8 @@ pub struct EventInfo {
     pub has_output: bool,
     /// The usage object, when present.
     pub usage: Option<Usage>,
+    /// Not JSON, but meant to be: starts with `{`, or is not valid UTF-8.
+    pub malformed: bool,
 }
 
 fn usage_of(u: UsageJson) -> Usage {
@@ -149,13 +155,44 @@ pub fn inspect(payload: &[u8]) -> EventInfo {
                 has_choices: !choices.is_empty(),
                 has_output,
                 usage: ev.usage.map(usage_of),
+                malformed: false,
             }
         }
         Err(_) => match serde_json::from_slice::<Value>(payload) {
             Ok(v) => inspect_value(&v),
-            Err(_) => EventInfo::default(),
+            Err(_) => EventInfo {
+                malformed: looks_broken(payload),
+                ..EventInfo::default()
+            },
         },
     }
+}
+
+/// A payload that failed to parse but was meant to be JSON: it starts with `{` or is not UTF-8.
+fn looks_broken(payload: &[u8]) -> bool {
+    payload.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        || std::str::from_utf8(payload).is_err()
+}
+
+/// Why `payload` (which failed to parse) is malformed, with its start, one line.
+pub fn describe_malformed(what: &str, payload: &[u8]) -> String {
+    const SHOWN: usize = 200;
+    let why = match std::str::from_utf8(payload) {
+        Err(e) => format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+        Ok(_) => match serde_json::from_slice::<serde::de::IgnoredAny>(payload) {
+            Err(e) => format!("not valid JSON: {e}"),
+            Ok(_) => "not a JSON object".to_string(),
+        },
+    };
+    let shown = crate::engine::client::one_line(&String::from_utf8_lossy(
+        &payload[..payload.len().min(SHOWN)],
+    ));
+    let more = if payload.len() > SHOWN {
+        format!("… ({} bytes in all)", payload.len())
+    } else {
+        String::new()
+    };
+    format!("malformed {what} ({why}): {shown}{more}")
 }
 
 fn str_non_empty(v: Option<&Value>) -> bool {
@@ -214,6 +251,7 @@ fn inspect_value(v: &Value) -> EventInfo {
         has_choices: choices.is_some_and(|c| !c.is_empty()),
         has_output,
         usage,
+        malformed: false,
     }
 }
 
@@ -231,11 +269,17 @@ fn merge_usage(record: &mut RequestRecord, u: Usage) {
 pub fn apply_stream_event(record: &mut RequestRecord, payload: &[u8], at: Instant) {
     let info = inspect(payload);
     if !info.is_json {
+        if info.malformed && record.error.is_none() {
+            record.failure = Some(FailureKind::Malformed);
+            record.error = Some(describe_malformed("stream event", payload));
+        }
         return;
     }
     if info.is_error && record.error.is_none() {
         record.failure = Some(FailureKind::InBandError);
-        record.error = Some(String::from_utf8_lossy(payload).into_owned());
+        record.error = Some(crate::engine::client::one_line(&String::from_utf8_lossy(
+            payload,
+        )));
     }
     if info.has_choices {
         if info.has_output {
@@ -260,7 +304,9 @@ pub fn apply_body(record: &mut RequestRecord, body: &[u8]) -> bool {
     }
     if info.is_error {
         record.failure = Some(FailureKind::InBandError);
-        record.error = Some(String::from_utf8_lossy(body).into_owned());
+        record.error = Some(crate::engine::client::one_line(&String::from_utf8_lossy(
+            body,
+        )));
     }
     record.keep_response(body);
     if let Some(u) = info.usage {
@@ -376,6 +422,30 @@ mod tests {
             Instant::now(),
         );
         assert_eq!(r.failure, Some(FailureKind::InBandError));
+    }
+
+    #[test]
+    fn broken_json_fails_but_done_and_keepalive_text_are_skipped() {
+        let mut r = rec();
+        apply_stream_event(&mut r, b"[DONE]", Instant::now());
+        apply_stream_event(&mut r, b"ping", Instant::now());
+        assert!(r.failure.is_none());
+        apply_stream_event(&mut r, br#"{"choices":[{"ind"#, Instant::now());
+        assert_eq!(r.failure, Some(FailureKind::Malformed));
+        assert!(r.error.as_deref().unwrap().contains("not valid JSON"));
+        let mut r = rec();
+        apply_stream_event(
+            &mut r,
+            b"{\"choices\":[{\"delta\":{\"content\":\"a\xff\"}}]}",
+            Instant::now(),
+        );
+        assert_eq!(r.failure, Some(FailureKind::Malformed));
+        assert!(r
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("invalid UTF-8 at byte 34"));
+        assert!(r.chunk_times.is_empty(), "a broken chunk is not output");
     }
 
     #[test]

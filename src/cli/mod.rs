@@ -6,7 +6,7 @@
 mod parsers;
 
 use clap::{ArgAction, Parser};
-pub use parsers::{parse_header, parse_json_object, HeaderPair};
+pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
 
 /// A fast, truthful load generator for LLM serving endpoints; a drop-in replacement for `evalscope perf`.
 ///
@@ -43,19 +43,23 @@ pub struct Cli {
     #[arg(long, help_heading = "Endpoint")]
     pub api_key: Option<String>,
 
-    /// TCP connect timeout in seconds [default: none].
-    #[arg(long, value_name = "SECONDS", help_heading = "Endpoint")]
+    /// TCP connect timeout in seconds; 0 = none [default: none].
+    #[arg(long, value_name = "SECONDS", value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Endpoint")]
     pub connect_timeout: Option<u64>,
 
-    /// Timeout in seconds between two reads of a response body [default: none].
-    #[arg(long, value_name = "SECONDS", help_heading = "Endpoint")]
+    /// Timeout in seconds while waiting for the response head or between two reads of its body; 0 = none
+    /// [default: none].
+    #[arg(long, value_name = "SECONDS", value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Endpoint")]
     pub read_timeout: Option<u64>,
 
-    /// Timeout in seconds for one whole request; also the time budget of the connection test's retries.
+    /// Timeout in seconds for one whole request; also the time budget of the connection test's retries;
+    /// 0 = none.
     #[arg(
         long,
         value_name = "SECONDS",
         default_value_t = 21600,
+        value_parser = whole::<u64>,
+        allow_negative_numbers = true,
         help_heading = "Endpoint"
     )]
     pub total_timeout: u64,
@@ -67,7 +71,7 @@ pub struct Cli {
     // ── Load ─────────────────────────────────────────────────────────────────────────────────────────
     /// Requests per run, warmup excluded. Several values make a sweep, paired with `--parallel` (closed
     /// loop) or `--rate` (open loop).
-    #[arg(short = 'n', long, num_args = 1.., default_values_t = [1000], help_heading = "Load")]
+    #[arg(short = 'n', long, num_args = 1.., default_values_t = [1000], value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Load")]
     pub number: Vec<u64>,
 
     /// Requests in flight at once (closed loop). Several values make a sweep, one run per value.
@@ -95,7 +99,12 @@ pub struct Cli {
 
     /// Soft time limit per run, in seconds: stop sending once it has passed, then wait for requests in
     /// flight [default: none].
-    #[arg(long, value_name = "SECONDS", help_heading = "Load")]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        allow_negative_numbers = true,
+        help_heading = "Load"
+    )]
     pub duration: Option<f64>,
 
     /// Seconds to sleep between the runs of a sweep.
@@ -103,6 +112,8 @@ pub struct Cli {
         long,
         value_name = "SECONDS",
         default_value_t = 5,
+        value_parser = whole::<u64>,
+        allow_negative_numbers = true,
         help_heading = "Load"
     )]
     pub sleep_interval: u64,
@@ -127,11 +138,11 @@ pub struct Cli {
     pub dataset_path: Option<String>,
 
     /// Drop dataset prompts longer than this many characters.
-    #[arg(long, default_value_t = 131072, help_heading = "Prompts")]
+    #[arg(long, default_value_t = 131072, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Prompts")]
     pub max_prompt_length: u64,
 
     /// Drop dataset prompts shorter than this many characters.
-    #[arg(long, default_value_t = 0, help_heading = "Prompts")]
+    #[arg(long, default_value_t = 0, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Prompts")]
     pub min_prompt_length: u64,
 
     /// Send messages (`{"messages": […]}`) rather than a plain `{"prompt": …}` [default: true when the URL
@@ -149,19 +160,24 @@ pub struct Cli {
 
     // ── Generation parameters (request body) ────────────────────────────────────────────────────────
     /// `max_tokens`: one value, or two (`MIN MAX`) to draw each request's value uniformly.
-    #[arg(long, num_args = 1.., default_values_t = [2048], help_heading = "Generation")]
+    #[arg(long, num_args = 1.., default_values_t = [2048], value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub max_tokens: Vec<u64>,
 
     /// `min_tokens` (vLLM also needs `ignore_eos` to force a length).
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub min_tokens: Option<u64>,
 
     /// `temperature`.
-    #[arg(long, default_value_t = 0.0, help_heading = "Generation")]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        allow_negative_numbers = true,
+        help_heading = "Generation"
+    )]
     pub temperature: f64,
 
     /// `top_p`.
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, allow_negative_numbers = true, help_heading = "Generation")]
     pub top_p: Option<f64>,
 
     /// `top_k`.
@@ -169,7 +185,7 @@ pub struct Cli {
     pub top_k: Option<i64>,
 
     /// `seed`: also seeds llmperf's own random choices (max_tokens draws, Poisson schedule).
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub seed: Option<u64>,
 
     /// `stop` sequences.
@@ -197,7 +213,7 @@ pub struct Cli {
     pub frequency_penalty: Option<f64>,
 
     /// `repetition_penalty`.
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, allow_negative_numbers = true, help_heading = "Generation")]
     pub repetition_penalty: Option<f64>,
 
     /// `logprobs: true`.
@@ -205,7 +221,7 @@ pub struct Cli {
     pub logprobs: bool,
 
     /// `n` (choices per request).
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub n_choices: Option<u64>,
 
     // ── Output ───────────────────────────────────────────────────────────────────────────────────────
@@ -274,21 +290,44 @@ pub struct Cli {
 
     // ── Simulator (`--api mock`) ─────────────────────────────────────────────────────────────────────
     /// Simulator: time to first token, in milliseconds.
-    #[arg(long, default_value_t = 50.0, help_heading = "Simulator (--api mock)")]
+    #[arg(
+        long,
+        default_value_t = 50.0,
+        allow_negative_numbers = true,
+        help_heading = "Simulator (--api mock)"
+    )]
     pub mock_ttft_ms: f64,
 
     /// Simulator: time between tokens, in milliseconds.
-    #[arg(long, default_value_t = 10.0, help_heading = "Simulator (--api mock)")]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        allow_negative_numbers = true,
+        help_heading = "Simulator (--api mock)"
+    )]
     pub mock_itl_ms: f64,
 
     /// Simulator: output length of a request that does not force one (`ignore_eos`); always kept within
     /// the request's `min_tokens`..`max_tokens`.
-    #[arg(long, default_value_t = 64, help_heading = "Simulator (--api mock)")]
+    #[arg(long, default_value_t = 64, value_parser = whole::<u32>, allow_negative_numbers = true, help_heading = "Simulator (--api mock)")]
     pub mock_output_tokens: u32,
 
     /// Simulator: worker threads of its own runtime.
-    #[arg(long, default_value_t = 1, help_heading = "Simulator (--api mock)")]
+    #[arg(long, default_value_t = 1, value_parser = whole::<usize>, allow_negative_numbers = true, help_heading = "Simulator (--api mock)")]
     pub mock_threads: usize,
+
+    /// Simulator, for testing error handling: make every EVERY-th request (default: every one) misbehave;
+    /// repeatable, the first matching rule wins (the connection test counts as request 1). KIND: http-500,
+    /// http-503, http-429, http-400, reset, no-done, truncated, malformed, error-event, hang, stall,
+    /// slow-drip, big-line, invalid-utf8, wrong-content-type. E.g. `--mock-fault http-503:10 reset:7`.
+    #[arg(
+        long,
+        value_name = "KIND[:EVERY]",
+        num_args = 1..,
+        value_parser = parse_fault_rule,
+        help_heading = "Simulator (--api mock)"
+    )]
+    pub mock_fault: Vec<crate::sim::FaultRule>,
 }
 
 impl Cli {
@@ -379,10 +418,23 @@ mod tests {
     }
 
     #[test]
+    fn mock_fault_help_lists_every_fault() {
+        let help = Cli::command().render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for f in crate::sim::Fault::ALL {
+            assert!(help.contains(f.name()), "{} missing from --help", f.name());
+        }
+        let cli = Cli::try_parse_from(["llmperf", "--mock-fault", "reset:7", "hang"]).unwrap();
+        assert_eq!(cli.mock_fault.len(), 2);
+        assert_eq!(cli.mock_fault[0].every, 7);
+    }
+
+    #[test]
     fn bad_values_name_the_flag() {
         let err = Cli::try_parse_from(["llmperf", "--extra-args", "{oops"]).unwrap_err();
         assert!(err.to_string().contains("--extra-args"), "{err}");
-        let err = Cli::try_parse_from(["llmperf", "--headers", "novalue"]).unwrap_err();
-        assert!(err.to_string().contains("--headers"), "{err}");
+        // Malformed headers are rejected by the plan, which does not echo them (they may hold a secret).
+        let cli = Cli::try_parse_from(["llmperf", "--headers", "novalue"]).unwrap();
+        assert!(cli.headers[0].malformed);
     }
 }

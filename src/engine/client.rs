@@ -1,5 +1,11 @@
 //! One request → one [`RequestRecord`]: send the body, stamp each read as it arrives, frame SSE, read
 //! usage. The hot path is short: no tokenizing, no locks, no per-chunk allocation beyond parsing.
+//!
+//! Every problem becomes a failed record with a [`FailureKind`] and one line of text (never a panic, never
+//! an aborted run): HTTP status (with the server's body and `Retry-After`), connect, total timeout, read
+//! timeout, reset, disconnect, malformed event or body, in-band error, unusable response (no usage, a
+//! stream that ended without `[DONE]` and usage, an unexpected `Content-Type`). A stream that ends without
+//! `[DONE]` but carried usage succeeds, as in evalscope (the end of the body ends the response).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +39,7 @@ pub struct HttpClient {
     client: reqwest::Client,
     url: reqwest::Url,
     total_timeout: Duration,
+    read_timeout: Option<Duration>,
     debug: bool,
 }
 
@@ -83,6 +90,7 @@ impl HttpClient {
             client: builder.build().context("building the HTTP client")?,
             url,
             total_timeout: plan.timeouts.total,
+            read_timeout: plan.timeouts.read,
             debug: plan.debug,
         })
     }
@@ -115,7 +123,7 @@ impl HttpClient {
             record.fail(
                 FailureKind::Timeout,
                 format!(
-                    "total timeout of {} s exceeded",
+                    "total timeout of {} s exceeded (--total-timeout)",
                     self.total_timeout.as_secs_f64()
                 ),
                 at,
@@ -153,7 +161,7 @@ impl HttpClient {
                 }
                 Err(e) => {
                     let at = Instant::now();
-                    record.fail(classify(&e), error_chain(&e), at);
+                    self.fail_with(record, &e, at);
                     return;
                 }
             }
@@ -167,6 +175,12 @@ impl HttpClient {
             .unwrap_or("")
             .to_ascii_lowercase();
         if status != reqwest::StatusCode::OK {
+            let retry_after = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| format!(" (Retry-After: {v})"))
+                .unwrap_or_default();
             let text = match resp.bytes().await {
                 Ok(b) => clip(&b),
                 Err(e) => format!("(body unreadable: {})", error_chain(&e)),
@@ -174,9 +188,9 @@ impl HttpClient {
             let at = Instant::now();
             let reason = status.canonical_reason().unwrap_or("");
             let msg = if text.is_empty() {
-                format!("HTTP {} {reason}", status.as_u16())
+                format!("HTTP {} {reason}{retry_after}", status.as_u16())
             } else {
-                format!("HTTP {} {reason}: {text}", status.as_u16())
+                format!("HTTP {} {reason}{retry_after}: {text}", status.as_u16())
             };
             record.fail(FailureKind::HttpStatus, msg, at);
             return;
@@ -191,12 +205,17 @@ impl HttpClient {
                     let at = Instant::now();
                     record.completed_at = at;
                     if !openai_event::apply_body(record, &bytes) {
-                        record.completed_at = at;
+                        record.fail(
+                            unusable_body_kind(&content_type, &bytes),
+                            unusable_body(&content_type, &bytes),
+                            at,
+                        );
+                        return;
                     }
                 }
                 Err(e) => {
                     let at = Instant::now();
-                    record.fail(classify(&e), error_chain(&e), at);
+                    self.fail_with(record, &e, at);
                     return;
                 }
             }
@@ -204,9 +223,22 @@ impl HttpClient {
         finish(record);
     }
 
+    /// Fails `record` with a transport error, its kind and one line of text.
+    fn fail_with(&self, record: &mut RequestRecord, e: &reqwest::Error, at: Instant) {
+        let kind = classify(e);
+        let mut text = error_chain(e);
+        if kind == FailureKind::ReadTimeout {
+            if let Some(t) = self.read_timeout {
+                text = format!("no data for {} s (--read-timeout): {text}", t.as_secs_f64());
+            }
+        }
+        record.fail(kind, text, at);
+    }
+
     async fn read_stream(&self, record: &mut RequestRecord, resp: &mut reqwest::Response) {
         let mut framer = SseFramer::new();
         record.completed_at = record.sent_at;
+        let mut saw_done = false;
         loop {
             match resp.chunk().await {
                 Ok(Some(bytes)) => {
@@ -219,17 +251,28 @@ impl HttpClient {
                         );
                     }
                     framer.push(&bytes, |event| {
+                        saw_done |= event == b"[DONE]";
                         openai_event::apply_stream_event(record, event, at)
                     });
                 }
                 Ok(None) => {
                     let at = Instant::now();
-                    framer.finish(|event| openai_event::apply_stream_event(record, event, at));
+                    framer.finish(|event| {
+                        saw_done |= event == b"[DONE]";
+                        openai_event::apply_stream_event(record, event, at)
+                    });
+                    if !saw_done && record.failure.is_none() && !has_usage(record) {
+                        record.fail(
+                            FailureKind::BadResponse,
+                            "the stream ended without `data: [DONE]` and carried no token usage",
+                            at,
+                        );
+                    }
                     return;
                 }
                 Err(e) => {
                     let at = Instant::now();
-                    record.fail(classify(&e), error_chain(&e), at);
+                    self.fail_with(record, &e, at);
                     return;
                 }
             }
@@ -244,7 +287,7 @@ fn finish(record: &mut RequestRecord) {
         record.success = false;
         return;
     }
-    if record.usage.prompt_tokens.is_none() && record.usage.completion_tokens.is_none() {
+    if !has_usage(record) {
         record.success = false;
         record.failure = Some(FailureKind::BadResponse);
         record.error = Some(
@@ -254,6 +297,40 @@ fn finish(record: &mut RequestRecord) {
         return;
     }
     record.success = true;
+}
+
+fn has_usage(record: &RequestRecord) -> bool {
+    record.usage.prompt_tokens.is_some() || record.usage.completion_tokens.is_some()
+}
+
+/// The kind of a 200 body that is not JSON: malformed when it was labelled or shaped as JSON, else an
+/// unusable response (wrong `Content-Type`).
+fn unusable_body_kind(content_type: &str, body: &[u8]) -> FailureKind {
+    let jsonish = content_type.contains("json")
+        || body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if jsonish {
+        FailureKind::Malformed
+    } else {
+        FailureKind::BadResponse
+    }
+}
+
+/// The error text for a 200 body that is not JSON.
+fn unusable_body(content_type: &str, body: &[u8]) -> String {
+    match unusable_body_kind(content_type, body) {
+        FailureKind::Malformed => openai_event::describe_malformed("response body", body),
+        _ => {
+            let shown = if content_type.is_empty() {
+                "no Content-Type".to_string()
+            } else {
+                format!("Content-Type {content_type:?}")
+            };
+            format!(
+                "unexpected {shown} (expected text/event-stream or application/json) and a body that is not JSON: {}",
+                clip(&body[..body.len().min(200)])
+            )
+        }
+    }
 }
 
 fn body_requests_stream(body: &str) -> bool {
@@ -275,14 +352,30 @@ fn is_stale_connection(e: &reqwest::Error) -> bool {
     false
 }
 
+/// The kind of a transport error. The total timeout is enforced outside reqwest, so a reqwest timeout is a
+/// connect or a read timeout.
 fn classify(e: &reqwest::Error) -> FailureKind {
-    if e.is_timeout() {
-        FailureKind::Timeout
-    } else if e.is_connect() {
+    if e.is_connect() {
         FailureKind::Connect
+    } else if e.is_timeout() {
+        FailureKind::ReadTimeout
+    } else if io_kind_in_chain(e) == Some(std::io::ErrorKind::ConnectionReset) {
+        FailureKind::Reset
     } else {
         FailureKind::Disconnect
     }
+}
+
+/// The kind of the first `std::io::Error` among `e`'s causes.
+fn io_kind_in_chain(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        cur = c.source();
+    }
+    None
 }
 
 /// The error and its causes, one line.
@@ -300,13 +393,21 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
+/// Up to [`MAX_ERROR_BYTES`] of `bytes` as one line of text (line breaks escaped, invalid UTF-8 replaced).
 fn clip(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_ERROR_BYTES)]).into_owned();
+    let text = one_line(&String::from_utf8_lossy(
+        &bytes[..bytes.len().min(MAX_ERROR_BYTES)],
+    ));
     if bytes.len() > MAX_ERROR_BYTES {
         format!("{text}… ({} bytes in all)", bytes.len())
     } else {
         text
     }
+}
+
+/// `s` with `\r` and `\n` escaped, so an error stays on one line of a log.
+pub fn one_line(s: &str) -> String {
+    s.replace('\r', "\\r").replace('\n', "\\n")
 }
 
 fn truncate(s: &str, n: usize) -> String {

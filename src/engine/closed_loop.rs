@@ -36,18 +36,21 @@ pub(super) async fn run(
 
     for (index, request) in requests.into_iter().enumerate() {
         if shutdown.stopping() {
+            outcome.interrupted = true;
             break;
         }
         if let Some(offsets) = &offsets {
             let at = t0 + std::time::Duration::from_secs_f64(offsets[index]);
             tokio::select! {
+                biased;
+                _ = shutdown.stopped() => { outcome.interrupted = true; break }
                 _ = sleep_until_precise(at) => {}
-                _ = shutdown.stopped() => break,
             }
         }
         let permit = tokio::select! {
+            biased;
+            _ = shutdown.stopped() => { outcome.interrupted = true; break }
             permit = slots.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-            _ = shutdown.stopped() => break,
         };
         let scheduled_at = Instant::now();
         if !request.is_warmup {

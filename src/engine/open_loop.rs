@@ -63,8 +63,9 @@ pub(super) async fn run(
             break;
         }
         tokio::select! {
+            biased;
+            _ = shutdown.stopped() => { outcome.interrupted = true; break }
             _ = sleep_until_precise(at) => {}
-            _ = shutdown.stopped() => break,
         }
         let args = (
             client.clone(),

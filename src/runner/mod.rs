@@ -45,6 +45,7 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         threads: mock.threads,
         // Nothing reads the ground truth in a plain run; keep memory flat on long runs.
         record_truth: false,
+        faults: mock.faults.clone(),
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;
@@ -57,8 +58,13 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
     Ok(Some(sim))
 }
 
-/// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted).
-pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
+/// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted). `shutdown`
+/// is the stop state the signal handlers set.
+pub async fn run_sweep(plan: RunPlan, items: Vec<Item>, shutdown: Shutdown) -> Result<i32> {
+    if let Some(code) = shutdown.exit_code() {
+        // Interrupted before anything was written.
+        return Ok(code);
+    }
     let root = plan.output_root.clone();
     if root.join("benchmark.log").exists()
         || plan
@@ -116,8 +122,6 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
         let total = plan.runs.iter().map(|r| r.number).sum();
         ProgressTracker::start(&root, total, plan.runs.len())
     });
-    let shutdown = Shutdown::new();
-    tokio::spawn(shutdown.clone().listen_for_signals());
     let ctx = SweepContext {
         plan: &plan,
         url: url.clone(),

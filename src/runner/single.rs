@@ -112,13 +112,18 @@ pub async fn run_single(
     };
     let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
 
-    if plan.test_connection {
+    // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
+    // interrupted, so every run folder is complete.
+    let mut stopped_early = ctx.shutdown.stopping();
+    if plan.test_connection && !stopped_early {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5EED);
         let body = ctx
             .composer
             .connection_test(plan.apply_chat_template, &mut rng);
-        conn_test::check(&client, body, plan.timeouts.total, &ctx.shutdown).await?;
+        let checked = conn_test::check(&client, body, plan.timeouts.total, &ctx.shutdown).await?;
+        stopped_early = checked == conn_test::Checked::Interrupted;
     }
+    let requests = if stopped_early { Vec::new() } else { requests };
     if spec.warmup > 0 {
         tracing::info!(
             "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
@@ -198,7 +203,9 @@ pub async fn run_single(
         );
     }
 
-    let interrupted = ctx.shutdown.stopping();
+    // Marked only when the signal cut the run short: a run whose every request was sent and finished is
+    // complete, even if the signal came while its last requests were in flight.
+    let interrupted = stopped_early || outcome.interrupted || outcome.abandoned > 0;
     let mut summary = acc.summary();
     summary.extras.interrupted = interrupted;
     let percentiles = acc.percentiles();

@@ -27,6 +27,8 @@ pub(crate) struct GenRequest {
     pub messages: Option<Vec<Message>>,
     pub prompt: Option<Count>,
     pub input: Option<Count>,
+    /// A fault to inject into this request's response (see `fault.rs`).
+    pub llmperf_fault: Option<String>,
 }
 
 /// `stream_options`.

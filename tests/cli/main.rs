@@ -1,11 +1,15 @@
 //! End-to-end tests: the `llmperf` binary against the built-in simulator on 127.0.0.1 (port 0).
 
+mod bad_input;
 mod common;
 mod errors;
+mod faults;
 mod interrupt;
+mod interrupt_trials;
 mod keepalive;
 mod outputs;
 mod report;
 mod requests;
+mod secrets;
 mod visualizer;
 mod workload;
