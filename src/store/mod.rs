@@ -73,14 +73,19 @@ impl Store {
     /// Creates `path` (never overwriting: an existing file is an error, as in evalscope), creates the table
     /// and starts the writer thread.
     pub fn create(path: &Path, commit_interval_rows: usize) -> anyhow::Result<Store> {
-        // `create_new` is atomic: no other process can slip a file in between the check and the creation.
-        // A zero-length file is a valid, empty SQLite database.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-        {
-            Ok(_) => {}
+        // The table is created in a private file first, which then appears under its final name in one
+        // step (a hard link, which never replaces an existing file): whenever the process dies, the run
+        // folder holds either no database or one with its table.
+        let staging = staging_path(path);
+        let _ = std::fs::remove_file(&staging);
+        drop(
+            open(&staging)
+                .with_context(|| format!("cannot initialise the database {}", staging.display()))?,
+        );
+        let linked = std::fs::hard_link(&staging, path);
+        let _ = std::fs::remove_file(&staging);
+        match linked {
+            Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 bail!("The database file already exists: {}", path.display())
             }
@@ -170,6 +175,15 @@ impl Drop for Store {
             }
         }
     }
+}
+
+/// Where a database is prepared before it appears under `path`: a hidden sibling unique to this process.
+fn staging_path(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.creating", std::process::id()))
 }
 
 /// Opens the (new) database and creates the table.
