@@ -38,10 +38,7 @@ mod tests {
 
     #[test]
     fn three_kinds_of_lines() {
-        let shaper = Shaper {
-            apply_chat_template: true,
-            length: (0, 1000),
-        };
+        let shaper = Shaper::chars(true, (0, 1000));
         let text = "plain prompt\n[{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]\n{\"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"max_tokens\": 8}\n[not json\n";
         let items = parse(text, &shaper, 10).unwrap();
         assert_eq!(items.len(), 4);

@@ -31,6 +31,8 @@ pub struct HttpClient {
     url: reqwest::Url,
     total_timeout: Duration,
     debug: bool,
+    /// A success without usage is kept (its tokens are counted later, off the request path).
+    usage_counted_later: bool,
 }
 
 fn header_map(plan: &RunPlan) -> Result<HeaderMap> {
@@ -81,6 +83,7 @@ impl HttpClient {
             url,
             total_timeout: plan.timeouts.total,
             debug: plan.debug,
+            usage_counted_later: plan.tokens.tokenizer_path.is_some() || plan.api.input_only(),
         })
     }
 
@@ -186,7 +189,7 @@ impl HttpClient {
                 }
             }
         }
-        finish(record);
+        finish(record, self.usage_counted_later);
     }
 
     async fn read_stream(&self, record: &mut RequestRecord, resp: &mut reqwest::Response) {
@@ -223,13 +226,17 @@ impl HttpClient {
 }
 
 /// Success rules after a complete response: an in-band error fails; a response without usage fails
-/// (no tokenizer to count with) — evalscope would abort the whole run instead.
-fn finish(record: &mut RequestRecord) {
+/// unless `counted_later` (a tokenizer, or an input-only API, will count it in the aggregator) — evalscope
+/// would abort the whole run instead.
+fn finish(record: &mut RequestRecord, counted_later: bool) {
     if record.failure.is_some() {
         record.success = false;
         return;
     }
-    if record.usage.prompt_tokens.is_none() && record.usage.completion_tokens.is_none() {
+    if !counted_later
+        && record.usage.prompt_tokens.is_none()
+        && record.usage.completion_tokens.is_none()
+    {
         record.success = false;
         record.failure = Some(FailureKind::BadResponse);
         record.error = Some(
@@ -313,12 +320,14 @@ mod tests {
     fn missing_usage_fails_the_request() {
         let mut r = RequestRecord::new(0, false, Arc::from("{}"), Instant::now());
         r.is_stream = true;
-        finish(&mut r);
+        finish(&mut r, false);
         assert!(!r.success);
         assert_eq!(r.failure, Some(FailureKind::BadResponse));
         r.failure = None;
+        finish(&mut r, true);
+        assert!(r.success, "kept for counting later");
         r.usage.completion_tokens = Some(3);
-        finish(&mut r);
+        finish(&mut r, false);
         assert!(r.success);
     }
 

@@ -13,4 +13,4 @@ mod tests;
 
 pub use accumulator::{Accumulator, SummaryContext};
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
-pub use summary::{BenchmarkSummary, SummaryExtras};
+pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::api::openai::BodyComposer;
-use crate::dataset::Item;
+use crate::dataset::Prompts;
 use crate::export;
 use crate::logging;
 use crate::plan::{LoadMode, RunPlan};
@@ -53,7 +53,7 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
 }
 
 /// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted).
-pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
+pub async fn run_sweep(plan: RunPlan, items: Prompts) -> Result<i32> {
     let root = plan.output_root.clone();
     if root.join("benchmark.log").exists()
         || plan
@@ -100,12 +100,13 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
     let ctx = SweepContext {
         plan: &plan,
         url: url.clone(),
-        items: &items,
+        prompts: &items,
         composer: BodyComposer::new(
             &plan.model,
             plan.params.clone(),
             plan.query_template.clone(),
-        ),
+        )
+        .for_api(plan.api),
         shutdown: shutdown.clone(),
     };
 
@@ -162,7 +163,7 @@ fn write_report(plan: &RunPlan, url: &reqwest::Url, results: &[RunResult]) -> Re
             None => url.host_str().unwrap_or("").to_string(),
         },
         output_path: plan.output_root.to_string_lossy().into_owned(),
-        input_only: false,
+        input_only: plan.api.input_only(),
     };
     let runs: Vec<export::report::RunReport> = results
         .iter()

@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 
 use super::aggregate::aggregate;
 use crate::api::openai::BodyComposer;
-use crate::dataset::{self, Item};
+use crate::api::usage_fallback::UsageFallback;
+use crate::dataset::Prompts;
 use crate::engine::{self, conn_test, Dispatch, HttpClient, PreparedRequest};
 use crate::export;
 use crate::metrics::{Accumulator, BenchmarkSummary, PercentileTable, SummaryContext};
@@ -25,8 +26,8 @@ pub struct SweepContext<'a> {
     pub plan: &'a RunPlan,
     /// The endpoint actually used (the simulator's for `--api mock`).
     pub url: reqwest::Url,
-    /// Dataset items (cycled).
-    pub items: &'a [Item],
+    /// The inputs of every run.
+    pub prompts: &'a Prompts,
     /// Body builder.
     pub composer: BodyComposer,
     /// Stop state.
@@ -55,23 +56,39 @@ fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
         .wrapping_add(run_index as u64)
 }
 
-fn prepare(ctx: &SweepContext<'_>, spec: &RunSpec, seed: u64) -> Vec<PreparedRequest> {
+/// Every body of the run, serialised once, and each request's intended prompt tokens.
+fn prepare(
+    ctx: &SweepContext<'_>,
+    spec: &RunSpec,
+    seed: u64,
+) -> Result<(Vec<PreparedRequest>, Vec<Option<u64>>)> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let total = spec.total() as usize;
+    let mut bodies = Vec::with_capacity(total);
+    let mut intended = Vec::with_capacity(total);
     // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
-    let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_))
-        .then(|| ctx.composer.compose(&ctx.items[0], &mut rng));
-    (0..total)
-        .map(|i| PreparedRequest {
-            body: match &fixed {
-                Some(body) => body.clone(),
-                None => ctx
-                    .composer
-                    .compose(dataset::cycled(ctx.items, i), &mut rng),
-            },
+    let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_));
+    let n = if fixed { 1 } else { total };
+    let dataset_seed = seed.rotate_left(17) ^ 0xDA7A_5E7D_0F5E_ED00;
+    ctx.prompts
+        .for_run(n, spec.dataset_offset, dataset_seed, &mut |p| {
+            bodies.push(ctx.composer.compose(&p.item, &mut rng));
+            intended.push(p.intended_prompt_tokens);
+        })?;
+    if fixed {
+        let (body, i) = (bodies[0].clone(), intended[0]);
+        bodies = vec![body; total];
+        intended = vec![i; total];
+    }
+    let requests = bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, body)| PreparedRequest {
+            body,
             is_warmup: (i as u64) < spec.warmup,
         })
-        .collect()
+        .collect();
+    Ok((requests, intended))
 }
 
 /// Runs `spec` and writes its files under `<root>/<dir_name>`.
@@ -92,7 +109,13 @@ pub async fn run_single(
     )?;
 
     let seed = run_seed(plan, run_index);
-    let requests = prepare(ctx, spec, seed);
+    let started = std::time::Instant::now();
+    let (requests, intended) = prepare(ctx, spec, seed)?;
+    tracing::info!(
+        "Prepared {} request bodies in {:.2} s",
+        requests.len(),
+        started.elapsed().as_secs_f64()
+    );
     let parallel = if spec.parallel > 0 {
         spec.parallel as usize
     } else {
@@ -100,7 +123,8 @@ pub async fn run_single(
     };
     let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
 
-    if plan.test_connection {
+    // Embedding and rerank APIs skip the connection test (evalscope's input-only rule).
+    if plan.test_connection && !plan.api.input_only() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5EED);
         let body = ctx
             .composer
@@ -135,7 +159,7 @@ pub async fn run_single(
     let acc = Accumulator::new(SummaryContext {
         concurrency: spec.parallel,
         request_rate: spec.rate,
-        input_only: false,
+        input_only: plan.api.input_only(),
     });
     let progress =
         crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
@@ -146,6 +170,13 @@ pub async fn run_single(
         progress,
         store.clone(),
         plan.log_every_n,
+        intended,
+        UsageFallback {
+            tokenizer: ctx.prompts.tokenizer.clone(),
+            input_only: plan.api.input_only(),
+            template_kwargs: crate::dataset::template_kwargs(plan),
+            image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
+        },
     ));
     let dispatch = Dispatch {
         mode: plan.mode,
@@ -179,6 +210,17 @@ pub async fn run_single(
     let mut summary = acc.summary();
     summary.extras.interrupted = interrupted;
     let percentiles = acc.percentiles();
+    if let Some(e) = &summary.extras.input_token_error {
+        let line = format!(
+            "Input length check ({} requests): server prompt_tokens − intended: mean {}, max {}, exact {}% (intended mean {})",
+            e.requests, e.avg_error, e.max_error, e.exact_pct, e.avg_intended
+        );
+        if e.exact_pct < 100.0 {
+            tracing::warn!("{line}: the server counts prompts differently from --tokenizer-path (another tokenizer or chat template?)");
+        } else {
+            tracing::info!("{line}");
+        }
+    }
     write_file(
         &run_dir.join("benchmark_summary.json"),
         &summary.to_json_string(),

@@ -5,3 +5,4 @@ mod errors;
 mod interrupt;
 mod outputs;
 mod requests;
+mod tokens;
