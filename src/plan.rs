@@ -825,7 +825,15 @@ impl RunPlan {
         let apply_chat_template = cli
             .apply_chat_template_flag()
             .unwrap_or_else(|| is_chat_url(&url));
-        if tokens.tokenize_prompt && is_chat_url(&url) {
+        let speed_benchmark = matches!(
+            prompts,
+            PromptSource::Dataset {
+                kind: DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong,
+                ..
+            }
+        );
+        let apply_chat_template = apply_chat_template && !speed_benchmark;
+        if (tokens.tokenize_prompt || speed_benchmark) && is_chat_url(&url) {
             // Token ids go to the completions endpoint (decided after the chat-template default, as evalscope).
             let path = url.path().trim_end_matches('/').to_string();
             let base = &path[..path.len() - "chat/completions".len()];

@@ -1,6 +1,6 @@
 //! `line_by_line`: each non-empty line is a plain prompt, a JSON message array, or a whole JSON body.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use serde_json::Value;
 
 use super::{Item, Shaper};
@@ -22,6 +22,9 @@ pub fn parse(text: &str, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
         } else {
             None
         };
+        if parsed.is_some() && shaper.fit.is_some() {
+            bail!("--dataset-args target_input_len cannot fit the JSON lines of line_by_line (message lists and whole bodies); use plain-text lines");
+        }
         match parsed {
             Some(Value::Array(messages)) => items.push(Item::Chat(messages)),
             Some(Value::Object(body)) => items.push(Item::Body(body)),

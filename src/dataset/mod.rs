@@ -5,11 +5,14 @@
 //! and [`Prompts`], which hands each run its inputs in order — file items cycled, synthetic ones generated
 //! per run in batches (so memory holds one batch of intermediate data, not the whole dataset).
 
+mod conversations;
+mod embedding;
 pub mod image;
 mod line_by_line;
 pub mod random;
 mod synthetic;
 mod text_lines;
+mod webdataset;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
-use crate::plan::{DatasetKind, PromptSource, RunPlan};
+use crate::plan::{DatasetKind, InputLenMode, PrefixRole, PromptSource, RunPlan};
 use crate::tokenizer::Tokenizer;
 
 /// One request's input, before the API plugin turns it into a body.
@@ -54,6 +57,31 @@ pub struct Shaper {
     pub tokenizer: Option<Arc<Tokenizer>>,
     /// `chat_template_kwargs` used when the length is measured through the chat template.
     pub template_kwargs: Map<String, Value>,
+    /// `--dataset-args` `target_input_len` and its companions (needs the tokenizer).
+    pub fit: Option<Fit>,
+}
+
+/// Fitting prompts to `target_input_len` tokens (evalscope's `fit_text_to_token_len` and prefix
+/// injection).
+#[derive(Debug, Clone)]
+pub struct Fit {
+    /// Target tokens.
+    pub target: usize,
+    /// Shorter prompts: kept (`cap`) or dropped (`drop`).
+    pub mode: InputLenMode,
+    /// Token ids of `prefix_file`, tiled to fill the prompt up to the target.
+    pub prefix_ids: Option<Arc<Vec<u32>>>,
+    /// Where the prefix goes.
+    pub role: PrefixRole,
+}
+
+/// A prompt after fitting: its text and the prefix text to put before it (or in a system message).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    /// The (possibly cut) prompt.
+    pub text: String,
+    /// Real-text prefix filling up to the target, when `prefix_file` is set.
+    pub prefix: Option<String>,
 }
 
 impl Shaper {
@@ -64,6 +92,59 @@ impl Shaper {
             length,
             tokenizer: None,
             template_kwargs: Map::new(),
+            fit: None,
+        }
+    }
+
+    /// `target_input_len`: cut longer prompts to the target (decoded without special tokens), keep or
+    /// drop shorter ones, and compute the `prefix_file` text that fills up to the target. `None`: dropped.
+    /// Without `target_input_len` this is the length filter.
+    pub fn fit_text(&self, text: &str) -> Option<Fitted> {
+        let (Some(fit), Some(tok)) = (&self.fit, &self.tokenizer) else {
+            return self.fits(text).then(|| Fitted {
+                text: text.to_string(),
+                prefix: None,
+            });
+        };
+        let ids = tok.encode(text).ok()?;
+        let (text, n) = if ids.len() > fit.target {
+            (
+                tok.decode_skip_special(&ids[..fit.target]).ok()?,
+                fit.target,
+            )
+        } else if ids.len() < fit.target && fit.mode == InputLenMode::Drop {
+            return None;
+        } else {
+            (text.to_string(), ids.len())
+        };
+        let prefix = match &fit.prefix_ids {
+            Some(p) if !p.is_empty() && n < fit.target => {
+                let tiled: Vec<u32> = p.iter().copied().cycle().take(fit.target - n).collect();
+                Some(tok.decode_skip_special(&tiled).ok()?)
+            }
+            _ => None,
+        };
+        Some(Fitted { text, prefix })
+    }
+
+    /// A fitted prompt as an item: the prefix as a system message (`prefix_role` system, chat template on)
+    /// or put before the text.
+    pub fn wrap_fitted(&self, f: Fitted) -> Item {
+        match f.prefix {
+            None => self.wrap(&f.text),
+            Some(p)
+                if self.apply_chat_template
+                    && self
+                        .fit
+                        .as_ref()
+                        .is_some_and(|x| x.role == PrefixRole::System) =>
+            {
+                Item::Chat(vec![
+                    json!({"role": "system", "content": p}),
+                    json!({"role": "user", "content": f.text}),
+                ])
+            }
+            Some(p) => self.wrap(&format!("{p}{}", f.text)),
         }
     }
 
@@ -95,7 +176,7 @@ impl Shaper {
     /// evalscope's `prepare_messages`: keep prompts whose length lies in the bounds; wrap them as a user
     /// message when chat templates apply.
     pub fn prepare(&self, text: &str) -> Option<Item> {
-        self.fits(text).then(|| self.wrap(text))
+        self.fit_text(text).map(|f| self.wrap_fitted(f))
     }
 
     /// The prompt as an item, without filtering.
@@ -151,14 +232,39 @@ impl Prompts {
         limit: usize,
     ) -> Result<Prompts> {
         let kwargs = template_kwargs(plan);
+        let fit = match (plan.dataset_args.target_input_len, &tokenizer) {
+            (Some(target), Some(tok)) => {
+                let prefix_ids = match &plan.dataset_args.prefix_file {
+                    Some(path) => {
+                        let text = std::fs::read_to_string(path).with_context(|| {
+                            format!("--dataset-args prefix_file {}: cannot read", path.display())
+                        })?;
+                        Some(Arc::new(tok.encode(&text)?))
+                    }
+                    None => None,
+                };
+                Some(Fit {
+                    target: target as usize,
+                    mode: plan.dataset_args.input_len_mode,
+                    prefix_ids,
+                    role: plan.dataset_args.prefix_role,
+                })
+            }
+            _ => None,
+        };
         let shaper = Shaper {
             apply_chat_template: plan.apply_chat_template,
             length: plan.prompt_length,
             tokenizer: tokenizer.clone(),
             template_kwargs: kwargs.clone(),
+            fit,
         };
         let source = match &plan.prompts {
             PromptSource::Fixed(text) => Source::Items(vec![shaper.wrap(text)]),
+            PromptSource::Dataset {
+                kind: kind @ (DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong),
+                ..
+            } => Source::Items(speed_benchmark_items(*kind)),
             PromptSource::Dataset { kind, path } if kind.is_synthetic() => Source::Synthetic(
                 synthetic::Synthetic::new(plan, *kind, tokenizer.clone(), &kwargs)?,
             ),
@@ -166,7 +272,11 @@ impl Prompts {
                 let Some(path) = path else {
                     bail!("--dataset {} needs --dataset-path", kind.name());
                 };
-                let items = load_file(*kind, path, &shaper, limit)?;
+                let batch = match kind {
+                    DatasetKind::EmbeddingBatch => Some(batch_size(plan)?),
+                    _ => None,
+                };
+                let items = load_file(*kind, path, &shaper, limit, batch)?;
                 if items.is_empty() {
                     bail!(
                         "Dataset is empty! --dataset-path {} gave no prompt within --min-prompt-length {} and --max-prompt-length {}",
@@ -194,11 +304,6 @@ impl Prompts {
             tokenize_prompt: false,
             template_kwargs: Map::new(),
         }
-    }
-
-    /// Whether every request of a run shares one input (a fixed prompt builds one body for all).
-    pub fn is_single_fixed(&self, plan: &RunPlan) -> bool {
-        matches!(plan.prompts, PromptSource::Fixed(_))
     }
 
     /// Hands the `total` inputs of one run to `sink`, in request order. `dataset_offset` and `seed` steer
@@ -251,7 +356,37 @@ impl Prompts {
     }
 }
 
-fn load_file(kind: DatasetKind, path: &Path, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
+/// `batch_size` of `--extra-args` (embedding batches), default 8.
+pub fn batch_size(plan: &RunPlan) -> Result<usize> {
+    match plan.params.extra_args.get("batch_size") {
+        None => Ok(8),
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 => Ok(n as usize),
+            _ => bail!("--extra-args batch_size {v}: must be an integer ≥ 1"),
+        },
+    }
+}
+
+fn load_file(
+    kind: DatasetKind,
+    path: &Path,
+    shaper: &Shaper,
+    limit: usize,
+    batch: Option<usize>,
+) -> Result<Vec<Item>> {
+    if matches!(kind, DatasetKind::Flickr8k) {
+        return webdataset::flickr8k(path, limit);
+    }
+    if matches!(
+        kind,
+        DatasetKind::KontextBench | DatasetKind::MmmuMultiImage
+    ) {
+        bail!(
+            "--dataset {}: its hub copy ({}) is stored as parquet files, which this build of llmperf cannot read yet; use --dataset flickr8k, random_vl, or line_by_line with image_url messages",
+            kind.name(),
+            kind.hub_source().unwrap_or("")
+        );
+    }
     let read = || {
         std::fs::read_to_string(path)
             .with_context(|| format!("--dataset-path {}: cannot read the file", path.display()))
@@ -262,8 +397,35 @@ fn load_file(kind: DatasetKind, path: &Path, shaper: &Shaper, limit: usize) -> R
         DatasetKind::Custom => Ok(text_lines::custom(&read()?, shaper, limit)),
         DatasetKind::LineByLine => line_by_line::parse(&read()?, shaper, limit)
             .with_context(|| format!("--dataset line_by_line: reading {}", path.display())),
+        DatasetKind::Embedding | DatasetKind::EmbeddingBatch => {
+            embedding::embedding(path, shaper, limit, batch)
+        }
+        DatasetKind::Rerank => embedding::rerank(path, limit),
+        DatasetKind::LongAlpaca => conversations::longalpaca(path, shaper, limit),
+        DatasetKind::ShareGptZh => {
+            conversations::share_gpt(path, "common_zh_70k.jsonl", shaper, limit)
+        }
+        DatasetKind::ShareGptEn => {
+            conversations::share_gpt(path, "common_en_70k.jsonl", shaper, limit)
+        }
         other => bail!("--dataset {} is not available in this build", other.name()),
     }
+}
+
+/// `speed_benchmark(_long)`: `'熵' * L` for each length, twice (one token per character for Qwen
+/// tokenizers), as plain prompts for `/v1/completions`.
+pub fn speed_benchmark_items(kind: DatasetKind) -> Vec<Item> {
+    let lens: &[usize] = if kind == DatasetKind::SpeedBenchmarkLong {
+        &[63488, 129024]
+    } else {
+        &[1, 6144, 14336, 30720]
+    };
+    lens.iter()
+        .flat_map(|&l| {
+            let text = "熵".repeat(l);
+            [Item::Text(text.clone()), Item::Text(text)]
+        })
+        .collect()
 }
 
 /// The item of request `index` when `items` are cycled.

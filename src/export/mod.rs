@@ -5,11 +5,13 @@
 //! * [`table`]: tabulate `simple_outline` and rich `SQUARE` / `HEAVY_HEAD` / panel renderers.
 //! * [`console`]: `Benchmarking summary:` and `Percentile results:` tables.
 //! * [`report`]: the whole `performance_summary.txt`.
+//! * [`speed_benchmark`]: `speed_benchmark.json` (speed_benchmark datasets).
 
 pub mod args;
 pub mod console;
 pub mod format;
 pub mod report;
+pub mod speed_benchmark;
 pub mod table;
 
 #[cfg(test)]

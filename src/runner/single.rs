@@ -15,7 +15,7 @@ use crate::dataset::Prompts;
 use crate::engine::{self, conn_test, Dispatch, HttpClient, PreparedRequest};
 use crate::export;
 use crate::metrics::{Accumulator, BenchmarkSummary, PercentileTable, SummaryContext};
-use crate::plan::{LoadMode, PromptSource, RunPlan, RunSpec};
+use crate::plan::{DatasetKind, LoadMode, PromptSource, RunPlan, RunSpec};
 use crate::pyjson;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
@@ -206,6 +206,13 @@ pub async fn run_single(
         );
     }
 
+    if matches!(
+        plan.dataset_kind(),
+        Some(DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong)
+    ) {
+        let speeds = export::speed_benchmark::write(&db_path, &run_dir)?;
+        tracing::info!("Speed Benchmark Results: {}", pyjson::dumps(&speeds));
+    }
     let interrupted = ctx.shutdown.stopping();
     let mut summary = acc.summary();
     summary.extras.interrupted = interrupted;

@@ -27,6 +27,10 @@ pub(crate) struct GenRequest {
     pub messages: Option<Vec<Message>>,
     pub prompt: Option<Count>,
     pub input: Option<Count>,
+    /// Rerank query.
+    pub query: Option<Count>,
+    /// Rerank documents.
+    pub documents: Option<Count>,
 }
 
 /// `stream_options`.

@@ -191,6 +191,13 @@ impl Tokenizer {
             .len())
     }
 
+    /// Text of `ids`, special tokens dropped (`skip_special_tokens=True`).
+    pub fn decode_skip_special(&self, ids: &[u32]) -> Result<String> {
+        self.inner
+            .decode(ids, true)
+            .map_err(|e| anyhow!("decoding: {e}"))
+    }
+
     /// Text of `ids`, special tokens kept.
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
         self.inner
