@@ -3,8 +3,8 @@
 //! token ids (`--tokenize-prompt`) and text (decode/re-encode convergence), each turned into request
 //! bodies as a run does.
 //!
-//! Run: `cargo run --release --example random_dataset -- [TOKENIZER_DIR] [REQUESTS] [TOKENS]`
-//! (defaults: `../shared/tokenizers/qwen3`, 10000, 8192).
+//! Run: `cargo run --release --example random_dataset -- [TOKENIZER_DIR] [REQUESTS] [TOKENS] [ids|text]`
+//! (defaults: `../shared/tokenizers/qwen3`, 10000, 8192, both modes).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,6 +37,11 @@ fn main() -> anyhow::Result<()> {
     let requests: usize = args.get(2).map_or(Ok(10_000), |s| s.parse())?;
     let tokens: u64 = args.get(3).map_or(Ok(8192), |s| s.parse())?;
     let threads = default_threads();
+    let modes: Vec<bool> = match args.get(4).map(String::as_str) {
+        Some("ids") => vec![true],
+        Some("text") => vec![false],
+        _ => vec![true, false],
+    };
 
     let t = Instant::now();
     let tok = Arc::new(Tokenizer::load(&dir)?);
@@ -51,7 +56,7 @@ fn main() -> anyhow::Result<()> {
         peak_rss_mib()
     );
 
-    for tokenize_prompt in [true, false] {
+    for tokenize_prompt in modes {
         let gen = RandomText::new(vocab.clone(), (tokens, tokens), 0, 0, 1, tokenize_prompt)?;
         let t = Instant::now();
         let draws = gen.draws(requests, 0, 42);

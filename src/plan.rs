@@ -1064,6 +1064,110 @@ mod tests {
         assert!(p.apply_chat_template);
     }
 
+    fn plan_ds(args: &[&str]) -> Result<RunPlan, UsageError> {
+        let mut v = vec!["llmperf", "--model", "m"];
+        v.extend_from_slice(args);
+        RunPlan::from_cli(Cli::try_parse_from(v).unwrap(), chrono::Local::now())
+    }
+
+    #[test]
+    fn token_flags_are_validated() {
+        let e = |args: &[&str]| plan_ds(args).unwrap_err().to_string();
+        assert!(e(&["--dataset", "random"]).contains("--tokenizer-path"));
+        assert!(e(&["--prompt", "x", "--tokenize-prompt"]).contains("--tokenizer-path"));
+        assert!(e(&["--prompt", "x", "--prefix-length", "3"]).contains("--prefix-length"));
+        let t = ["--dataset", "random", "--tokenizer-path", "t"];
+        assert!(e(&[&t[..], &["--prefix-count", "2"]].concat()).contains("--prefix-count"));
+        assert!(e(&[&t[..], &["--prefix-count", "0"]].concat()).contains("--prefix-count"));
+        assert!(e(&[&t[..], &["--image-format", "CMYK"]].concat()).contains("--image-format"));
+        assert!(
+            e(&[&t[..], &["--dataset-args", r#"{"nope": 1}"#]].concat()).contains("unknown key")
+        );
+        assert!(
+            e(&[&t[..], &["--dataset-args", r#"{"input_len_mode": "x"}"#]].concat())
+                .contains("input_len_mode")
+        );
+        assert!(e(&[
+            "--api",
+            "embedding",
+            "--dataset",
+            "random_embedding",
+            "--tokenizer-path",
+            "t",
+            "--tokenize-prompt"
+        ])
+        .contains("--tokenize-prompt"));
+        let p =
+            plan_ds(&[&t[..], &["--prefix-length", "4", "--prefix-count", "2"]].concat()).unwrap();
+        assert_eq!((p.tokens.prefix_length, p.tokens.prefix_count), (4, 2));
+    }
+
+    #[test]
+    fn tokenize_prompt_and_speed_benchmark_use_completions() {
+        let t = ["--dataset", "random", "--tokenizer-path", "t"];
+        let p = plan_ds(
+            &[
+                &t[..],
+                &["--tokenize-prompt", "--url", "http://h/v1/chat/completions"],
+            ]
+            .concat(),
+        )
+        .unwrap();
+        assert_eq!(p.url.path(), "/v1/completions");
+        assert!(
+            p.apply_chat_template,
+            "decided before the rewrite, as evalscope"
+        );
+        let p = plan_ds(&["--dataset", "speed_benchmark"]).unwrap();
+        assert_eq!(p.url.path(), "/v1/completions");
+        assert!(!p.apply_chat_template);
+        let p = plan_ds(&[
+            "--api",
+            "openai_rerank",
+            "--url",
+            "http://h/v1",
+            "--dataset",
+            "random_rerank",
+            "--tokenizer-path",
+            "t",
+        ])
+        .unwrap();
+        assert_eq!(p.url.path(), "/v1/reranks");
+        let p = plan_ds(&[
+            "--api",
+            "embedding",
+            "--url",
+            "http://h/v1",
+            "--dataset",
+            "random_embedding",
+            "--tokenizer-path",
+            "t",
+        ])
+        .unwrap();
+        assert_eq!(p.url.path(), "/v1/embeddings");
+    }
+
+    #[test]
+    fn dataset_offset_advances_by_number() {
+        let p = plan_ds(&[
+            "--prompt",
+            "x",
+            "--parallel",
+            "1",
+            "2",
+            "3",
+            "--number",
+            "5",
+            "7",
+            "9",
+            "--dataset-offset",
+            "2",
+        ])
+        .unwrap();
+        let offsets: Vec<u64> = p.runs.iter().map(|r| r.dataset_offset).collect();
+        assert_eq!(offsets, [2, 7, 14]);
+    }
+
     #[test]
     fn name_is_sanitized() {
         let p = plan(&["--name", "a/b:c", "--no-timestamp", "--outputs-dir", "o"]).unwrap();
