@@ -147,6 +147,8 @@ fn tokenize_prompt_sends_exact_token_ids_with_a_shared_prefix() {
             "{name}: {summary}"
         );
         assert_eq!(summary["Max Input Token Error"], 0);
+        // The simulator reports `prompt_tokens_details.cached_tokens: 0`.
+        assert_eq!(summary["KV Cache Hit Rate (%)"], 0.0);
         let stored = rows(&run.join("benchmark_data.db"));
         let intended = intended_column(&run.join("benchmark_data.db"));
         for (row, want) in stored.iter().zip(&intended) {
