@@ -62,3 +62,52 @@ fn allowed_ids_skip_special_tokens_and_stay_ascending() {
     assert_eq!(ids[0], im_start);
     assert_eq!(t.decode(&ids).unwrap(), "<|im_start|>hello");
 }
+
+#[test]
+fn template_list_and_jinja_file_are_found() {
+    let root = std::env::var("LLMPERF_SHARED_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        format!("{root}/tokenizers/smollm2-135m-instruct/tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .unwrap();
+    let config = json!({
+        "bos_token": {"content": "<|im_start|>", "special": true},
+        "chat_template": [
+            {"name": "tool_use", "template": "TOOLS"},
+            {"name": "default", "template": "{{ bos_token }}{{ messages[0].content }}"}
+        ]
+    });
+    std::fs::write(dir.path().join("tokenizer_config.json"), config.to_string()).unwrap();
+    let msgs = [json!({"role": "user", "content": "x"})];
+    let t = Tokenizer::load(dir.path().to_str().unwrap()).unwrap();
+    assert_eq!(
+        t.render_chat(&msgs, true, &Map::new()).unwrap(),
+        "<|im_start|>x"
+    );
+    // chat_template.jinja wins over the config's template.
+    std::fs::write(
+        dir.path().join("chat_template.jinja"),
+        "J:{{ messages[0].content }}",
+    )
+    .unwrap();
+    let t = Tokenizer::load(dir.path().to_str().unwrap()).unwrap();
+    assert_eq!(t.render_chat(&msgs, true, &Map::new()).unwrap(), "J:x");
+    // A tokenizer.json file alone loads, without a template.
+    let t = Tokenizer::load(dir.path().join("tokenizer.json").to_str().unwrap()).unwrap();
+    assert!(
+        t.has_chat_template(),
+        "the folder's chat_template.jinja is beside the file"
+    );
+    std::fs::remove_file(dir.path().join("chat_template.jinja")).unwrap();
+    std::fs::remove_file(dir.path().join("tokenizer_config.json")).unwrap();
+    let t = Tokenizer::load(dir.path().join("tokenizer.json").to_str().unwrap()).unwrap();
+    assert!(!t.has_chat_template());
+    assert!(t
+        .render_chat(&msgs, true, &Map::new())
+        .unwrap_err()
+        .to_string()
+        .contains("--no-apply-chat-template"));
+}
