@@ -7,7 +7,7 @@ use rand::Rng;
 use serde_json::{json, Map, Value};
 
 use crate::dataset::Item;
-use crate::plan::GenParams;
+use crate::plan::{ApiKind, GenParams};
 use crate::pyjson;
 
 /// Builds request bodies for one invocation.
@@ -16,6 +16,7 @@ pub struct BodyComposer {
     model: String,
     params: GenParams,
     template: Option<String>,
+    api: ApiKind,
 }
 
 /// How a key is set: flags overwrite (plain bodies) or only fill gaps (dataset-provided bodies).
@@ -51,7 +52,9 @@ fn prompt_text(item: &Item) -> String {
             .find_map(|m| m.get("content").and_then(Value::as_str))
             .unwrap_or("")
             .to_string(),
-        Item::Body(_) => String::new(),
+        Item::Texts(ts) => ts.first().cloned().unwrap_or_default(),
+        Item::Rerank { query, .. } => query.clone(),
+        Item::Body(_) | Item::Tokens(_) => String::new(),
     }
 }
 
@@ -62,11 +65,27 @@ impl BodyComposer {
             model: model.to_string(),
             params,
             template,
+            api: ApiKind::OpenAi,
         }
+    }
+
+    /// The same composer for `api`: embedding and rerank APIs get their own body shapes (spec §2.2–2.3).
+    pub fn for_api(mut self, api: ApiKind) -> Self {
+        self.api = api;
+        self
     }
 
     /// The body for `item` as a JSON object, `max_tokens` drawn from `rng` when a range was given.
     pub fn compose_value(&self, item: &Item, rng: &mut impl Rng) -> Map<String, Value> {
+        match self.api {
+            ApiKind::Embedding => {
+                return super::embedding::embedding_body(item, &self.model, &self.params.extra_args)
+            }
+            ApiKind::Rerank => {
+                return super::embedding::rerank_body(item, &self.model, &self.params.extra_args)
+            }
+            ApiKind::OpenAi | ApiKind::Mock => {}
+        }
         let (mut body, mode) = match (item, &self.template) {
             (Item::Body(b), _) => (b.clone(), SetMode::FillGaps),
             (_, Some(template)) => (self.body_from_template(template, item), SetMode::Overwrite),
@@ -78,6 +97,21 @@ impl BodyComposer {
             (Item::Chat(messages), None) => {
                 let mut m = Map::new();
                 m.insert("messages".into(), Value::Array(messages.clone()));
+                (m, SetMode::Overwrite)
+            }
+            (Item::Tokens(ids), None) => {
+                let mut m = Map::new();
+                m.insert("prompt".into(), json!(ids));
+                (m, SetMode::Overwrite)
+            }
+            (Item::Texts(ts), None) => {
+                let mut m = Map::new();
+                m.insert("prompt".into(), json!(ts));
+                (m, SetMode::Overwrite)
+            }
+            (Item::Rerank { query, .. }, None) => {
+                let mut m = Map::new();
+                m.insert("prompt".into(), json!(query));
                 (m, SetMode::Overwrite)
             }
         };
@@ -171,6 +205,9 @@ impl BodyComposer {
             let messages = match item {
                 Item::Chat(m) => Value::Array(m.clone()),
                 Item::Text(t) => Value::String(t.clone()),
+                Item::Tokens(ids) => json!(ids),
+                Item::Texts(ts) => json!(ts),
+                Item::Rerank { query, .. } => Value::String(query.clone()),
                 Item::Body(_) => Value::Null,
             };
             body.insert("messages".into(), messages);

@@ -41,6 +41,8 @@ pub struct HttpClient {
     total_timeout: Duration,
     read_timeout: Option<Duration>,
     debug: bool,
+    /// A success without usage is kept (its tokens are counted later, off the request path).
+    usage_counted_later: bool,
 }
 
 fn header_map(plan: &RunPlan) -> Result<HeaderMap> {
@@ -92,6 +94,7 @@ impl HttpClient {
             total_timeout: plan.timeouts.total,
             read_timeout: plan.timeouts.read,
             debug: plan.debug,
+            usage_counted_later: plan.tokens.tokenizer_path.is_some() || plan.api.input_only(),
         })
     }
 
@@ -220,7 +223,7 @@ impl HttpClient {
                 }
             }
         }
-        finish(record);
+        finish(record, self.usage_counted_later);
     }
 
     /// Fails `record` with a transport error, its kind and one line of text.
@@ -281,13 +284,14 @@ impl HttpClient {
 }
 
 /// Success rules after a complete response: an in-band error fails; a response without usage fails
-/// (no tokenizer to count with) — evalscope would abort the whole run instead.
-fn finish(record: &mut RequestRecord) {
+/// unless `counted_later` (a tokenizer, or an input-only API, will count it in the aggregator) — evalscope
+/// would abort the whole run instead.
+fn finish(record: &mut RequestRecord, counted_later: bool) {
     if record.failure.is_some() {
         record.success = false;
         return;
     }
-    if !has_usage(record) {
+    if !counted_later && !has_usage(record) {
         record.success = false;
         record.failure = Some(FailureKind::BadResponse);
         record.error = Some(
@@ -441,12 +445,14 @@ mod tests {
     fn missing_usage_fails_the_request() {
         let mut r = RequestRecord::new(0, false, Arc::from("{}"), Instant::now());
         r.is_stream = true;
-        finish(&mut r);
+        finish(&mut r, false);
         assert!(!r.success);
         assert_eq!(r.failure, Some(FailureKind::BadResponse));
         r.failure = None;
+        finish(&mut r, true);
+        assert!(r.success, "kept for counting later");
         r.usage.completion_tokens = Some(3);
-        finish(&mut r);
+        finish(&mut r, false);
         assert!(r.success);
     }
 

@@ -6,12 +6,14 @@
 //! * [`console`]: `Benchmarking summary:`, `Percentile results:` and `Workload throughput` tables.
 //! * [`report`]: the whole `performance_summary.txt`.
 //! * [`html`]: `perf_report.html`, the self-contained report with charts (llmperf's own layout).
+//! * [`speed_benchmark`]: `speed_benchmark.json` (speed_benchmark datasets).
 
 pub mod args;
 pub mod console;
 pub mod format;
 pub mod html;
 pub mod report;
+pub mod speed_benchmark;
 pub mod table;
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ mod workload_tests;
 
 pub use accumulator::{Accumulator, SummaryContext};
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
-pub use summary::{BenchmarkSummary, SummaryExtras};
+pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
 pub use workload::{
     WorkloadRow, WorkloadThroughput, WorkloadTimeline, LAST_WINDOW_S, WARMUP_FRAC, WORKLOAD_METRICS,
 };

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::tracker::ProgressTracker;
+use crate::api::usage_fallback::UsageFallback;
 use crate::metrics::{Accumulator, WorkloadTimeline};
 use crate::progress::Progress;
 use crate::record::RequestRecord;
@@ -25,6 +26,23 @@ pub struct Observers {
     pub tracker: Option<ProgressTracker>,
 }
 
+/// What the aggregator completes on each record before counting it: the intended prompt length, and token
+/// counts for responses that carried no usage (counted here once per finished request, never on the
+/// request path).
+pub struct Completion {
+    /// `intended[i]`: request `i`'s intended prompt length.
+    pub intended: Vec<Option<u64>>,
+    /// Counts tokens with the tokenizer when the server sent no usage.
+    pub counter: UsageFallback,
+}
+
+impl Completion {
+    fn apply(&self, record: &mut RequestRecord) {
+        record.intended_prompt_tokens = self.intended.get(record.index).copied().flatten();
+        self.counter.fill(record);
+    }
+}
+
 /// Consumes records until every sender is gone; returns the accumulator, the progress display and the
 /// observers.
 pub async fn aggregate(
@@ -34,13 +52,15 @@ pub async fn aggregate(
     store: Arc<Store>,
     log_every_n: u64,
     mut observers: Observers,
+    completion: Completion,
 ) -> (Accumulator, Progress, Observers) {
     let mut measuring = false;
-    while let Some(record) = records.recv().await {
+    while let Some(mut record) = records.recv().await {
         if record.is_warmup {
             progress.warmup_finished();
             continue;
         }
+        completion.apply(&mut record);
         if !measuring {
             measuring = true;
             progress.start_clock();

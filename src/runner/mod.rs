@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::api::openai::BodyComposer;
-use crate::dataset::Item;
+use crate::dataset::Prompts;
 use crate::export;
 use crate::logging;
 use crate::plan::{LoadMode, RunPlan};
@@ -60,7 +60,7 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
 
 /// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted). `shutdown`
 /// is the stop state the signal handlers set.
-pub async fn run_sweep(plan: RunPlan, items: Vec<Item>, shutdown: Shutdown) -> Result<i32> {
+pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Result<i32> {
     if let Some(code) = shutdown.exit_code() {
         // Interrupted before anything was written.
         return Ok(code);
@@ -125,12 +125,13 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>, shutdown: Shutdown) -> R
     let ctx = SweepContext {
         plan: &plan,
         url: url.clone(),
-        items: &items,
+        prompts: &items,
         composer: BodyComposer::new(
             &plan.model,
             plan.params.clone(),
             plan.query_template.clone(),
-        ),
+        )
+        .for_api(plan.api),
         shutdown: shutdown.clone(),
         tracker: std::sync::Mutex::new(tracker),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
@@ -263,7 +264,7 @@ fn write_report(
             None => url.host_str().unwrap_or("").to_string(),
         },
         output_path: plan.output_root.to_string_lossy().into_owned(),
-        input_only: false,
+        input_only: plan.api.input_only(),
     };
     let runs: Vec<export::report::RunReport> = results
         .iter()

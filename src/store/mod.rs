@@ -44,13 +44,13 @@ const EVALSCOPE_COLUMNS: &str = "request TEXT, start_time REAL, inter_token_late
 /// llmperf's extra columns, appended after evalscope's.
 const EXTRA_COLUMNS: &str =
     "status_code INTEGER, error TEXT, scheduled_time REAL, send_time REAL, \
-     chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT";
+     chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT, intended_prompt_tokens INTEGER";
 
 const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
      response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
      max_gpu_memory_cost, time_per_output_token, request_id, is_stream, status_code, error, scheduled_time, \
-     send_time, chunk_times, cached_tokens, failure_kind) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)";
+     send_time, chunk_times, cached_tokens, failure_kind, intended_prompt_tokens) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)";
 
 /// What the caller sends to the writer thread.
 enum Msg {
@@ -344,6 +344,7 @@ impl Writer {
             chunk_times,
             tokens(r.usage.cached_tokens),
             r.failure.map(|k| k.label()),
+            r.intended_prompt_tokens.and_then(|n| i64::try_from(n).ok()),
         ])?;
         self.pending_rows += 1;
         Ok(())

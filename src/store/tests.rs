@@ -174,7 +174,12 @@ fn writes_evalscope_rows_then_extras() {
     assert_eq!(extras[..4], want_extras);
     assert_eq!(
         extras[4..],
-        ["chunk_times", "cached_tokens", "failure_kind"]
+        [
+            "chunk_times",
+            "cached_tokens",
+            "failure_kind",
+            "intended_prompt_tokens"
+        ]
     );
 
     // Rows: stream success, non-stream success, HTTP 500.

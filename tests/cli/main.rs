@@ -2,14 +2,17 @@
 
 mod bad_input;
 mod common;
+mod embeddings;
 mod errors;
 mod faults;
 mod interrupt;
 mod interrupt_trials;
 mod keepalive;
+mod media;
 mod outputs;
 mod report;
 mod requests;
 mod secrets;
+mod tokens;
 mod visualizer;
 mod workload;
