@@ -178,17 +178,24 @@ impl BodyComposer {
 
     /// The connection-test body: the run's request shape for the prompt "hello", with a small
     /// `max_tokens` (at least `min_tokens`) so the test costs the server little.
-    pub fn connection_test(&self, apply_chat_template: bool, rng: &mut impl Rng) -> Arc<str> {
-        let item = if apply_chat_template {
-            Item::Chat(vec![json!({"role": "user", "content": "hello"})])
-        } else {
-            Item::Text("hello".into())
-        };
+    pub fn connection_test(&self, item: &Item, rng: &mut impl Rng) -> Arc<str> {
         let mut small = self.clone();
         let floor = small.params.min_tokens.unwrap_or(0).max(4);
         let cap = small.params.max_tokens.1.min(floor.max(4));
         small.params.max_tokens = (cap, cap);
-        small.compose(&item, rng)
+        small.compose(item, rng)
+    }
+
+    /// The connection test's prompt "hello", in the run's request shape: token ids under
+    /// `--tokenize-prompt` (when a tokenizer can give them), messages or a plain prompt otherwise.
+    pub fn probe_item(apply_chat_template: bool, token_ids: Option<Vec<u32>>) -> Item {
+        match token_ids {
+            Some(ids) if !ids.is_empty() => Item::Tokens(ids),
+            _ if apply_chat_template => {
+                Item::Chat(vec![json!({"role": "user", "content": "hello"})])
+            }
+            _ => Item::Text("hello".into()),
+        }
     }
 
     fn body_from_template(&self, template: &str, item: &Item) -> Map<String, Value> {
@@ -347,11 +354,19 @@ mod tests {
         p.min_tokens = Some(128);
         p.max_tokens = (128, 128);
         let c = BodyComposer::new("m", p, None);
-        let v: Value = serde_json::from_str(&c.connection_test(true, &mut rng())).unwrap();
+        let hello = BodyComposer::probe_item(true, None);
+        let v: Value = serde_json::from_str(&c.connection_test(&hello, &mut rng())).unwrap();
         assert_eq!(v["max_tokens"], json!(128));
         let c = BodyComposer::new("m", params(), None);
-        let v: Value = serde_json::from_str(&c.connection_test(true, &mut rng())).unwrap();
+        let v: Value = serde_json::from_str(&c.connection_test(&hello, &mut rng())).unwrap();
         assert_eq!(v["max_tokens"], json!(4));
         assert_eq!(v["messages"][0]["content"], json!("hello"));
+        let ids = BodyComposer::probe_item(true, Some(vec![7, 8]));
+        let v: Value = serde_json::from_str(&c.connection_test(&ids, &mut rng())).unwrap();
+        assert_eq!(
+            v["prompt"],
+            json!([7, 8]),
+            "--tokenize-prompt probes with token ids"
+        );
     }
 }

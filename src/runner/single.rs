@@ -141,9 +141,18 @@ pub async fn run_single(
     // Embedding and rerank APIs skip the connection test (evalscope's input-only rule).
     if plan.test_connection && !plan.api.input_only() && !stopped_early {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5EED);
-        let body = ctx
-            .composer
-            .connection_test(plan.apply_chat_template, &mut rng);
+        let token_ids = plan
+            .tokens
+            .tokenize_prompt
+            .then(|| {
+                ctx.prompts
+                    .tokenizer
+                    .as_ref()
+                    .and_then(|t| t.encode("hello").ok())
+            })
+            .flatten();
+        let probe = BodyComposer::probe_item(plan.apply_chat_template, token_ids);
+        let body = ctx.composer.connection_test(&probe, &mut rng);
         let checked = conn_test::check(&client, body, plan.timeouts.total, &ctx.shutdown).await?;
         stopped_early = checked == conn_test::Checked::Interrupted;
     }

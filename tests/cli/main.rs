@@ -4,6 +4,7 @@ mod bad_input;
 mod common;
 mod embeddings;
 mod errors;
+mod examples;
 mod faults;
 mod interrupt;
 mod interrupt_trials;
