@@ -21,8 +21,22 @@ pub fn float_repr(v: f64) -> String {
     if v == 0.0 {
         return if v.is_sign_negative() { "-0.0" } else { "0.0" }.to_string();
     }
-    // Rust's `{:e}` gives the shortest round-trip digits: "-1.2345e-5".
-    let sci = format!("{v:e}");
+    // Rust's `{:e}` gives the shortest round-trip digits: "-1.2345e-5". When the value lies exactly halfway
+    // between two such strings, Rust rounds the last digit up where Python (David Gay's dtoa) takes the
+    // correctly rounded one (ties to even): 1042310483007662.25 is "…662.2" in Python. The correctly
+    // rounded string of the same length is Python's whenever it reads back as `v`.
+    let mut sci = format!("{v:e}");
+    let significant = sci
+        .split('e')
+        .next()
+        .map_or(0, |m| m.bytes().filter(u8::is_ascii_digit).count());
+    // A tie needs the digit spacing to be about one ulp, so only 16- and 17-digit strings can be ties.
+    if significant >= 16 {
+        let nearest = format!("{v:.*e}", significant - 1);
+        if nearest != sci && nearest.parse::<f64>() == Ok(v) {
+            sci = nearest;
+        }
+    }
     let (mantissa, exp) = sci.split_once('e').expect("{:e} always has an exponent");
     let exp: i32 = exp.parse().expect("exponent is an integer");
     let (sign, mantissa) = match mantissa.strip_prefix('-') {
@@ -217,6 +231,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    // The tie cases are exact binary values written in full.
+    #[allow(clippy::excessive_precision)]
     fn float_repr_matches_python() {
         // Expected strings are Python 3's repr() of the same floats.
         let cases = [
@@ -233,6 +249,10 @@ mod tests {
             (-2.5, "-2.5"),
             (17.3229, "17.3229"),
             (f64::NAN, "NaN"),
+            // Exactly halfway between two shortest strings: Python rounds to even (found by fuzzing).
+            (1042310483007662.25, "1042310483007662.2"),
+            (-662489642122839.25, "-662489642122839.2"),
+            (-21635145859748.8125, "-21635145859748.812"),
         ];
         for (v, want) in cases {
             assert_eq!(float_repr(v), want, "repr({v:?})");

@@ -9,19 +9,50 @@
 //! request fails as [`FailureKind::Malformed`] (evalscope skips it silently and reports wrong timings).
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::ops::Deref;
 use std::time::Instant;
 
-use serde::Deserialize;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::record::{FailureKind, RequestRecord, Usage};
 
+/// A struct read from a JSON object only. serde's derived structs also accept an array (fields by
+/// position), which would misread `"usage": [5, 3]` as 5 prompt tokens; this wrapper rejects it, so such an
+/// event takes the generic path, where a non-object is ignored.
+struct Obj<T>(T);
+
+impl<T> Deref for Obj<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct MapOnly<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for MapOnly<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(MapOnly(PhantomData)).map(Obj)
+    }
+}
+
 #[derive(Deserialize)]
 struct Event<'a> {
     #[serde(borrow, default)]
-    choices: Option<Vec<Choice<'a>>>,
+    choices: Option<Vec<Obj<Choice<'a>>>>,
     #[serde(default)]
-    usage: Option<UsageJson>,
+    usage: Option<Obj<UsageJson>>,
     #[serde(default)]
     error: Option<serde::de::IgnoredAny>,
     #[serde(borrow, default)]
@@ -31,11 +62,11 @@ struct Event<'a> {
 #[derive(Deserialize)]
 struct Choice<'a> {
     #[serde(borrow, default)]
-    delta: Option<Delta<'a>>,
+    delta: Option<Obj<Delta<'a>>>,
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    message: Option<Delta<'a>>,
+    message: Option<Obj<Delta<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -47,15 +78,15 @@ struct Delta<'a> {
     #[serde(borrow, default)]
     reasoning: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    tool_calls: Option<Vec<ToolCall<'a>>>,
+    tool_calls: Option<Vec<Obj<ToolCall<'a>>>>,
     #[serde(borrow, default)]
-    reasoning_details: Option<Vec<ReasoningDetail<'a>>>,
+    reasoning_details: Option<Vec<Obj<ReasoningDetail<'a>>>>,
 }
 
 #[derive(Deserialize)]
 struct ToolCall<'a> {
     #[serde(borrow, default)]
-    function: Option<Function<'a>>,
+    function: Option<Obj<Function<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -81,7 +112,7 @@ struct UsageJson {
     #[serde(default)]
     completion_tokens: Option<u64>,
     #[serde(default)]
-    prompt_tokens_details: Option<Details>,
+    prompt_tokens_details: Option<Obj<Details>>,
 }
 
 #[derive(Deserialize)]
@@ -134,27 +165,27 @@ fn usage_of(u: UsageJson) -> Usage {
     Usage {
         prompt_tokens: u.prompt_tokens,
         completion_tokens: u.completion_tokens,
-        cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+        cached_tokens: u.prompt_tokens_details.and_then(|d| d.0.cached_tokens),
     }
 }
 
 /// Classifies one event payload.
 pub fn inspect(payload: &[u8]) -> EventInfo {
-    match serde_json::from_slice::<Event<'_>>(payload) {
+    match serde_json::from_slice::<Obj<Event<'_>>>(payload).map(|e| e.0) {
         Ok(ev) => {
             let is_error = ev.error.is_some() || ev.object.as_deref() == Some("error");
             let choices = ev.choices.unwrap_or_default();
             let has_output = choices.first().is_some_and(|c| {
                 non_empty(&c.text)
-                    || c.delta.as_ref().is_some_and(Delta::has_output)
-                    || c.message.as_ref().is_some_and(Delta::has_output)
+                    || c.delta.as_ref().is_some_and(|d| d.has_output())
+                    || c.message.as_ref().is_some_and(|d| d.has_output())
             });
             EventInfo {
                 is_json: true,
                 is_error,
                 has_choices: !choices.is_empty(),
                 has_output,
-                usage: ev.usage.map(usage_of),
+                usage: ev.usage.map(|u| usage_of(u.0)),
                 malformed: false,
             }
         }
@@ -220,8 +251,9 @@ fn value_has_output(d: &Value) -> bool {
             })
 }
 
-/// The generic path for events whose fields have unexpected types.
-fn inspect_value(v: &Value) -> EventInfo {
+/// The generic path for events whose fields have unexpected types: classifies an already-parsed event.
+/// [`inspect`] agrees with it on every JSON payload (checked by the fuzz tests).
+pub fn inspect_value(v: &Value) -> EventInfo {
     let Some(obj) = v.as_object() else {
         return EventInfo {
             is_json: true,

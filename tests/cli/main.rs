@@ -5,6 +5,7 @@ mod common;
 mod embeddings;
 mod errors;
 mod examples;
+mod fault_mix;
 mod faults;
 mod interrupt;
 mod interrupt_trials;
