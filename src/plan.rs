@@ -148,11 +148,15 @@ impl DatasetKind {
             .map_or("?", |(n, _)| n)
     }
 
-    /// Image datasets read a local copy of the hub dataset: a folder of parquet or webdataset shards.
+    /// Datasets that also take a local copy of the hub dataset as a folder (image shards, ShareGPT files).
     pub fn reads_folders(self) -> bool {
         matches!(
             self,
-            DatasetKind::Flickr8k | DatasetKind::KontextBench | DatasetKind::MmmuMultiImage
+            DatasetKind::Flickr8k
+                | DatasetKind::KontextBench
+                | DatasetKind::MmmuMultiImage
+                | DatasetKind::ShareGptZh
+                | DatasetKind::ShareGptEn
         )
     }
 
