@@ -22,6 +22,8 @@ pub mod runner;
 pub mod shutdown;
 pub mod sim;
 pub mod store;
+pub mod tokenizer;
+pub mod visualizer;
 
 /// Exit code for usage errors (bad flags or input).
 pub const EXIT_USAGE: i32 = 2;
@@ -58,7 +60,17 @@ pub fn run(cli: cli::Cli) -> i32 {
         }
     };
     let limit = plan.runs.iter().map(|r| r.total()).max().unwrap_or(1) as usize;
-    let items = match dataset::load(&plan, limit) {
+    let tokenizer = match &plan.tokens.tokenizer_path {
+        Some(spec) => match tokenizer::Tokenizer::load(spec) {
+            Ok(t) => Some(std::sync::Arc::new(t)),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return EXIT_USAGE;
+            }
+        },
+        None => None,
+    };
+    let items = match dataset::Prompts::load(&plan, tokenizer, limit) {
         Ok(items) => items,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -105,6 +105,14 @@ impl PyFormatter {
         }
     }
 
+    /// `json.dump(v, f, indent=2, ensure_ascii=False)`.
+    pub fn indent2() -> Self {
+        PyFormatter {
+            indent: Some(b"  "),
+            ..Self::compact()
+        }
+    }
+
     /// serde_json turns non-finite floats into `null` before a formatter sees them; with this set, `null`
     /// is written as Python's `NaN`. Only for documents that have no real nulls (the percentile table).
     pub fn nan_for_null(mut self) -> Self {

@@ -102,6 +102,8 @@ pub struct RequestRecord {
     pub response_bytes: Vec<u8>,
     /// Byte ranges of the individual payloads inside `response_bytes`.
     pub response_spans: Vec<(u32, u32)>,
+    /// Prompt tokens llmperf meant the server to count (token-exact datasets), set by the aggregator.
+    pub intended_prompt_tokens: Option<u64>,
 }
 
 impl RequestRecord {
@@ -125,6 +127,7 @@ impl RequestRecord {
             usage: Usage::default(),
             response_bytes: Vec::new(),
             response_spans: Vec::new(),
+            intended_prompt_tokens: None,
         }
     }
 

@@ -1,4 +1,6 @@
 //! API plugins: how a request body is built and how one response event is read.
 
+pub mod embedding;
 pub mod openai;
 pub mod openai_event;
+pub mod usage_fallback;

@@ -20,8 +20,9 @@ pub struct Cli {
     #[arg(long, help_heading = "Endpoint")]
     pub model: Option<String>,
 
-    /// API plugin: `openai` (chat/completions and completions) or `mock` (the built-in simulator, started
-    /// in-process on a free loopback port; see the Simulator options).
+    /// API plugin: `openai` (chat/completions and completions), `openai_embedding`/`embedding`
+    /// (`/v1/embeddings`), `openai_rerank`/`rerank` (`/v1/reranks`), or `mock` (the built-in simulator,
+    /// started in-process on a free loopback port; see the Simulator options).
     #[arg(long, default_value = "openai", help_heading = "Endpoint")]
     pub api: String,
 
@@ -129,7 +130,10 @@ pub struct Cli {
     pub query_template: Option<String>,
 
     /// Dataset: `openqa` (JSONL with a `question` field), `line_by_line` (text lines, JSON message lists or
-    /// whole JSON bodies), `custom` (text lines). Read from `--dataset-path`.
+    /// whole JSON bodies), `custom` (text lines), `longalpaca`, `share_gpt_zh`, `share_gpt_en`, `embedding`,
+    /// `embedding_batch`, `rerank`, `flickr8k`, `kontext_bench`, `mmmu_multi_image` (all read from
+    /// `--dataset-path`); synthetic: `random`, `random_vl`, `random_embedding`, `random_embedding_batch`,
+    /// `random_rerank` (need `--tokenizer-path`), `speed_benchmark`, `speed_benchmark_long`.
     #[arg(long, default_value = "openqa", help_heading = "Prompts")]
     pub dataset: String,
 
@@ -137,11 +141,13 @@ pub struct Cli {
     #[arg(long, help_heading = "Prompts")]
     pub dataset_path: Option<String>,
 
-    /// Drop dataset prompts longer than this many characters.
+    /// Drop dataset prompts longer than this (tokens with `--tokenizer-path`, else characters); `random`:
+    /// the longest prompt drawn, in tokens.
     #[arg(long, default_value_t = 131072, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Prompts")]
     pub max_prompt_length: u64,
 
-    /// Drop dataset prompts shorter than this many characters.
+    /// Drop dataset prompts shorter than this (tokens with `--tokenizer-path`, else characters); `random`:
+    /// the shortest prompt drawn, in tokens.
     #[arg(long, default_value_t = 0, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Prompts")]
     pub min_prompt_length: u64,
 
@@ -157,6 +163,59 @@ pub struct Cli {
     /// Send plain `{"prompt": …}` bodies.
     #[arg(long, overrides_with = "apply_chat_template", help_heading = "Prompts")]
     pub no_apply_chat_template: bool,
+
+    /// Tokenizer for token-exact datasets (`random*`), `--tokenize-prompt` and counting tokens when the
+    /// server reports no usage: a folder holding `tokenizer.json` (and `tokenizer_config.json` with the chat
+    /// template), a `tokenizer.json` file, or a hub id such as `Qwen/Qwen3-4B` found in the local Hugging
+    /// Face or ModelScope cache (llmperf does not download).
+    #[arg(long, value_name = "PATH|ORG/NAME", help_heading = "Prompts")]
+    pub tokenizer_path: Option<String>,
+
+    /// Send token ids (`{"prompt": [ids]}`) to the completions endpoint instead of text, so the server sees
+    /// exactly the intended number of tokens; a `…/chat/completions` URL becomes `…/completions`. Needs
+    /// `--tokenizer-path`.
+    #[arg(long, help_heading = "Prompts")]
+    pub tokenize_prompt: bool,
+
+    /// `random`: tokens of a random prefix put before every prompt (shared, so a server can cache it).
+    #[arg(long, default_value_t = 0, help_heading = "Prompts")]
+    pub prefix_length: u64,
+
+    /// `random`: number of distinct prefixes, given to requests round-robin (needs `--prefix-length` > 0).
+    #[arg(long, default_value_t = 1, help_heading = "Prompts")]
+    pub prefix_count: u64,
+
+    /// `random`: offset into the vocabulary windows; advanced by `--number` after each run of a sweep so
+    /// consecutive runs send different prompts.
+    #[arg(long, default_value_t = 0, help_heading = "Prompts")]
+    pub dataset_offset: u64,
+
+    /// Dataset options as a JSON object: `target_input_len` (fit prompts to this many tokens),
+    /// `input_len_mode` (`cap` keeps shorter prompts, `drop` drops them), `prefix_file` (real text
+    /// prepended up to the target), `prefix_role` (`system` or `user`).
+    #[arg(long, value_name = "JSON", value_parser = parse_json_object, help_heading = "Prompts")]
+    pub dataset_args: Option<serde_json::Map<String, serde_json::Value>>,
+
+    /// `random_vl`: image width in pixels.
+    #[arg(long, default_value_t = 224, help_heading = "Prompts")]
+    pub image_width: u32,
+
+    /// `random_vl`: image height in pixels.
+    #[arg(long, default_value_t = 224, help_heading = "Prompts")]
+    pub image_height: u32,
+
+    /// `random_vl`: pixel format of the PNG images: `RGB`, `RGBA` or `L` (grey).
+    #[arg(long, default_value = "RGB", help_heading = "Prompts")]
+    pub image_format: String,
+
+    /// `random_vl`: images per request.
+    #[arg(long, default_value_t = 1, help_heading = "Prompts")]
+    pub image_num: u32,
+
+    /// `random_vl`: patch size in pixels for the client-side image token estimate
+    /// `ceil(h/p) * ceil(w/p)` used when the server reports no usage.
+    #[arg(long, default_value_t = 28, help_heading = "Prompts")]
+    pub image_patch_size: u32,
 
     // ── Generation parameters (request body) ────────────────────────────────────────────────────────
     /// `max_tokens`: one value, or two (`MIN MAX`) to draw each request's value uniformly.
@@ -262,6 +321,31 @@ pub struct Cli {
     /// Debug logging: request starts and response chunks (secrets masked).
     #[arg(long, help_heading = "Output")]
     pub debug: bool,
+
+    /// Keep `<root>/progress.json` up to date during the sweep (status, requests done / total, percent,
+    /// current run), as evalscope does.
+    #[arg(long, help_heading = "Output")]
+    pub enable_progress_tracker: bool,
+
+    // ── Visualizer ───────────────────────────────────────────────────────────────────────────────────
+    /// Log the running metrics after every request, and each run's summary, to an experiment tracker
+    /// through its Python SDK (a `python3` child process, or `$LLMPERF_PYTHON`; `pip install <name>` first).
+    #[arg(long, value_parser = ["wandb", "swanlab", "clearml"], help_heading = "Visualizer")]
+    pub visualizer: Option<String>,
+
+    /// Deprecated (use `--visualizer wandb` and `WANDB_API_KEY`): W&B API key; implies `--visualizer
+    /// wandb`. Handed to the tracker through its environment only, never written to a file or log.
+    #[arg(long, value_name = "KEY", help_heading = "Visualizer")]
+    pub wandb_api_key: Option<String>,
+
+    /// Deprecated (use `--visualizer swanlab` and `SWANLAB_API_KEY`): SwanLab API key, or `local` for
+    /// SwanLab's local mode; implies `--visualizer swanlab`. Never written to a file or log.
+    #[arg(long, value_name = "KEY", help_heading = "Visualizer")]
+    pub swanlab_api_key: Option<String>,
+
+    /// SwanLab server for a self-hosted SwanLab (with `--visualizer swanlab`).
+    #[arg(long, value_name = "URL", help_heading = "Visualizer")]
+    pub swanlab_host: Option<String>,
 
     // ── Simulator (`--api mock`) ─────────────────────────────────────────────────────────────────────
     /// Simulator: time to first token, in milliseconds.

@@ -18,6 +18,9 @@ use crate::engine::sse::SseFramer;
 use crate::plan::RunPlan;
 use crate::record::{FailureKind, RequestRecord};
 
+/// Attempts per request when a pooled connection turns out to be closed before any answer.
+const STALE_RETRIES: u32 = 3;
+
 /// Longest error body kept in a record (the rest is cut, with a note).
 const MAX_ERROR_BYTES: usize = 4096;
 
@@ -38,6 +41,8 @@ pub struct HttpClient {
     total_timeout: Duration,
     read_timeout: Option<Duration>,
     debug: bool,
+    /// A success without usage is kept (its tokens are counted later, off the request path).
+    usage_counted_later: bool,
 }
 
 fn header_map(plan: &RunPlan) -> Result<HeaderMap> {
@@ -89,6 +94,7 @@ impl HttpClient {
             total_timeout: plan.timeouts.total,
             read_timeout: plan.timeouts.read,
             debug: plan.debug,
+            usage_counted_later: plan.tokens.tokenizer_path.is_some() || plan.api.input_only(),
         })
     }
 
@@ -101,6 +107,10 @@ impl HttpClient {
     /// a failed record with its kind and text.
     pub async fn send(&self, mut record: RequestRecord) -> RequestRecord {
         let body = record.request.clone();
+        if !record.success && !record.is_stream {
+            // evalscope counts a failure as a stream request when its body asked for one.
+            record.is_stream = body_requests_stream(&record.request);
+        }
         if self.debug {
             tracing::debug!(
                 index = record.index,
@@ -134,20 +144,29 @@ impl HttpClient {
     }
 
     async fn exchange(&self, record: &mut RequestRecord, body: Arc<str>) {
-        let sent = self
-            .client
-            .post(self.url.clone())
-            .body(reqwest::Body::from(bytes::Bytes::from_owner(SharedBody(
-                body,
-            ))))
-            .send()
-            .await;
-        let mut resp = match sent {
-            Ok(r) => r,
-            Err(e) => {
-                let at = Instant::now();
-                self.fail_with(record, &e, at);
-                return;
+        let body = bytes::Bytes::from_owner(SharedBody(body));
+        let mut attempt = 1;
+        let mut resp = loop {
+            let sent = self
+                .client
+                .post(self.url.clone())
+                .body(reqwest::Body::from(body.clone()))
+                .send()
+                .await;
+            match sent {
+                Ok(r) => break r,
+                // A pooled connection the server had already closed (llama.cpp closes after every
+                // streamed response despite `Keep-Alive`): nothing was answered, so the request was not
+                // served. Send it again on a fresh connection, timed from the new attempt.
+                Err(e) if attempt < STALE_RETRIES && is_stale_connection(&e) => {
+                    attempt += 1;
+                    record.sent_at = Instant::now();
+                }
+                Err(e) => {
+                    let at = Instant::now();
+                    self.fail_with(record, &e, at);
+                    return;
+                }
             }
         };
         let status = resp.status();
@@ -159,7 +178,6 @@ impl HttpClient {
             .unwrap_or("")
             .to_ascii_lowercase();
         if status != reqwest::StatusCode::OK {
-            record.is_stream = body_requests_stream(&record.request);
             let retry_after = resp
                 .headers()
                 .get(reqwest::header::RETRY_AFTER)
@@ -205,7 +223,7 @@ impl HttpClient {
                 }
             }
         }
-        finish(record);
+        finish(record, self.usage_counted_later);
     }
 
     /// Fails `record` with a transport error, its kind and one line of text.
@@ -266,13 +284,14 @@ impl HttpClient {
 }
 
 /// Success rules after a complete response: an in-band error fails; a response without usage fails
-/// (no tokenizer to count with) — evalscope would abort the whole run instead.
-fn finish(record: &mut RequestRecord) {
+/// unless `counted_later` (a tokenizer, or an input-only API, will count it in the aggregator) — evalscope
+/// would abort the whole run instead.
+fn finish(record: &mut RequestRecord, counted_later: bool) {
     if record.failure.is_some() {
         record.success = false;
         return;
     }
-    if !has_usage(record) {
+    if !counted_later && !has_usage(record) {
         record.success = false;
         record.failure = Some(FailureKind::BadResponse);
         record.error = Some(
@@ -323,6 +342,18 @@ fn body_requests_stream(body: &str) -> bool {
         .ok()
         .and_then(|v| v.get("stream").and_then(|s| s.as_bool()))
         == Some(true)
+}
+
+/// `true` when the connection closed before any part of the response arrived (a stale pooled connection).
+fn is_stale_connection(e: &reqwest::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message();
+        }
+        cur = err.source();
+    }
+    false
 }
 
 /// The kind of a transport error. The total timeout is enforced outside reqwest, so a reqwest timeout is a
@@ -414,12 +445,14 @@ mod tests {
     fn missing_usage_fails_the_request() {
         let mut r = RequestRecord::new(0, false, Arc::from("{}"), Instant::now());
         r.is_stream = true;
-        finish(&mut r);
+        finish(&mut r, false);
         assert!(!r.success);
         assert_eq!(r.failure, Some(FailureKind::BadResponse));
         r.failure = None;
+        finish(&mut r, true);
+        assert!(r.success, "kept for counting later");
         r.usage.completion_tokens = Some(3);
-        finish(&mut r);
+        finish(&mut r, false);
         assert!(r.success);
     }
 

@@ -1,5 +1,6 @@
-//! The per-run console tables evalscope logs after each run: `Benchmarking summary:` and
-//! `Percentile results:` (tabulate `simple_outline`), plus llmperf's extra rows.
+//! The per-run console tables evalscope logs after each run: `Benchmarking summary:`,
+//! `Percentile results:` and `Workload throughput (N samples):` (tabulate `simple_outline`), plus llmperf's
+//! extra rows.
 //!
 //! Rows follow evalscope's `BenchmarkSummary.to_table`: sections `── General ──`, `── Latency ──`,
 //! `── Tokens ──`; `Stream / Non-Stream` only when both counts are positive; the TTFT / TPOT / ITL,
@@ -7,7 +8,7 @@
 //! when the server reported cached tokens. llmperf appends a `── llmperf ──` section (interrupted run,
 //! failures by kind) only when there is something to say, so evalscope's rows stay identical.
 
-use crate::metrics::{BenchmarkSummary, PercentileTable, PERCENTILE_LABELS};
+use crate::metrics::{BenchmarkSummary, PercentileTable, WorkloadThroughput, PERCENTILE_LABELS};
 
 use super::format::{unit_for_key, Unit};
 use super::table::{Align, SimpleOutline};
@@ -108,6 +109,32 @@ pub fn percentile_table(p: &PercentileTable) -> String {
         table.push(row);
     }
     format!("Percentile results:\n{}", table.render())
+}
+
+/// `Workload throughput (N samples):` and the workload table (`Metric (tok/s)`, `Overall`, `Last 30s`,
+/// `Steady (drop 20%)`; rates with 2 decimals). Lines joined by `\n`, no trailing newline.
+pub fn workload_table(w: &WorkloadThroughput) -> String {
+    let headers = vec![
+        "Metric (tok/s)".to_string(),
+        "Overall".to_string(),
+        w.last_label(),
+        w.steady_label(),
+    ];
+    let aligns = vec![Align::Left, Align::Right, Align::Right, Align::Right];
+    let mut table = SimpleOutline::new(headers, aligns);
+    for r in &w.rows {
+        table.push(vec![
+            r.metric.to_string(),
+            Unit::TokPerSec.fmt(r.overall),
+            Unit::TokPerSec.fmt(r.last_window),
+            Unit::TokPerSec.fmt(r.steady_state),
+        ]);
+    }
+    format!(
+        "Workload throughput ({} samples):\n{}",
+        w.n_samples,
+        table.render()
+    )
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 use super::samples::Sample;
 use super::{Accumulator, SummaryContext};
@@ -35,7 +35,10 @@ fn run_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
     for path in entries {
         if path.is_dir() {
             run_dirs(&path, out);
-        } else if path.file_name().is_some_and(|n| n == "benchmark_data.db") {
+        } else if path.file_name().is_some_and(|n| n == "benchmark_data.db")
+            // A golden copy may hold an empty placeholder where a large DB was left out.
+            && std::fs::metadata(&path).is_ok_and(|m| m.len() > 0)
+        {
             out.push(dir.to_path_buf());
         }
     }
@@ -68,7 +71,11 @@ fn parse_itl(text: &str) -> Vec<f64> {
 /// Feeds every stored row, in insertion order, into a fresh accumulator. Failed rows are labelled
 /// `http_status` (the goldens' only failure kind).
 fn replay(run: &Path) -> Accumulator {
-    let con = Connection::open(run.join("benchmark_data.db")).expect("open golden DB");
+    let con = Connection::open_with_flags(
+        run.join("benchmark_data.db"),
+        OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("open golden DB");
     let mut stmt = con
         .prepare(
             "SELECT start_time, completed_time, success, is_stream, latency, first_chunk_latency, \

@@ -65,6 +65,15 @@ pub(crate) fn message_json_indent2(message: &Message) -> String {
     format!("{{\n{}\n}}", body.join(",\n"))
 }
 
+/// `json.dumps(message)`: the message on one line (what a visualizer receives).
+pub(crate) fn message_json_compact(message: &Message) -> String {
+    let body: Vec<String> = message
+        .iter()
+        .map(|(key, value)| format!("{}: {}", Value::from(*key), value.repr()))
+        .collect();
+    format!("{{{}}}", body.join(", "))
+}
+
 /// Summary keys, as evalscope spells them.
 pub(crate) mod keys {
     pub const TEST_DURATION: &str = "Test Duration (s)";
@@ -92,6 +101,26 @@ pub(crate) mod keys {
     pub const WALL_INPUT_THROUGHPUT: &str = "Wall Input Throughput (tok/s)";
     pub const INTERRUPTED: &str = "Interrupted";
     pub const FAILURES_BY_KIND: &str = "Failures By Kind";
+    pub const AVG_INTENDED_INPUT_TOKENS: &str = "Avg Intended Input Tokens";
+    pub const AVG_INPUT_TOKEN_ERROR: &str = "Avg Input Token Error";
+    pub const MAX_INPUT_TOKEN_ERROR: &str = "Max Input Token Error";
+    pub const EXACT_INPUT_TOKENS_PCT: &str = "Exact Input Tokens (%)";
+}
+
+/// How far the server's `usage.prompt_tokens` was from the prompt length llmperf intended (token-exact
+/// datasets only): tells users when their tokenizer or chat template does not match the server's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct InputTokenError {
+    /// Successful requests with an intended length.
+    pub requests: u64,
+    /// `Avg Intended Input Tokens`.
+    pub avg_intended: f64,
+    /// `Avg Input Token Error`: mean of server − intended (signed).
+    pub avg_error: f64,
+    /// `Max Input Token Error`: the server − intended difference of largest magnitude (signed).
+    pub max_error: i64,
+    /// `Exact Input Tokens (%)`: share of requests where the server counted exactly the intended length.
+    pub exact_pct: f64,
 }
 
 /// llmperf's additions to the summary, written after every evalscope key.
@@ -104,6 +133,8 @@ pub struct SummaryExtras {
     /// `Wall Input Throughput (tok/s)`: Σprompt tokens of successes / test duration, for input-only
     /// (embedding / rerank) runs, whose evalscope `Input Throughput (tok/s)` is Σtokens / Σlatency.
     pub wall_input_throughput: Option<f64>,
+    /// Server vs intended prompt tokens, when the dataset knows the intended length.
+    pub input_token_error: Option<InputTokenError>,
 }
 
 /// One run's summary (evalscope's `BenchmarkSummary`), values already rounded as evalscope rounds them
@@ -251,6 +282,12 @@ impl BenchmarkSummary {
                 .collect();
             put(keys::FAILURES_BY_KIND, Value::Object(kinds));
         }
+        if let Some(e) = &self.extras.input_token_error {
+            put(keys::AVG_INTENDED_INPUT_TOKENS, e.avg_intended.into());
+            put(keys::AVG_INPUT_TOKEN_ERROR, e.avg_error.into());
+            put(keys::MAX_INPUT_TOKEN_ERROR, e.max_error.into());
+            put(keys::EXACT_INPUT_TOKENS_PCT, e.exact_pct.into());
+        }
         pyjson::dumps_indent4(&m)
     }
 }
@@ -292,6 +329,7 @@ mod tests {
             interrupted: true,
             failures_by_kind: vec![("http_status".into(), 3), ("timeout".into(), 1)],
             wall_input_throughput: None,
+            input_token_error: None,
         };
         let s = BenchmarkSummary::from_message(&msg, extras);
         assert_eq!(s.concurrency, 4);

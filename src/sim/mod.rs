@@ -21,6 +21,9 @@
 //! * `POST /v1/embeddings` — `{"object":"list","data":[{"object":"embedding","index":i,"embedding":[8
 //!   floats]}],"model":M,"usage":{"prompt_tokens":P,"total_tokens":P}}` after `ttft`; one vector per input
 //!   string (or per token-id list in a list of lists).
+//! * `POST /v1/rerank`, `/v1/reranks`, `/rerank` — `{"id":…,"model":M,"results":[{"index":i,
+//!   "relevance_score":1/(i+1)}…],"usage":{"total_tokens":Q+D}}` after `ttft`: one result per document,
+//!   tokens = words of the query plus words of every document (vLLM reports only `total_tokens`).
 //! * `GET /v1/models` — one model: the `model` of the most recent request, else `"mock-model"`.
 //! * `GET /health` — `{"status":"ok"}`.
 //! * Anything else: 404 `{"error":{"message":…,"type":"not_found","code":404}}`; a known path with the

@@ -29,6 +29,10 @@ pub(crate) struct GenRequest {
     pub input: Option<Count>,
     /// A fault to inject into this request's response (see `fault.rs`).
     pub llmperf_fault: Option<String>,
+    /// Rerank query.
+    pub query: Option<Count>,
+    /// Rerank documents.
+    pub documents: Option<Count>,
 }
 
 /// `stream_options`.

@@ -60,12 +60,28 @@ pub(crate) async fn handle(
         ("/v1/chat/completions", &Method::POST) => Some(Api::Chat),
         ("/v1/completions", &Method::POST) => Some(Api::Completion),
         ("/v1/embeddings", &Method::POST) => None,
+        ("/v1/rerank" | "/v1/reranks" | "/rerank", &Method::POST) => {
+            return Ok(match serde_json::from_slice::<GenRequest>(&body) {
+                Ok(request) => {
+                    let model = shared.note_model(request.model.as_deref());
+                    rerank(&shared, &request, &model, received, received_s).await
+                }
+                Err(e) => error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("invalid JSON body: {e}"),
+                    "invalid_request_error",
+                ),
+            });
+        }
         ("/v1/models", &Method::GET) => return Ok(models(&shared)),
         ("/health", &Method::GET) => return Ok(json(StatusCode::OK, r#"{"status":"ok"}"#)),
         (
             "/v1/chat/completions"
             | "/v1/completions"
             | "/v1/embeddings"
+            | "/v1/rerank"
+            | "/v1/reranks"
+            | "/rerank"
             | "/v1/models"
             | "/health",
             m,
@@ -281,6 +297,53 @@ async fn embeddings(
             prompt_tokens: p,
             completion_tokens: 0,
             path: "/v1/embeddings".to_string(),
+            stream: false,
+            request_id: id,
+        });
+    }
+    json(StatusCode::OK, out)
+}
+
+/// `/v1/rerank(s)`: one result per document, sorted by a made-up score, after `ttft`; usage reports only
+/// `total_tokens` (query words + document words), as vLLM does.
+async fn rerank(
+    shared: &Shared,
+    request: &GenRequest,
+    model: &str,
+    received: Instant,
+    received_s: f64,
+) -> Response<SimBody> {
+    let (Some(query), Some(docs)) = (request.query, request.documents) else {
+        return missing(if request.query.is_none() {
+            "query"
+        } else {
+            "documents"
+        });
+    };
+    let id = shared.next_id();
+    sleep_until(received + shared.cfg.ttft).await;
+    let mut out = format!(
+        r#"{{"id":"rerank-{id}","model":{},"results":["#,
+        json_string(model)
+    );
+    for i in 0..docs.items {
+        if i > 0 {
+            out.push(',');
+        }
+        let score = 1.0 / (i + 1) as f64;
+        out.push_str(&format!(r#"{{"index":{i},"relevance_score":{score:?}}}"#));
+    }
+    let total = query.tokens + docs.tokens;
+    out.push_str(&format!(r#"],"usage":{{"total_tokens":{total}}}}}"#));
+    if shared.cfg.record_truth {
+        let t = clock::now_s();
+        shared.truth.push(TruthRecord {
+            received_s,
+            first_token_s: Some(t),
+            last_token_s: Some(t),
+            prompt_tokens: total,
+            completion_tokens: 0,
+            path: "/v1/rerank".to_string(),
             stream: false,
             request_id: id,
         });

@@ -49,7 +49,7 @@ fn usage_errors_name_the_flag_and_the_fix_and_write_nothing() {
     let cases: Vec<(Vec<&str>, &str, &str)> = vec![
         (vec!["--prompt", "x"], "--model", "e.g. --model"),
         (vec!["--model", " ", "--prompt", "x"], "--model", "is required"),
-        (vec!["--api", "bogus"], "--api", "use one of: openai, mock"),
+        (vec!["--api", "bogus"], "--api", "use one of: openai,"),
         (vec!["--url", "not a url"], "--url", "expected e.g. http://"),
         (vec!["--url", "ftp://h/v1"], "--url", "http:// or https://"),
         (vec!["--url"], "--url", "a value is required"),

@@ -2,11 +2,19 @@
 
 mod bad_input;
 mod common;
+mod embeddings;
 mod errors;
+mod examples;
 mod fault_mix;
 mod faults;
 mod interrupt;
 mod interrupt_trials;
+mod keepalive;
+mod media;
 mod outputs;
+mod report;
 mod requests;
 mod secrets;
+mod tokens;
+mod visualizer;
+mod workload;
