@@ -7,3 +7,4 @@
 mod common;
 mod generation;
 mod server;
+mod tokens;
