@@ -3,8 +3,9 @@
 //! token ids (`--tokenize-prompt`) and text (decode/re-encode convergence), each turned into request
 //! bodies as a run does.
 //!
-//! Run: `cargo run --release --example random_dataset -- [TOKENIZER_DIR] [REQUESTS] [TOKENS] [ids|text]`
-//! (defaults: `../shared/tokenizers/qwen3`, 10000, 8192, both modes).
+//! Run: `cargo run --release --example random_dataset -- [TOKENIZER_DIR] [REQUESTS] [TOKENS] [ids|text|verify]`
+//! (defaults: `../shared/tokenizers/qwen3`, 10000, 8192, both modes; `verify` compares the fast text path
+//! with whole-window re-encoding).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,6 +38,31 @@ fn main() -> anyhow::Result<()> {
     let requests: usize = args.get(2).map_or(Ok(10_000), |s| s.parse())?;
     let tokens: u64 = args.get(3).map_or(Ok(8192), |s| s.parse())?;
     let threads = default_threads();
+    if args.get(4).map(String::as_str) == Some("verify") {
+        // The fast (stitched) text path against whole-window re-encoding: every prompt must be identical.
+        let fast = RandomText::new(
+            Vocab::new(Arc::new(Tokenizer::load(&dir)?))?,
+            (tokens, tokens),
+            0,
+            0,
+            1,
+            false,
+        )?;
+        let slow = fast.clone().without_fast_path();
+        let draws = fast.draws(requests, 0, 7);
+        let mut differ = 0;
+        generate_batched(
+            requests,
+            threads,
+            |i| Ok((fast.item(&draws, i)?, slow.item(&draws, i)?)),
+            |_, (a, b)| differ += usize::from(a != b),
+        )?;
+        println!(
+            "verify: {requests} prompts of {tokens} tokens, {differ} differ; stitched/whole {:?}",
+            fast.fast_path_stats()
+        );
+        return Ok(());
+    }
     let modes: Vec<bool> = match args.get(4).map(String::as_str) {
         Some("ids") => vec![true],
         Some("text") => vec![false],
@@ -76,8 +102,9 @@ fn main() -> anyhow::Result<()> {
             },
         )?;
         let secs = t.elapsed().as_secs_f64();
+        let (stitched, whole) = gen.fast_path_stats();
         println!(
-            "{:<14} {secs:>7.2} s  {:>10.0} tokens/s  bodies {:>7.1} MiB  off-target tokens {off_target}  peak RSS {:.0} MiB",
+            "{:<14} {secs:>7.2} s  {:>10.0} tokens/s  bodies {:>7.1} MiB  off-target tokens {off_target}  peak RSS {:.0} MiB  encodings stitched/whole {stitched}/{whole}",
             if tokenize_prompt { "token ids" } else { "text" },
             (requests as f64 * tokens as f64) / secs,
             body_bytes as f64 / (1024.0 * 1024.0),

@@ -75,6 +75,12 @@ impl Vocab {
         })
     }
 
+    /// `len` consecutive allowed ids from position `start`, wrapping around.
+    pub fn allowed_window(&self, start: usize, len: usize) -> Vec<u32> {
+        let n = self.allowed.len();
+        (0..len).map(|k| self.allowed[(start + k) % n]).collect()
+    }
+
     /// A uniformly drawn allowed id.
     pub fn draw(&self, rng: &mut impl Rng) -> u32 {
         self.allowed[rng.random_range(0..self.allowed.len())]
@@ -118,6 +124,8 @@ pub struct RandomText {
     prefix_length: u64,
     prefix_count: u64,
     tokenize_prompt: bool,
+    /// Precomputed encoding of the vocabulary sequence (text mode, byte-level tokenizers).
+    corpus: Option<Arc<corpus::Corpus>>,
 }
 
 /// What one run's generation needs.
@@ -159,6 +167,18 @@ impl RandomText {
             );
         }
         tracing::info!("Sampling input lengths from [{lo}, {hi})");
+        let corpus = if tokenize_prompt {
+            None
+        } else {
+            let started = std::time::Instant::now();
+            let c = corpus::Corpus::build(&vocab, hi as usize)?.map(Arc::new);
+            tracing::debug!(
+                "random: vocabulary sequence encoded in {:.2} s (fast re-encoding: {})",
+                started.elapsed().as_secs_f64(),
+                c.is_some()
+            );
+            c
+        };
         Ok(RandomText {
             vocab,
             lo,
@@ -166,7 +186,25 @@ impl RandomText {
             prefix_length,
             prefix_count,
             tokenize_prompt,
+            corpus,
         })
+    }
+
+    /// The same settings without the precomputed sequence: every window is decoded and re-encoded whole
+    /// (for comparisons).
+    pub fn without_fast_path(mut self) -> Self {
+        self.corpus = None;
+        self
+    }
+
+    /// Whether text windows are re-encoded through the precomputed sequence.
+    pub fn has_fast_path(&self) -> bool {
+        self.corpus.is_some()
+    }
+
+    /// `(stitched, whole)` encodings done so far by the fast path (`(0, 0)` without it).
+    pub fn fast_path_stats(&self) -> (u64, u64) {
+        self.corpus.as_ref().map_or((0, 0), |c| c.stats())
     }
 
     /// The allowed vocabulary.
@@ -243,7 +281,10 @@ impl RandomText {
             });
         }
         let mut rng = ChaCha8Rng::seed_from_u64(d.seeds[i]);
-        let (text, mismatch) = self.vocab.converge(ids, target, &mut rng)?;
+        let (text, mismatch) = match &self.corpus {
+            Some(c) => c.converge(prefix, start as usize, len as usize, target, &mut rng)?,
+            None => self.vocab.converge(ids, target, &mut rng)?,
+        };
         Ok(Generated {
             prompt: RandomPrompt::Text(text),
             target_tokens: target as u64,
@@ -302,5 +343,6 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+mod corpus;
 #[cfg(test)]
 mod tests;

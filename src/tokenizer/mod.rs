@@ -28,6 +28,9 @@ const SPECIAL_KEYS: [&str; 7] = [
     "mask_token",
 ];
 
+/// A token's `(start, end)` byte offsets in the encoded text.
+pub type ByteSpan = (usize, usize);
+
 /// A loaded tokenizer with its chat template. `Send + Sync`.
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
@@ -191,6 +194,50 @@ impl Tokenizer {
             .len())
     }
 
+    /// Token ids of `text` with each token's byte span in `text` (no special tokens added).
+    pub fn encode_spans(&self, text: &str) -> Result<(Vec<u32>, Vec<ByteSpan>)> {
+        let enc = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| anyhow!("tokenizing: {e}"))?;
+        Ok((enc.get_ids().to_vec(), enc.get_offsets().to_vec()))
+    }
+
+    /// The raw bytes of every token id (byte-level BPE: the token strings through GPT-2's byte↔unicode
+    /// table; added tokens: their content), when decoding is exactly "concatenate the bytes, then UTF-8
+    /// with replacement" — checked on a sample of ids. `None` for other tokenizers.
+    pub fn byte_table(&self) -> Option<Vec<Vec<u8>>> {
+        let unicode_to_byte = byte_level_inverse();
+        let added = self.inner.get_added_tokens_decoder();
+        let n = self.vocab_size();
+        let mut table = Vec::with_capacity(n);
+        for id in 0..n as u32 {
+            if let Some(t) = added.get(&id) {
+                table.push(t.content.as_bytes().to_vec());
+                continue;
+            }
+            let token = self.inner.id_to_token(id)?;
+            let bytes: Option<Vec<u8>> = token
+                .chars()
+                .map(|c| unicode_to_byte.get(&c).copied())
+                .collect();
+            table.push(bytes?);
+        }
+        // Check the claim on a spread of ids (and all special ones, which decode kept).
+        let step = (n / 997).max(1);
+        let sample: Vec<u32> = (0..n as u32).step_by(step).collect();
+        for chunk in sample.chunks(61) {
+            let bytes: Vec<u8> = chunk
+                .iter()
+                .flat_map(|&i| table[i as usize].iter().copied())
+                .collect();
+            if self.decode(chunk).ok()? != String::from_utf8_lossy(&bytes) {
+                return None;
+            }
+        }
+        Some(table)
+    }
+
     /// Text of `ids`, special tokens dropped (`skip_special_tokens=True`).
     pub fn decode_skip_special(&self, ids: &[u32]) -> Result<String> {
         self.inner
@@ -261,6 +308,28 @@ impl Tokenizer {
     ) -> Result<usize> {
         self.count(&self.render_chat(messages, true, kwargs)?)
     }
+}
+
+/// GPT-2's byte-level table inverted: the unicode character each byte is written as → the byte.
+fn byte_level_inverse() -> std::collections::HashMap<char, u8> {
+    let mut printable: Vec<u32> = (u32::from('!')..=u32::from('~'))
+        .chain(u32::from('¡')..=u32::from('¬'))
+        .chain(u32::from('®')..=u32::from('ÿ'))
+        .collect();
+    let mut chars = printable.clone();
+    let mut extra = 0;
+    for b in 0..256u32 {
+        if !printable.contains(&b) {
+            printable.push(b);
+            chars.push(256 + extra);
+            extra += 1;
+        }
+    }
+    printable
+        .iter()
+        .zip(&chars)
+        .filter_map(|(&b, &c)| Some((char::from_u32(c)?, b as u8)))
+        .collect()
 }
 
 #[cfg(test)]

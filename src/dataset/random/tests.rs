@@ -79,3 +79,33 @@ fn template_tokens_shrink_the_bounds() {
     let r = RandomText::new(vocab, (512, 512), 12, 0, 1, false).unwrap();
     assert!(all(&r, 3, 0, 1, 1).iter().all(|g| g.target_tokens == 500));
 }
+
+fn smollm2() -> Arc<Tokenizer> {
+    let root = std::env::var("LLMPERF_SHARED_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
+    Arc::new(Tokenizer::load(&format!("{root}/tokenizers/smollm2-135m-instruct")).unwrap())
+}
+
+/// The stitched re-encoding gives exactly what decoding and re-encoding whole windows gives.
+#[test]
+fn fast_path_matches_whole_window_reencoding() {
+    for (tok, prefix) in [(qwen3(), 0), (smollm2(), 24), (qwen3(), 40)] {
+        let vocab = Vocab::new(tok).unwrap();
+        let fast = RandomText::new(vocab, (1, 2500), 0, prefix, 1, false).unwrap();
+        assert!(
+            fast.has_fast_path(),
+            "byte-level BPE tokenizers get the fast path"
+        );
+        let slow = fast.clone().without_fast_path();
+        for seed in [1, 2] {
+            let a = all(&fast, 24, 7, seed, 2);
+            let b = all(&slow, 24, 7, seed, 2);
+            assert_eq!(a, b, "seed {seed}");
+        }
+        let (stitched, whole) = fast.fast_path_stats();
+        assert!(
+            stitched > whole,
+            "most encodings are stitched: {stitched}/{whole}"
+        );
+    }
+}
