@@ -68,6 +68,11 @@ pub fn float_repr(v: f64) -> String {
     }
 }
 
+/// Appends Python's `repr(v)` to `out` (the store's pickle encoder writes float lists with it).
+pub fn write_float_repr(out: &mut String, v: f64) {
+    out.push_str(&float_repr(v));
+}
+
 /// Python's `round(v, ndigits)` for floats: the correctly rounded decimal value, read back as a float.
 pub fn round(v: f64, ndigits: u32) -> f64 {
     if !v.is_finite() {

@@ -12,11 +12,14 @@
 //! instead, so a misbehaving server can never make the writer fail. Integers beyond `u64` arrive as `float`
 //! (serde_json without `arbitrary_precision`), where Python would keep an `int`.
 //!
+//! The common case takes a direct path ([`super::fast_pickle`]): the same opcodes written straight from the
+//! JSON bytes; a payload it does not handle exactly goes through the serde path above, one payload at a time.
+//!
 //! The pickle is protocol 3 (Python reads every protocol; evalscope's own are protocol 4, which only adds
 //! framing and memo opcodes, so bytes differ while the unpickled objects are equal).
 
 use base64::Engine as _;
-use serde::ser::{Error as _, SerializeSeq as _};
+use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
 
 /// One raw payload, pickled as the Python object its JSON denotes, or as a `str` when `as_text` is set.
@@ -37,19 +40,23 @@ impl Serialize for Payload<'_> {
     }
 }
 
-/// The whole list: `payloads()` yields the raw payloads afresh on each call; `text_mask`, when given, marks
-/// (by position) the payloads to store as `str`.
+/// The whole list through the serde path: `payloads()` yields the raw payloads afresh on each call;
+/// `text_mask`, when given, marks (by position) the payloads to store as `str`. The reference the direct
+/// path is checked against.
+#[cfg(test)]
 struct PayloadList<'m, F> {
     payloads: F,
     text_mask: Option<&'m [bool]>,
 }
 
+#[cfg(test)]
 impl<'p, 'm, F, I> Serialize for PayloadList<'m, F>
 where
     F: Fn() -> I,
     I: Iterator<Item = &'p [u8]>,
 {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq as _;
         let mut seq = serializer.serialize_seq(Some((self.payloads)().count()))?;
         for (i, bytes) in (self.payloads)().enumerate() {
             let as_text = self
@@ -61,13 +68,48 @@ where
     }
 }
 
+/// `base64(pickle.dumps(list))` through the serde path only, as the store wrote it before the direct path.
+#[cfg(test)]
+pub(super) fn encode_reference<'p, F, I>(payloads: F) -> String
+where
+    F: Fn() -> I,
+    I: Iterator<Item = &'p [u8]>,
+{
+    let pickle = |mask: Option<&[bool]>| {
+        let mut out = Vec::new();
+        let list = PayloadList {
+            payloads: &payloads,
+            text_mask: mask,
+        };
+        serde_pickle::to_writer(&mut out, &list, serde_pickle::SerOptions::new()).map(|()| out)
+    };
+    let bytes = pickle(None).unwrap_or_else(|_| {
+        let mask: Vec<bool> = payloads()
+            .map(|p| serde_json::from_slice::<serde::de::IgnoredAny>(p).is_err())
+            .collect();
+        pickle(Some(&mask)).unwrap_or_else(|_| {
+            let all_text = vec![true; mask.len()];
+            pickle(Some(&all_text)).expect("text payloads always pickle")
+        })
+    });
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// Reusable buffers for encoding `response_messages`; one per writer thread, so steady state allocates
 /// nothing beyond the largest response seen.
 #[derive(Default)]
 pub struct Encoder {
     pickle: Vec<u8>,
+    scratch: Vec<u8>,
     base64: String,
 }
+
+/// Pickle framing and list opcodes (protocol 3), as serde_pickle writes them.
+const PROTO_3: [u8; 2] = [0x80, 3];
+const STOP: u8 = b'.';
+const EMPTY_LIST: u8 = b']';
+const MARK: u8 = b'(';
+const APPENDS: u8 = b'e';
 
 impl Encoder {
     /// Returns `base64(pickle.dumps([json.loads(p) for p in payloads()]))`, non-JSON payloads as `str`.
@@ -78,37 +120,44 @@ impl Encoder {
         F: Fn() -> I,
         I: Iterator<Item = &'p [u8]>,
     {
-        if self.pickle_into(&payloads, None).is_err() {
-            // Rare path: find the payloads that are not single JSON values and store those as text.
-            let mask: Vec<bool> = payloads()
-                .map(|p| serde_json::from_slice::<serde::de::IgnoredAny>(p).is_err())
-                .collect();
-            if self.pickle_into(&payloads, Some(&mask)).is_err() {
-                // Unreachable for validated JSON and plain strings; still leave a well-formed value.
-                let all_text = vec![true; mask.len()];
-                let _ = self.pickle_into(&payloads, Some(&all_text));
+        let out = &mut self.pickle;
+        out.clear();
+        out.extend_from_slice(&PROTO_3);
+        out.push(EMPTY_LIST);
+        let any = payloads().next().is_some();
+        if any {
+            out.push(MARK);
+        }
+        let mut batch = 0;
+        for bytes in payloads() {
+            let start = out.len();
+            if super::fast_pickle::encode(bytes, out, &mut self.scratch).is_err() {
+                out.truncate(start);
+                let mut ser =
+                    serde_pickle::Serializer::new(&mut *out, serde_pickle::SerOptions::new());
+                let as_json = Payload {
+                    bytes,
+                    as_text: false,
+                };
+                if as_json.serialize(&mut ser).is_err() {
+                    // Not one valid JSON value: stored as a Python `str` of its text.
+                    out.truncate(start);
+                    super::fast_pickle::put_str(out, String::from_utf8_lossy(bytes).as_bytes());
+                }
+            }
+            batch += 1;
+            if batch == 1000 {
+                out.extend_from_slice(&[APPENDS, MARK]);
+                batch = 0;
             }
         }
+        if any {
+            out.push(APPENDS);
+        }
+        out.push(STOP);
         self.base64.clear();
         base64::engine::general_purpose::STANDARD.encode_string(&self.pickle, &mut self.base64);
         &self.base64
-    }
-
-    fn pickle_into<'p, F, I>(
-        &mut self,
-        payloads: &F,
-        text_mask: Option<&[bool]>,
-    ) -> serde_pickle::Result<()>
-    where
-        F: Fn() -> I,
-        I: Iterator<Item = &'p [u8]>,
-    {
-        self.pickle.clear();
-        let list = PayloadList {
-            payloads,
-            text_mask,
-        };
-        serde_pickle::to_writer(&mut self.pickle, &list, serde_pickle::SerOptions::new())
     }
 }
 
@@ -153,6 +202,94 @@ mod tests {
                 "[[18446744073709551615, -9223372036854775808, 2147483648, -1, 1000.0]]"
             );
         }
+    }
+
+    /// The direct path must write exactly the bytes the serde path writes.
+    #[test]
+    fn direct_path_matches_the_serde_path_byte_for_byte() {
+        let big_list = format!(
+            "[{}]",
+            (0..2500)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let big_map = format!(
+            "{{{}}}",
+            (0..1500)
+                .map(|i| format!("\"k{i}\": {i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        let too_deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let corpus: Vec<&[u8]> = vec![
+            br#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1764000000,"model":"m","choices":[{"index":0,"delta":{"content":"hello "},"logprobs":null,"finish_reason":null}]}"#,
+            br#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0}}}"#,
+            br#" { "a" : [ 1 , -2 , 3.5 , -0 , 0 , -0.0 , 1e3 , 1E-7 , 2147483647 , 2147483648 , -2147483648 , -2147483649 ] } "#,
+            br#"[9223372036854775807, 9223372036854775808, 18446744073709551615, 18446744073709551616, -9223372036854775808, -9223372036854775809, 123456789012345678, 1234567890123456789]"#,
+            r#"["esc \" \\ \/ \b \f \n \r \t", "\u00e9\u4e2d\ud83d\ude00", "raw é 中 😀", ""]"#.as_bytes(),
+            br#"{"dup": 1, "dup": 2, "e": {}, "l": [], "t": true, "f": false, "n": null}"#,
+            br#"[0.1, 0.30000000000000004, 1.7976931348623157e308, 5e-324, 1e300, -1e-300]"#,
+            big_list.as_bytes(),
+            big_map.as_bytes(),
+            deep.as_bytes(),
+            too_deep.as_bytes(),
+            // Not valid JSON, or not handled by the direct path: the serde path decides.
+            b"[DONE]",
+            br#"{"a":1} trailing"#,
+            b"\xff\xfe",
+            b"[\"\xff\"]",
+            br#"["\ud800"]"#,
+            br#"["\udc00x"]"#,
+            b"[\"raw\ncontrol\"]",
+            br#"[01]"#,
+            br#"[1,]"#,
+            br#"{"a" 1}"#,
+            br#"[1.2.3]"#,
+            br#"[-]"#,
+            br#"["\x"]"#,
+            br#"[tru]"#,
+            b"",
+            b"   ",
+        ];
+        let mut enc = Encoder::default();
+        for p in &corpus {
+            let got = enc.encode(|| std::iter::once(*p)).to_owned();
+            let want = encode_reference(|| std::iter::once(*p));
+            assert!(
+                got == want,
+                "payload {:?}",
+                String::from_utf8_lossy(&p[..p.len().min(80)])
+            );
+        }
+        // Together (the serde-only path stored a whole list as text when a payload passed its syntax check
+        // but failed decoding, e.g. a lone surrogate escape; such payloads are left out here).
+        let agree: Vec<&[u8]> = corpus
+            .iter()
+            .copied()
+            .filter(|p| {
+                serde_json::from_slice::<serde::de::IgnoredAny>(p).is_err()
+                    == serde_json::from_slice::<serde_json::Value>(p).is_err()
+            })
+            .collect();
+        assert!(agree.len() > 20);
+        let got = enc.encode(|| agree.iter().copied()).to_owned();
+        assert!(
+            got == encode_reference(|| agree.iter().copied()),
+            "combined list differs"
+        );
+        // A number beyond f64 passes a syntax check but not decoding: alone it is stored as text either
+        // way (the serde-only path stored a whole list containing it as text).
+        let huge: &[u8] = b"[1e400]";
+        let got = enc.encode(|| std::iter::once(huge)).to_owned();
+        assert_eq!(got, encode_reference(|| std::iter::once(huge)));
+        let many: Vec<&[u8]> = vec![br#"{"a":1}"#; 2100];
+        let got = enc.encode(|| many.iter().copied()).to_owned();
+        assert_eq!(got, encode_reference(|| many.iter().copied()));
+        let none: Vec<&[u8]> = Vec::new();
+        let got = enc.encode(|| none.iter().copied()).to_owned();
+        assert_eq!(got, encode_reference(|| none.iter().copied()));
     }
 
     #[test]
