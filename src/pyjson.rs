@@ -73,6 +73,18 @@ pub fn write_float_repr(out: &mut String, v: f64) {
     out.push_str(&float_repr(v));
 }
 
+/// Appends `json.dumps(list_of_floats)`: `[0.01, 0.015]`, `[]` when empty.
+pub fn write_float_list(out: &mut String, values: impl IntoIterator<Item = f64>) {
+    out.push('[');
+    for (i, v) in values.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_float_repr(out, v);
+    }
+    out.push(']');
+}
+
 /// Python's `round(v, ndigits)` for floats: the correctly rounded decimal value, read back as a float.
 pub fn round(v: f64, ndigits: u32) -> f64 {
     if !v.is_finite() {
