@@ -19,7 +19,7 @@ use super::{Vocab, MAX_CORRECTIONS};
 
 /// Bytes beside a seam that a fresh encoding must reproduce: tried in turn until one agrees (short is
 /// fast; long gets through the giant "words" of scripts written without spaces).
-const MARGINS: [usize; 2] = [64, 512];
+const MARGINS: [usize; 1] = [64];
 
 /// Largest sequence precomputed (tokens).
 const MAX_CORPUS_TOKENS: usize = 1_500_000;
@@ -227,7 +227,7 @@ impl Corpus {
             head_bytes.extend_from_slice(&self.bytes[id as usize]);
         }
         let mut anchor = None;
-        for i in s..(s + 256).min(s + len / 2) {
+        for i in s..(s + 64).min(s + len / 2) {
             head_bytes.extend_from_slice(
                 &self.bytes[self.vocab.allowed[i % self.vocab.allowed.len()] as usize],
             );
@@ -363,6 +363,19 @@ impl Corpus {
         Ok(Some(out))
     }
 
+    /// When `spans` decode to a valid UTF-8 text whose bytes are exactly the tokens' bytes, that text with
+    /// the spans re-anchored on it (`None`: the caller's text and spans stand).
+    fn decoded_spans(&self, spans: &Spans) -> Option<(String, Spans)> {
+        let mut bytes = Vec::new();
+        let mut out = Spans::default();
+        for &id in &spans.ids {
+            let start = bytes.len();
+            bytes.extend_from_slice(&self.bytes[id as usize]);
+            out.push(id, start, bytes.len());
+        }
+        String::from_utf8(bytes).ok().map(|t| (t, out))
+    }
+
     /// The convergence loop of [`Vocab::converge`] for `prefix ++ S[s..s+len]`, with stitched encodings.
     pub fn converge(
         &self,
@@ -392,12 +405,19 @@ impl Corpus {
                 }
             }
             let new_text = self.decode(&next);
-            let common = text
+            // The tokenizer's normalizer (NFC) may have changed characters: then the tokens describe their
+            // own decoded text, and that is what the next text shares a prefix with.
+            let own = self.decoded_spans(&spans);
+            let (base_text, base_spans) = match &own {
+                Some((t, sp)) => (t.as_str(), sp),
+                None => (text.as_str(), &spans),
+            };
+            let common = base_text
                 .bytes()
                 .zip(new_text.bytes())
                 .take_while(|(x, y)| x == y)
                 .count();
-            let stitched = self.splice_tail(&new_text, &spans, common)?;
+            let stitched = self.splice_tail(&new_text, base_spans, common)?;
             spans = self.counted(stitched, &new_text)?;
             text = new_text;
             attempt += 1;
