@@ -22,6 +22,8 @@ pub mod runner;
 pub mod shutdown;
 pub mod sim;
 pub mod store;
+#[cfg(test)]
+mod test_support;
 pub mod tokenizer;
 pub mod visualizer;
 

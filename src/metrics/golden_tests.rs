@@ -12,18 +12,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::samples::Sample;
 use super::{Accumulator, SummaryContext};
 
-fn golden_root() -> PathBuf {
-    let shared = std::env::var_os("LLMPERF_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    let root = shared.join("reference/evalscope-golden");
-    assert!(
-        root.is_dir(),
-        "golden outputs not found at {} (set LLMPERF_SHARED_DIR to the shared folder)",
-        root.display()
-    );
-    root
-}
+use crate::test_support::golden_root;
 
 /// Every run directory under `dir` that holds a `benchmark_data.db`, sorted.
 fn run_dirs(dir: &Path, out: &mut Vec<PathBuf>) {

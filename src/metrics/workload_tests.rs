@@ -8,18 +8,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::workload::{WorkloadTimeline, WORKLOAD_METRICS};
 
-fn golden_root() -> PathBuf {
-    let shared = std::env::var_os("LLMPERF_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    let root = shared.join("reference/evalscope-golden");
-    assert!(
-        root.is_dir(),
-        "golden outputs not found at {} (set LLMPERF_SHARED_DIR to the shared folder)",
-        root.display()
-    );
-    root
-}
+use crate::test_support::golden_root;
 
 fn workload_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
