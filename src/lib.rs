@@ -24,6 +24,10 @@ pub mod runner;
 pub mod shutdown;
 pub mod sim;
 pub mod store;
+#[cfg(test)]
+mod test_support;
+pub mod tokenizer;
+pub mod visualizer;
 
 /// Exit code for usage errors (bad flags or input).
 pub const EXIT_USAGE: i32 = 2;
@@ -52,9 +56,27 @@ fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), String> {
 }
 
 /// Runs llmperf for parsed flags and returns the process exit code.
+///
+/// The runtime and the Ctrl-C/SIGTERM handlers come first, so a signal at any later moment ends the run
+/// cleanly (exit 128 + signal) instead of killing the process half-way.
 pub fn run(cli: cli::Cli) -> i32 {
     clock::init();
     logging::init(cli.debug);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_FAILURE;
+        }
+    };
+    let shutdown = shutdown::Shutdown::new();
+    {
+        let _guard = runtime.enter();
+        shutdown.install_signal_handlers();
+    }
     let plan = match plan::RunPlan::from_cli(cli, chrono::Local::now()) {
         Ok(p) => p,
         Err(e) => {
@@ -67,24 +89,24 @@ pub fn run(cli: cli::Cli) -> i32 {
         return EXIT_USAGE;
     }
     let limit = plan.runs.iter().map(|r| r.total()).max().unwrap_or(1) as usize;
-    let items = match dataset::load(&plan, limit) {
+    let tokenizer = match &plan.tokens.tokenizer_path {
+        Some(spec) => match tokenizer::Tokenizer::load(spec) {
+            Ok(t) => Some(std::sync::Arc::new(t)),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return EXIT_USAGE;
+            }
+        },
+        None => None,
+    };
+    let items = match dataset::Prompts::load(&plan, tokenizer, limit) {
         Ok(items) => items,
         Err(e) => {
             eprintln!("error: {e:#}");
             return EXIT_USAGE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return EXIT_FAILURE;
-        }
-    };
-    let code = match runtime.block_on(runner::run_sweep(plan, items)) {
+    let code = match runtime.block_on(runner::run_sweep(plan, items, shutdown)) {
         Ok(code) => code,
         Err(e) => {
             tracing::error!("{e:#}");

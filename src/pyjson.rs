@@ -193,6 +193,14 @@ impl PyFormatter {
         }
     }
 
+    /// `json.dump(v, f, indent=2, ensure_ascii=False)`.
+    pub fn indent2() -> Self {
+        PyFormatter {
+            indent: Some(b"  "),
+            ..Self::compact()
+        }
+    }
+
     /// serde_json turns non-finite floats into `null` before a formatter sees them; with this set, `null`
     /// is written as Python's `NaN`. Only for documents that have no real nulls (the percentile table).
     pub fn nan_for_null(mut self) -> Self {
@@ -311,6 +319,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    // The tie cases are exact binary values written in full.
+    #[allow(clippy::excessive_precision)]
     fn float_repr_matches_python() {
         // Expected strings are Python 3's repr() of the same floats.
         let cases = [
@@ -329,6 +339,10 @@ mod tests {
             (f64::NAN, "NaN"),
             // Two shortest strings tie here; Python takes the even digit.
             (1658206780088562.2, "1658206780088562.2"),
+            // Exactly halfway between two shortest strings: Python rounds to even (found by fuzzing).
+            (1042310483007662.25, "1042310483007662.2"),
+            (-662489642122839.25, "-662489642122839.2"),
+            (-21635145859748.8125, "-21635145859748.812"),
         ];
         for (v, want) in cases {
             assert_eq!(float_repr(v), want, "repr({v:?})");

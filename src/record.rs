@@ -9,34 +9,45 @@ use std::time::Instant;
 
 use crate::clock;
 
-/// Why a request failed, grouped for the summary ("failures by kind").
+/// Why a request failed, grouped for the summary ("failures by kind"). The labels are stable: they are
+/// written to the `failure_kind` column, `benchmark_summary.json` and the reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FailureKind {
     /// The server answered with an HTTP status other than 200.
     HttpStatus,
-    /// The connection could not be made (refused, DNS, TLS).
+    /// The connection could not be made (refused, DNS, TLS, connect timeout).
     Connect,
-    /// A timeout fired (connect, read or total).
+    /// `--total-timeout` passed before the response ended.
     Timeout,
-    /// The stream carried an in-band `{"error": …}` event.
+    /// `--read-timeout` passed without a byte from the server (waiting for the head or inside the body).
+    ReadTimeout,
+    /// The stream carried an in-band `{"error": …}` event (or a 200 body was one).
     InBandError,
-    /// The connection broke while the body was being read.
+    /// The connection was closed while the response was being read.
     Disconnect,
-    /// The response could not be understood (no usage, undecodable body).
+    /// The connection was reset (RST) while the response was being read.
+    Reset,
+    /// A stream event or body that should be JSON was not (cut off, invalid JSON, invalid UTF-8).
+    Malformed,
+    /// The response could not be used: no token usage, a stream that ended without `[DONE]` and usage, or
+    /// an unexpected `Content-Type`.
     BadResponse,
     /// The run was interrupted while this request was in flight.
     Cancelled,
 }
 
 impl FailureKind {
-    /// A short, stable label used in summaries and the `error` column.
+    /// A short, stable label used in summaries and the `failure_kind` column.
     pub fn label(self) -> &'static str {
         match self {
             FailureKind::HttpStatus => "http_status",
             FailureKind::Connect => "connect",
             FailureKind::Timeout => "timeout",
+            FailureKind::ReadTimeout => "read_timeout",
             FailureKind::InBandError => "in_band_error",
             FailureKind::Disconnect => "disconnect",
+            FailureKind::Reset => "reset",
+            FailureKind::Malformed => "malformed",
             FailureKind::BadResponse => "bad_response",
             FailureKind::Cancelled => "cancelled",
         }
@@ -91,6 +102,8 @@ pub struct RequestRecord {
     pub response_bytes: Vec<u8>,
     /// Byte ranges of the individual payloads inside `response_bytes`.
     pub response_spans: Vec<(u32, u32)>,
+    /// Prompt tokens llmperf meant the server to count (token-exact datasets), set by the aggregator.
+    pub intended_prompt_tokens: Option<u64>,
 }
 
 impl RequestRecord {
@@ -114,6 +127,7 @@ impl RequestRecord {
             usage: Usage::default(),
             response_bytes: Vec::new(),
             response_spans: Vec::new(),
+            intended_prompt_tokens: None,
         }
     }
 

@@ -99,18 +99,29 @@ impl Shutdown {
         }
     }
 
-    /// Listens for SIGINT/SIGTERM for the rest of the process (spawn on the runtime).
-    pub async fn listen_for_signals(self) {
+    /// Installs the SIGINT/SIGTERM handlers now and spawns the task that acts on them, for the rest of the
+    /// process. Call inside a runtime context (`Runtime::enter`); returns `false` (after a warning) when
+    /// the handlers cannot be installed.
+    pub fn install_signal_handlers(&self) -> bool {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut int), Ok(mut term)) = (
+        let (Ok(int), Ok(term)) = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
         ) else {
             tracing::warn!(
                 "cannot install signal handlers; Ctrl-C will end the process without a summary"
             );
-            return;
+            return false;
         };
+        tokio::spawn(self.clone().listen(int, term));
+        true
+    }
+
+    async fn listen(
+        self,
+        mut int: tokio::signal::unix::Signal,
+        mut term: tokio::signal::unix::Signal,
+    ) {
         let mut count = 0;
         loop {
             let sig = tokio::select! {

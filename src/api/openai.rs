@@ -7,7 +7,7 @@ use rand::Rng;
 use serde_json::{json, Map, Value};
 
 use crate::dataset::Item;
-use crate::plan::GenParams;
+use crate::plan::{ApiKind, GenParams};
 use crate::pyjson;
 
 /// Builds request bodies for one invocation.
@@ -16,6 +16,7 @@ pub struct BodyComposer {
     model: String,
     params: GenParams,
     template: Option<String>,
+    api: ApiKind,
 }
 
 /// How a key is set: flags overwrite (plain bodies) or only fill gaps (dataset-provided bodies).
@@ -51,7 +52,9 @@ fn prompt_text(item: &Item) -> String {
             .find_map(|m| m.get("content").and_then(Value::as_str))
             .unwrap_or("")
             .to_string(),
-        Item::Body(_) => String::new(),
+        Item::Texts(ts) => ts.first().cloned().unwrap_or_default(),
+        Item::Rerank { query, .. } => query.clone(),
+        Item::Body(_) | Item::Tokens(_) => String::new(),
     }
 }
 
@@ -62,11 +65,27 @@ impl BodyComposer {
             model: model.to_string(),
             params,
             template,
+            api: ApiKind::OpenAi,
         }
+    }
+
+    /// The same composer for `api`: embedding and rerank APIs get their own body shapes (spec §2.2–2.3).
+    pub fn for_api(mut self, api: ApiKind) -> Self {
+        self.api = api;
+        self
     }
 
     /// The body for `item` as a JSON object, `max_tokens` drawn from `rng` when a range was given.
     pub fn compose_value(&self, item: &Item, rng: &mut impl Rng) -> Map<String, Value> {
+        match self.api {
+            ApiKind::Embedding => {
+                return super::embedding::embedding_body(item, &self.model, &self.params.extra_args)
+            }
+            ApiKind::Rerank => {
+                return super::embedding::rerank_body(item, &self.model, &self.params.extra_args)
+            }
+            ApiKind::OpenAi | ApiKind::Mock => {}
+        }
         let (mut body, mode) = match (item, &self.template) {
             (Item::Body(b), _) => (b.clone(), SetMode::FillGaps),
             (_, Some(template)) => (self.body_from_template(template, item), SetMode::Overwrite),
@@ -78,6 +97,21 @@ impl BodyComposer {
             (Item::Chat(messages), None) => {
                 let mut m = Map::new();
                 m.insert("messages".into(), Value::Array(messages.clone()));
+                (m, SetMode::Overwrite)
+            }
+            (Item::Tokens(ids), None) => {
+                let mut m = Map::new();
+                m.insert("prompt".into(), json!(ids));
+                (m, SetMode::Overwrite)
+            }
+            (Item::Texts(ts), None) => {
+                let mut m = Map::new();
+                m.insert("prompt".into(), json!(ts));
+                (m, SetMode::Overwrite)
+            }
+            (Item::Rerank { query, .. }, None) => {
+                let mut m = Map::new();
+                m.insert("prompt".into(), json!(query));
                 (m, SetMode::Overwrite)
             }
         };
@@ -144,17 +178,24 @@ impl BodyComposer {
 
     /// The connection-test body: the run's request shape for the prompt "hello", with a small
     /// `max_tokens` (at least `min_tokens`) so the test costs the server little.
-    pub fn connection_test(&self, apply_chat_template: bool, rng: &mut impl Rng) -> Arc<str> {
-        let item = if apply_chat_template {
-            Item::Chat(vec![json!({"role": "user", "content": "hello"})])
-        } else {
-            Item::Text("hello".into())
-        };
+    pub fn connection_test(&self, item: &Item, rng: &mut impl Rng) -> Arc<str> {
         let mut small = self.clone();
         let floor = small.params.min_tokens.unwrap_or(0).max(4);
         let cap = small.params.max_tokens.1.min(floor.max(4));
         small.params.max_tokens = (cap, cap);
-        small.compose(&item, rng)
+        small.compose(item, rng)
+    }
+
+    /// The connection test's prompt "hello", in the run's request shape: token ids under
+    /// `--tokenize-prompt` (when a tokenizer can give them), messages or a plain prompt otherwise.
+    pub fn probe_item(apply_chat_template: bool, token_ids: Option<Vec<u32>>) -> Item {
+        match token_ids {
+            Some(ids) if !ids.is_empty() => Item::Tokens(ids),
+            _ if apply_chat_template => {
+                Item::Chat(vec![json!({"role": "user", "content": "hello"})])
+            }
+            _ => Item::Text("hello".into()),
+        }
     }
 
     fn body_from_template(&self, template: &str, item: &Item) -> Map<String, Value> {
@@ -171,6 +212,9 @@ impl BodyComposer {
             let messages = match item {
                 Item::Chat(m) => Value::Array(m.clone()),
                 Item::Text(t) => Value::String(t.clone()),
+                Item::Tokens(ids) => json!(ids),
+                Item::Texts(ts) => json!(ts),
+                Item::Rerank { query, .. } => Value::String(query.clone()),
                 Item::Body(_) => Value::Null,
             };
             body.insert("messages".into(), messages);
@@ -310,11 +354,19 @@ mod tests {
         p.min_tokens = Some(128);
         p.max_tokens = (128, 128);
         let c = BodyComposer::new("m", p, None);
-        let v: Value = serde_json::from_str(&c.connection_test(true, &mut rng())).unwrap();
+        let hello = BodyComposer::probe_item(true, None);
+        let v: Value = serde_json::from_str(&c.connection_test(&hello, &mut rng())).unwrap();
         assert_eq!(v["max_tokens"], json!(128));
         let c = BodyComposer::new("m", params(), None);
-        let v: Value = serde_json::from_str(&c.connection_test(true, &mut rng())).unwrap();
+        let v: Value = serde_json::from_str(&c.connection_test(&hello, &mut rng())).unwrap();
         assert_eq!(v["max_tokens"], json!(4));
         assert_eq!(v["messages"][0]["content"], json!("hello"));
+        let ids = BodyComposer::probe_item(true, Some(vec![7, 8]));
+        let v: Value = serde_json::from_str(&c.connection_test(&ids, &mut rng())).unwrap();
+        assert_eq!(
+            v["prompt"],
+            json!([7, 8]),
+            "--tokenize-prompt probes with token ids"
+        );
     }
 }

@@ -3,21 +3,56 @@
 //! The fast path deserialises only the fields that matter (borrowed where possible, unknown fields
 //! skipped); an event whose fields have unexpected types falls back to a generic JSON walk, so no valid
 //! JSON event is ever misread.
+//!
+//! Non-JSON events are skipped (`[DONE]`, keep-alive text), as evalscope does — except an event that starts
+//! like a JSON object (`{`) or is not valid UTF-8: that is a broken event whose tokens were lost, so the
+//! request fails as [`FailureKind::Malformed`] (evalscope skips it silently and reports wrong timings).
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::ops::Deref;
 use std::time::Instant;
 
-use serde::Deserialize;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::record::{FailureKind, RequestRecord, Usage};
+
+/// A struct read from a JSON object only. serde's derived structs also accept an array (fields by
+/// position), which would misread `"usage": [5, 3]` as 5 prompt tokens; this wrapper rejects it, so such an
+/// event takes the generic path, where a non-object is ignored.
+struct Obj<T>(T);
+
+impl<T> Deref for Obj<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct MapOnly<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for MapOnly<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(MapOnly(PhantomData)).map(Obj)
+    }
+}
 
 #[derive(Deserialize)]
 struct Event<'a> {
     #[serde(borrow, default)]
     choices: Option<Choices<'a>>,
     #[serde(default)]
-    usage: Option<UsageJson>,
+    usage: Option<Obj<UsageJson>>,
     #[serde(default)]
     error: Option<serde::de::IgnoredAny>,
     #[serde(borrow, default)]
@@ -27,7 +62,7 @@ struct Event<'a> {
 /// A `choices` array reduced to what is read of it: its first element (the rest are checked as JSON
 /// and skipped, without allocating a vector per event).
 struct Choices<'a> {
-    first: Option<Choice<'a>>,
+    first: Option<Obj<Choice<'a>>>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
@@ -42,7 +77,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
                 self,
                 mut seq: A,
             ) -> Result<Self::Value, A::Error> {
-                let first = seq.next_element::<Choice<'a>>()?;
+                let first = seq.next_element::<Obj<Choice<'a>>>()?;
                 while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
                 Ok(Choices { first })
             }
@@ -54,11 +89,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
 #[derive(Deserialize)]
 struct Choice<'a> {
     #[serde(borrow, default)]
-    delta: Option<Delta<'a>>,
+    delta: Option<Obj<Delta<'a>>>,
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    message: Option<Delta<'a>>,
+    message: Option<Obj<Delta<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -70,15 +105,15 @@ struct Delta<'a> {
     #[serde(borrow, default)]
     reasoning: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    tool_calls: Option<Vec<ToolCall<'a>>>,
+    tool_calls: Option<Vec<Obj<ToolCall<'a>>>>,
     #[serde(borrow, default)]
-    reasoning_details: Option<Vec<ReasoningDetail<'a>>>,
+    reasoning_details: Option<Vec<Obj<ReasoningDetail<'a>>>>,
 }
 
 #[derive(Deserialize)]
 struct ToolCall<'a> {
     #[serde(borrow, default)]
-    function: Option<Function<'a>>,
+    function: Option<Obj<Function<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -104,7 +139,7 @@ struct UsageJson {
     #[serde(default)]
     completion_tokens: Option<u64>,
     #[serde(default)]
-    prompt_tokens_details: Option<Details>,
+    prompt_tokens_details: Option<Obj<Details>>,
 }
 
 #[derive(Deserialize)]
@@ -149,13 +184,15 @@ pub struct EventInfo {
     pub has_output: bool,
     /// The usage object, when present.
     pub usage: Option<Usage>,
+    /// Not JSON, but meant to be: starts with `{`, or is not valid UTF-8.
+    pub malformed: bool,
 }
 
 fn usage_of(u: UsageJson) -> Usage {
     Usage {
         prompt_tokens: u.prompt_tokens,
         completion_tokens: u.completion_tokens,
-        cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+        cached_tokens: u.prompt_tokens_details.and_then(|d| d.0.cached_tokens),
     }
 }
 
@@ -166,29 +203,60 @@ pub fn inspect(payload: &[u8]) -> EventInfo {
 
 /// The `serde_json` path: the typed fields, or a generic walk when their types are unexpected.
 pub(super) fn inspect_serde(payload: &[u8]) -> EventInfo {
-    match serde_json::from_slice::<Event<'_>>(payload) {
+    match serde_json::from_slice::<Obj<Event<'_>>>(payload).map(|e| e.0) {
         Ok(ev) => {
             let is_error = ev.error.is_some() || ev.object.as_deref() == Some("error");
             let first = ev.choices.and_then(|c| c.first);
             let has_choices = first.is_some();
             let has_output = first.as_ref().is_some_and(|c| {
                 non_empty(&c.text)
-                    || c.delta.as_ref().is_some_and(Delta::has_output)
-                    || c.message.as_ref().is_some_and(Delta::has_output)
+                    || c.delta.as_ref().is_some_and(|d| d.has_output())
+                    || c.message.as_ref().is_some_and(|d| d.has_output())
             });
             EventInfo {
                 is_json: true,
                 is_error,
                 has_choices,
                 has_output,
-                usage: ev.usage.map(usage_of),
+                usage: ev.usage.map(|u| usage_of(u.0)),
+                malformed: false,
             }
         }
         Err(_) => match serde_json::from_slice::<Value>(payload) {
             Ok(v) => inspect_value(&v),
-            Err(_) => EventInfo::default(),
+            Err(_) => EventInfo {
+                malformed: looks_broken(payload),
+                ..EventInfo::default()
+            },
         },
     }
+}
+
+/// A payload that failed to parse but was meant to be JSON: it starts with `{` or is not UTF-8.
+fn looks_broken(payload: &[u8]) -> bool {
+    payload.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        || std::str::from_utf8(payload).is_err()
+}
+
+/// Why `payload` (which failed to parse) is malformed, with its start, one line.
+pub fn describe_malformed(what: &str, payload: &[u8]) -> String {
+    const SHOWN: usize = 200;
+    let why = match std::str::from_utf8(payload) {
+        Err(e) => format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+        Ok(_) => match serde_json::from_slice::<serde::de::IgnoredAny>(payload) {
+            Err(e) => format!("not valid JSON: {e}"),
+            Ok(_) => "not a JSON object".to_string(),
+        },
+    };
+    let shown = crate::engine::client::one_line(&String::from_utf8_lossy(
+        &payload[..payload.len().min(SHOWN)],
+    ));
+    let more = if payload.len() > SHOWN {
+        format!("… ({} bytes in all)", payload.len())
+    } else {
+        String::new()
+    };
+    format!("malformed {what} ({why}): {shown}{more}")
 }
 
 fn str_non_empty(v: Option<&Value>) -> bool {
@@ -216,8 +284,9 @@ fn value_has_output(d: &Value) -> bool {
             })
 }
 
-/// The generic path for events whose fields have unexpected types.
-fn inspect_value(v: &Value) -> EventInfo {
+/// The generic path for events whose fields have unexpected types: classifies an already-parsed event.
+/// [`inspect`] agrees with it on every JSON payload (checked by the fuzz tests).
+pub fn inspect_value(v: &Value) -> EventInfo {
     let Some(obj) = v.as_object() else {
         return EventInfo {
             is_json: true,
@@ -247,6 +316,7 @@ fn inspect_value(v: &Value) -> EventInfo {
         has_choices: choices.is_some_and(|c| !c.is_empty()),
         has_output,
         usage,
+        malformed: false,
     }
 }
 
@@ -264,11 +334,17 @@ fn merge_usage(record: &mut RequestRecord, u: Usage) {
 pub fn apply_stream_event(record: &mut RequestRecord, payload: &[u8], at: Instant) {
     let info = inspect(payload);
     if !info.is_json {
+        if info.malformed && record.error.is_none() {
+            record.failure = Some(FailureKind::Malformed);
+            record.error = Some(describe_malformed("stream event", payload));
+        }
         return;
     }
     if info.is_error && record.error.is_none() {
         record.failure = Some(FailureKind::InBandError);
-        record.error = Some(String::from_utf8_lossy(payload).into_owned());
+        record.error = Some(crate::engine::client::one_line(&String::from_utf8_lossy(
+            payload,
+        )));
     }
     if info.has_choices {
         if info.has_output {
@@ -293,7 +369,9 @@ pub fn apply_body(record: &mut RequestRecord, body: &[u8]) -> bool {
     }
     if info.is_error {
         record.failure = Some(FailureKind::InBandError);
-        record.error = Some(String::from_utf8_lossy(body).into_owned());
+        record.error = Some(crate::engine::client::one_line(&String::from_utf8_lossy(
+            body,
+        )));
     }
     record.keep_response(body);
     if let Some(u) = info.usage {
@@ -409,6 +487,30 @@ mod tests {
             Instant::now(),
         );
         assert_eq!(r.failure, Some(FailureKind::InBandError));
+    }
+
+    #[test]
+    fn broken_json_fails_but_done_and_keepalive_text_are_skipped() {
+        let mut r = rec();
+        apply_stream_event(&mut r, b"[DONE]", Instant::now());
+        apply_stream_event(&mut r, b"ping", Instant::now());
+        assert!(r.failure.is_none());
+        apply_stream_event(&mut r, br#"{"choices":[{"ind"#, Instant::now());
+        assert_eq!(r.failure, Some(FailureKind::Malformed));
+        assert!(r.error.as_deref().unwrap().contains("not valid JSON"));
+        let mut r = rec();
+        apply_stream_event(
+            &mut r,
+            b"{\"choices\":[{\"delta\":{\"content\":\"a\xff\"}}]}",
+            Instant::now(),
+        );
+        assert_eq!(r.failure, Some(FailureKind::Malformed));
+        assert!(r
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("invalid UTF-8 at byte 34"));
+        assert!(r.chunk_times.is_empty(), "a broken chunk is not output");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 mod parsers;
 
 use clap::{ArgAction, Parser};
-pub use parsers::{parse_header, parse_json_object, HeaderPair};
+pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
 
 /// A fast, truthful load generator for LLM serving endpoints; a drop-in replacement for `evalscope perf`.
 ///
@@ -20,8 +20,9 @@ pub struct Cli {
     #[arg(long, help_heading = "Endpoint")]
     pub model: Option<String>,
 
-    /// API plugin: `openai` (chat/completions and completions) or `mock` (the built-in simulator, started
-    /// in-process on a free loopback port; see the Simulator options).
+    /// API plugin: `openai` (chat/completions and completions), `openai_embedding`/`embedding`
+    /// (`/v1/embeddings`), `openai_rerank`/`rerank` (`/v1/reranks`), or `mock` (the built-in simulator,
+    /// started in-process on a free loopback port; see the Simulator options).
     #[arg(long, default_value = "openai", help_heading = "Endpoint")]
     pub api: String,
 
@@ -43,19 +44,23 @@ pub struct Cli {
     #[arg(long, help_heading = "Endpoint")]
     pub api_key: Option<String>,
 
-    /// TCP connect timeout in seconds [default: none].
-    #[arg(long, value_name = "SECONDS", help_heading = "Endpoint")]
+    /// TCP connect timeout in seconds; 0 = none [default: none].
+    #[arg(long, value_name = "SECONDS", value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Endpoint")]
     pub connect_timeout: Option<u64>,
 
-    /// Timeout in seconds between two reads of a response body [default: none].
-    #[arg(long, value_name = "SECONDS", help_heading = "Endpoint")]
+    /// Timeout in seconds while waiting for the response head or between two reads of its body; 0 = none
+    /// [default: none].
+    #[arg(long, value_name = "SECONDS", value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Endpoint")]
     pub read_timeout: Option<u64>,
 
-    /// Timeout in seconds for one whole request; also the time budget of the connection test's retries.
+    /// Timeout in seconds for one whole request; also the time budget of the connection test's retries;
+    /// 0 = none.
     #[arg(
         long,
         value_name = "SECONDS",
         default_value_t = 21600,
+        value_parser = whole::<u64>,
+        allow_negative_numbers = true,
         help_heading = "Endpoint"
     )]
     pub total_timeout: u64,
@@ -67,7 +72,7 @@ pub struct Cli {
     // ── Load ─────────────────────────────────────────────────────────────────────────────────────────
     /// Requests per run, warmup excluded. Several values make a sweep, paired with `--parallel` (closed
     /// loop) or `--rate` (open loop).
-    #[arg(short = 'n', long, num_args = 1.., default_values_t = [1000], help_heading = "Load")]
+    #[arg(short = 'n', long, num_args = 1.., default_values_t = [1000], value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Load")]
     pub number: Vec<u64>,
 
     /// Requests in flight at once (closed loop). Several values make a sweep, one run per value.
@@ -95,7 +100,12 @@ pub struct Cli {
 
     /// Soft time limit per run, in seconds: stop sending once it has passed, then wait for requests in
     /// flight [default: none].
-    #[arg(long, value_name = "SECONDS", help_heading = "Load")]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        allow_negative_numbers = true,
+        help_heading = "Load"
+    )]
     pub duration: Option<f64>,
 
     /// Seconds to sleep between the runs of a sweep.
@@ -103,6 +113,8 @@ pub struct Cli {
         long,
         value_name = "SECONDS",
         default_value_t = 5,
+        value_parser = whole::<u64>,
+        allow_negative_numbers = true,
         help_heading = "Load"
     )]
     pub sleep_interval: u64,
@@ -118,7 +130,10 @@ pub struct Cli {
     pub query_template: Option<String>,
 
     /// Dataset: `openqa` (JSONL with a `question` field), `line_by_line` (text lines, JSON message lists or
-    /// whole JSON bodies), `custom` (text lines). Read from `--dataset-path`.
+    /// whole JSON bodies), `custom` (text lines), `longalpaca`, `share_gpt_zh`, `share_gpt_en`, `embedding`,
+    /// `embedding_batch`, `rerank`, `flickr8k`, `kontext_bench`, `mmmu_multi_image` (all read from
+    /// `--dataset-path`); synthetic: `random`, `random_vl`, `random_embedding`, `random_embedding_batch`,
+    /// `random_rerank` (need `--tokenizer-path`), `speed_benchmark`, `speed_benchmark_long`.
     #[arg(long, default_value = "openqa", help_heading = "Prompts")]
     pub dataset: String,
 
@@ -126,12 +141,14 @@ pub struct Cli {
     #[arg(long, help_heading = "Prompts")]
     pub dataset_path: Option<String>,
 
-    /// Drop dataset prompts longer than this many characters.
-    #[arg(long, default_value_t = 131072, help_heading = "Prompts")]
+    /// Drop dataset prompts longer than this (tokens with `--tokenizer-path`, else characters); `random`:
+    /// the longest prompt drawn, in tokens.
+    #[arg(long, default_value_t = 131072, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Prompts")]
     pub max_prompt_length: u64,
 
-    /// Drop dataset prompts shorter than this many characters.
-    #[arg(long, default_value_t = 0, help_heading = "Prompts")]
+    /// Drop dataset prompts shorter than this (tokens with `--tokenizer-path`, else characters); `random`:
+    /// the shortest prompt drawn, in tokens.
+    #[arg(long, default_value_t = 0, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Prompts")]
     pub min_prompt_length: u64,
 
     /// Send messages (`{"messages": […]}`) rather than a plain `{"prompt": …}` [default: true when the URL
@@ -147,21 +164,79 @@ pub struct Cli {
     #[arg(long, overrides_with = "apply_chat_template", help_heading = "Prompts")]
     pub no_apply_chat_template: bool,
 
+    /// Tokenizer for token-exact datasets (`random*`), `--tokenize-prompt` and counting tokens when the
+    /// server reports no usage: a folder holding `tokenizer.json` (and `tokenizer_config.json` with the chat
+    /// template), a `tokenizer.json` file, or a hub id such as `Qwen/Qwen3-4B` found in the local Hugging
+    /// Face or ModelScope cache (llmperf does not download).
+    #[arg(long, value_name = "PATH|ORG/NAME", help_heading = "Prompts")]
+    pub tokenizer_path: Option<String>,
+
+    /// Send token ids (`{"prompt": [ids]}`) to the completions endpoint instead of text, so the server sees
+    /// exactly the intended number of tokens; a `…/chat/completions` URL becomes `…/completions`. Needs
+    /// `--tokenizer-path`.
+    #[arg(long, help_heading = "Prompts")]
+    pub tokenize_prompt: bool,
+
+    /// `random`: tokens of a random prefix put before every prompt (shared, so a server can cache it).
+    #[arg(long, default_value_t = 0, help_heading = "Prompts")]
+    pub prefix_length: u64,
+
+    /// `random`: number of distinct prefixes, given to requests round-robin (needs `--prefix-length` > 0).
+    #[arg(long, default_value_t = 1, help_heading = "Prompts")]
+    pub prefix_count: u64,
+
+    /// `random`: offset into the vocabulary windows; advanced by `--number` after each run of a sweep so
+    /// consecutive runs send different prompts.
+    #[arg(long, default_value_t = 0, help_heading = "Prompts")]
+    pub dataset_offset: u64,
+
+    /// Dataset options as a JSON object: `target_input_len` (fit prompts to this many tokens),
+    /// `input_len_mode` (`cap` keeps shorter prompts, `drop` drops them), `prefix_file` (real text
+    /// prepended up to the target), `prefix_role` (`system` or `user`).
+    #[arg(long, value_name = "JSON", value_parser = parse_json_object, help_heading = "Prompts")]
+    pub dataset_args: Option<serde_json::Map<String, serde_json::Value>>,
+
+    /// `random_vl`: image width in pixels.
+    #[arg(long, default_value_t = 224, help_heading = "Prompts")]
+    pub image_width: u32,
+
+    /// `random_vl`: image height in pixels.
+    #[arg(long, default_value_t = 224, help_heading = "Prompts")]
+    pub image_height: u32,
+
+    /// `random_vl`: pixel format of the PNG images: `RGB`, `RGBA` or `L` (grey).
+    #[arg(long, default_value = "RGB", help_heading = "Prompts")]
+    pub image_format: String,
+
+    /// `random_vl`: images per request.
+    #[arg(long, default_value_t = 1, help_heading = "Prompts")]
+    pub image_num: u32,
+
+    /// `random_vl`: patch size in pixels for the client-side image token estimate
+    /// `ceil(h/p) * ceil(w/p)` used when the server reports no usage.
+    #[arg(long, default_value_t = 28, help_heading = "Prompts")]
+    pub image_patch_size: u32,
+
     // ── Generation parameters (request body) ────────────────────────────────────────────────────────
     /// `max_tokens`: one value, or two (`MIN MAX`) to draw each request's value uniformly.
-    #[arg(long, num_args = 1.., default_values_t = [2048], help_heading = "Generation")]
+    #[arg(long, num_args = 1.., default_values_t = [2048], value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub max_tokens: Vec<u64>,
 
     /// `min_tokens` (vLLM also needs `ignore_eos` to force a length).
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub min_tokens: Option<u64>,
 
     /// `temperature`.
-    #[arg(long, default_value_t = 0.0, help_heading = "Generation")]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        allow_negative_numbers = true,
+        help_heading = "Generation"
+    )]
     pub temperature: f64,
 
     /// `top_p`.
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, allow_negative_numbers = true, help_heading = "Generation")]
     pub top_p: Option<f64>,
 
     /// `top_k`.
@@ -169,7 +244,7 @@ pub struct Cli {
     pub top_k: Option<i64>,
 
     /// `seed`: also seeds llmperf's own random choices (max_tokens draws, Poisson schedule).
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub seed: Option<u64>,
 
     /// `stop` sequences.
@@ -197,7 +272,7 @@ pub struct Cli {
     pub frequency_penalty: Option<f64>,
 
     /// `repetition_penalty`.
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, allow_negative_numbers = true, help_heading = "Generation")]
     pub repetition_penalty: Option<f64>,
 
     /// `logprobs: true`.
@@ -205,7 +280,7 @@ pub struct Cli {
     pub logprobs: bool,
 
     /// `n` (choices per request).
-    #[arg(long, help_heading = "Generation")]
+    #[arg(long, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub n_choices: Option<u64>,
 
     // ── Output ───────────────────────────────────────────────────────────────────────────────────────
@@ -247,23 +322,71 @@ pub struct Cli {
     #[arg(long, help_heading = "Output")]
     pub debug: bool,
 
+    /// Keep `<root>/progress.json` up to date during the sweep (status, requests done / total, percent,
+    /// current run), as evalscope does.
+    #[arg(long, help_heading = "Output")]
+    pub enable_progress_tracker: bool,
+
+    // ── Visualizer ───────────────────────────────────────────────────────────────────────────────────
+    /// Log the running metrics after every request, and each run's summary, to an experiment tracker
+    /// through its Python SDK (a `python3` child process, or `$LLMPERF_PYTHON`; `pip install <name>` first).
+    #[arg(long, value_parser = ["wandb", "swanlab", "clearml"], help_heading = "Visualizer")]
+    pub visualizer: Option<String>,
+
+    /// Deprecated (use `--visualizer wandb` and `WANDB_API_KEY`): W&B API key; implies `--visualizer
+    /// wandb`. Handed to the tracker through its environment only, never written to a file or log.
+    #[arg(long, value_name = "KEY", help_heading = "Visualizer")]
+    pub wandb_api_key: Option<String>,
+
+    /// Deprecated (use `--visualizer swanlab` and `SWANLAB_API_KEY`): SwanLab API key, or `local` for
+    /// SwanLab's local mode; implies `--visualizer swanlab`. Never written to a file or log.
+    #[arg(long, value_name = "KEY", help_heading = "Visualizer")]
+    pub swanlab_api_key: Option<String>,
+
+    /// SwanLab server for a self-hosted SwanLab (with `--visualizer swanlab`).
+    #[arg(long, value_name = "URL", help_heading = "Visualizer")]
+    pub swanlab_host: Option<String>,
+
     // ── Simulator (`--api mock`) ─────────────────────────────────────────────────────────────────────
     /// Simulator: time to first token, in milliseconds.
-    #[arg(long, default_value_t = 50.0, help_heading = "Simulator (--api mock)")]
+    #[arg(
+        long,
+        default_value_t = 50.0,
+        allow_negative_numbers = true,
+        help_heading = "Simulator (--api mock)"
+    )]
     pub mock_ttft_ms: f64,
 
     /// Simulator: time between tokens, in milliseconds.
-    #[arg(long, default_value_t = 10.0, help_heading = "Simulator (--api mock)")]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        allow_negative_numbers = true,
+        help_heading = "Simulator (--api mock)"
+    )]
     pub mock_itl_ms: f64,
 
     /// Simulator: output length of a request that does not force one (`ignore_eos`); always kept within
     /// the request's `min_tokens`..`max_tokens`.
-    #[arg(long, default_value_t = 64, help_heading = "Simulator (--api mock)")]
+    #[arg(long, default_value_t = 64, value_parser = whole::<u32>, allow_negative_numbers = true, help_heading = "Simulator (--api mock)")]
     pub mock_output_tokens: u32,
 
     /// Simulator: worker threads of its own runtime.
-    #[arg(long, default_value_t = 1, help_heading = "Simulator (--api mock)")]
+    #[arg(long, default_value_t = 1, value_parser = whole::<usize>, allow_negative_numbers = true, help_heading = "Simulator (--api mock)")]
     pub mock_threads: usize,
+
+    /// Simulator, for testing error handling: make every EVERY-th request (default: every one) misbehave;
+    /// repeatable, the first matching rule wins (the connection test counts as request 1). KIND: http-500,
+    /// http-503, http-429, http-400, reset, no-done, truncated, malformed, error-event, hang, stall,
+    /// slow-drip, big-line, invalid-utf8, wrong-content-type. E.g. `--mock-fault http-503:10 reset:7`.
+    #[arg(
+        long,
+        value_name = "KIND[:EVERY]",
+        num_args = 1..,
+        value_parser = parse_fault_rule,
+        help_heading = "Simulator (--api mock)"
+    )]
+    pub mock_fault: Vec<crate::sim::FaultRule>,
 }
 
 impl Cli {
@@ -354,10 +477,23 @@ mod tests {
     }
 
     #[test]
+    fn mock_fault_help_lists_every_fault() {
+        let help = Cli::command().render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for f in crate::sim::Fault::ALL {
+            assert!(help.contains(f.name()), "{} missing from --help", f.name());
+        }
+        let cli = Cli::try_parse_from(["llmperf", "--mock-fault", "reset:7", "hang"]).unwrap();
+        assert_eq!(cli.mock_fault.len(), 2);
+        assert_eq!(cli.mock_fault[0].every, 7);
+    }
+
+    #[test]
     fn bad_values_name_the_flag() {
         let err = Cli::try_parse_from(["llmperf", "--extra-args", "{oops"]).unwrap_err();
         assert!(err.to_string().contains("--extra-args"), "{err}");
-        let err = Cli::try_parse_from(["llmperf", "--headers", "novalue"]).unwrap_err();
-        assert!(err.to_string().contains("--headers"), "{err}");
+        // Malformed headers are rejected by the plan, which does not echo them (they may hold a secret).
+        let cli = Cli::try_parse_from(["llmperf", "--headers", "novalue"]).unwrap();
+        assert!(cli.headers[0].malformed);
     }
 }

@@ -7,18 +7,33 @@ pub struct HeaderPair {
     pub name: String,
     /// Header value, trimmed.
     pub value: String,
+    /// The item was not `KEY=VALUE`: `name` then holds only its start (before any `:` or space) and
+    /// `value` is empty, so the plan can reject it without echoing a secret typed with the wrong
+    /// separator (`Authorization: Bearer sk-…`); clap would echo the whole item.
+    pub malformed: bool,
 }
 
-/// `KEY=VALUE`, split on the first `=`, both sides trimmed (evalscope's `ParseKVAction`).
+/// `KEY=VALUE`, split on the first `=`, both sides trimmed (evalscope's `ParseKVAction`). Never fails: a
+/// malformed item is marked and reported by [`crate::plan`].
 pub fn parse_header(s: &str) -> Result<HeaderPair, String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok(HeaderPair {
             name: k.trim().to_string(),
             value: v.trim().to_string(),
+            malformed: false,
         }),
-        _ => Err(format!(
-            "invalid key-value pair {s:?}: expected KEY=VALUE, e.g. X-Team=infra"
-        )),
+        _ => Ok(HeaderPair {
+            name: s
+                .trim()
+                .split(|c: char| c == ':' || c == '=' || c.is_whitespace())
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(64)
+                .collect(),
+            value: String::new(),
+            malformed: true,
+        }),
     }
 }
 
@@ -35,6 +50,18 @@ pub fn parse_json_object(s: &str) -> Result<serde_json::Map<String, serde_json::
     }
 }
 
+/// A whole number ≥ 0 (counts, seconds), with an error that says what is expected.
+pub fn whole<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number ≥ 0 (e.g. 10), got {s:?}"))
+}
+
+/// `KIND[:EVERY]` for `--mock-fault`.
+pub fn parse_fault_rule(s: &str) -> Result<crate::sim::FaultRule, String> {
+    s.parse()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,8 +71,10 @@ mod tests {
         let h = parse_header(" Authorization = Bearer a=b ").unwrap();
         assert_eq!(h.name, "Authorization");
         assert_eq!(h.value, "Bearer a=b");
-        assert!(parse_header("nope").is_err());
-        assert!(parse_header("=v").is_err());
+        assert!(parse_header("nope").unwrap().malformed);
+        let h = parse_header("Authorization: Bearer sk-secret").unwrap();
+        assert!(h.malformed && h.name == "Authorization" && h.value.is_empty());
+        assert!(parse_header("=v").unwrap().malformed);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `line_by_line`: each non-empty line is a plain prompt, a JSON message array, or a whole JSON body.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use serde_json::Value;
 
 use super::{Item, Shaper};
@@ -22,6 +22,9 @@ pub fn parse(text: &str, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
         } else {
             None
         };
+        if parsed.is_some() && shaper.fit.is_some() {
+            bail!("--dataset-args target_input_len cannot fit the JSON lines of line_by_line (message lists and whole bodies); use plain-text lines");
+        }
         match parsed {
             Some(Value::Array(messages)) => items.push(Item::Chat(messages)),
             Some(Value::Object(body)) => items.push(Item::Body(body)),
@@ -38,10 +41,7 @@ mod tests {
 
     #[test]
     fn three_kinds_of_lines() {
-        let shaper = Shaper {
-            apply_chat_template: true,
-            length: (0, 1000),
-        };
+        let shaper = Shaper::chars(true, (0, 1000));
         let text = "plain prompt\n[{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]\n{\"messages\": [{\"role\": \"user\", \"content\": \"b\"}], \"max_tokens\": 8}\n[not json\n";
         let items = parse(text, &shaper, 10).unwrap();
         assert_eq!(items.len(), 4);

@@ -1,47 +1,182 @@
-//! Datasets: turn a prompt source into the list of per-request inputs, before any request is sent.
+//! Datasets: turn a prompt source into the per-request inputs, before any request is sent.
 //!
-//! One file per plugin; this file owns the shared item type, the length filter and the cycling rule
-//! (items produced up-front, capped at the largest run's request count, then cycled; spec §3).
+//! One file per plugin; this file owns the shared item type, the length filter, the cycling rule for
+//! file datasets (items produced up-front, capped at the largest run's request count, then cycled; spec §3)
+//! and [`Prompts`], which hands each run its inputs in order — file items cycled, synthetic ones generated
+//! per run in batches (so memory holds one batch of intermediate data, not the whole dataset).
 
+mod conversations;
+mod embedding;
+pub mod image;
 mod line_by_line;
+pub mod random;
+mod synthetic;
 mod text_lines;
+mod webdataset;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
-use crate::plan::{DatasetKind, PromptSource, RunPlan};
+use crate::plan::{DatasetKind, InputLenMode, PrefixRole, PromptSource, RunPlan};
+use crate::tokenizer::Tokenizer;
 
 /// One request's input, before the API plugin turns it into a body.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
-    /// A plain prompt, sent as `{"prompt": …}`.
+    /// A plain prompt, sent as `{"prompt": …}` (embeddings: `{"input": …}`).
     Text(String),
     /// A message list, sent as `{"messages": […]}`.
     Chat(Vec<Value>),
     /// A whole request body from the dataset; flags only fill the keys it lacks.
     Body(Map<String, Value>),
+    /// Token ids, sent as `{"prompt": [ids]}` (`--tokenize-prompt`).
+    Tokens(Vec<u32>),
+    /// Several strings: an embeddings batch (`{"input": [...]}`).
+    Texts(Vec<String>),
+    /// A rerank query with its documents.
+    Rerank {
+        /// The query.
+        query: String,
+        /// The documents.
+        documents: Vec<String>,
+    },
 }
 
-/// What the plugins share: the chat-template choice and the length bounds.
-#[derive(Debug, Clone, Copy)]
+/// What the plugins share: the chat-template choice, the length bounds and, when given, the tokenizer
+/// that measures lengths in tokens.
+#[derive(Debug, Clone)]
 pub struct Shaper {
     /// Wrap prompts as one user message.
     pub apply_chat_template: bool,
-    /// Inclusive `(min, max)` prompt length in characters.
+    /// Inclusive `(min, max)` prompt length: tokens with a tokenizer, else characters.
     pub length: (u64, u64),
+    /// Measures lengths in tokens (evalscope's `check_prompt_length`).
+    pub tokenizer: Option<Arc<Tokenizer>>,
+    /// `chat_template_kwargs` used when the length is measured through the chat template.
+    pub template_kwargs: Map<String, Value>,
+    /// `--dataset-args` `target_input_len` and its companions (needs the tokenizer).
+    pub fit: Option<Fit>,
+}
+
+/// Fitting prompts to `target_input_len` tokens (evalscope's `fit_text_to_token_len` and prefix
+/// injection).
+#[derive(Debug, Clone)]
+pub struct Fit {
+    /// Target tokens.
+    pub target: usize,
+    /// Shorter prompts: kept (`cap`) or dropped (`drop`).
+    pub mode: InputLenMode,
+    /// Token ids of `prefix_file`, tiled to fill the prompt up to the target.
+    pub prefix_ids: Option<Arc<Vec<u32>>>,
+    /// Where the prefix goes.
+    pub role: PrefixRole,
+}
+
+/// A prompt after fitting: its text and the prefix text to put before it (or in a system message).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    /// The (possibly cut) prompt.
+    pub text: String,
+    /// Real-text prefix filling up to the target, when `prefix_file` is set.
+    pub prefix: Option<String>,
 }
 
 impl Shaper {
-    /// evalscope's `prepare_messages` without a tokenizer: keep prompts whose length in characters lies in
-    /// the bounds; wrap them as a user message when chat templates apply.
-    pub fn prepare(&self, text: &str) -> Option<Item> {
-        let len = text.chars().count() as u64;
-        if len < self.length.0 || len > self.length.1 {
-            return None;
+    /// A shaper without a tokenizer.
+    pub fn chars(apply_chat_template: bool, length: (u64, u64)) -> Self {
+        Shaper {
+            apply_chat_template,
+            length,
+            tokenizer: None,
+            template_kwargs: Map::new(),
+            fit: None,
         }
-        Some(self.wrap(text))
+    }
+
+    /// `target_input_len`: cut longer prompts to the target (decoded without special tokens), keep or
+    /// drop shorter ones, and compute the `prefix_file` text that fills up to the target. `None`: dropped.
+    /// Without `target_input_len` this is the length filter.
+    pub fn fit_text(&self, text: &str) -> Option<Fitted> {
+        let (Some(fit), Some(tok)) = (&self.fit, &self.tokenizer) else {
+            return self.fits(text).then(|| Fitted {
+                text: text.to_string(),
+                prefix: None,
+            });
+        };
+        let ids = tok.encode(text).ok()?;
+        let (text, n) = if ids.len() > fit.target {
+            (
+                tok.decode_skip_special(&ids[..fit.target]).ok()?,
+                fit.target,
+            )
+        } else if ids.len() < fit.target && fit.mode == InputLenMode::Drop {
+            return None;
+        } else {
+            (text.to_string(), ids.len())
+        };
+        let prefix = match &fit.prefix_ids {
+            Some(p) if !p.is_empty() && n < fit.target => {
+                let tiled: Vec<u32> = p.iter().copied().cycle().take(fit.target - n).collect();
+                Some(tok.decode_skip_special(&tiled).ok()?)
+            }
+            _ => None,
+        };
+        Some(Fitted { text, prefix })
+    }
+
+    /// A fitted prompt as an item: the prefix as a system message (`prefix_role` system, chat template on)
+    /// or put before the text.
+    pub fn wrap_fitted(&self, f: Fitted) -> Item {
+        match f.prefix {
+            None => self.wrap(&f.text),
+            Some(p)
+                if self.apply_chat_template
+                    && self
+                        .fit
+                        .as_ref()
+                        .is_some_and(|x| x.role == PrefixRole::System) =>
+            {
+                Item::Chat(vec![
+                    json!({"role": "system", "content": p}),
+                    json!({"role": "user", "content": f.text}),
+                ])
+            }
+            Some(p) => self.wrap(&format!("{p}{}", f.text)),
+        }
+    }
+
+    /// The length evalscope checks: characters without a tokenizer; with one, the tokens of the rendered
+    /// chat template (when it applies) or of the text.
+    pub fn measure(&self, text: &str) -> u64 {
+        match &self.tokenizer {
+            None => text.chars().count() as u64,
+            Some(tok) => {
+                let counted = if self.apply_chat_template && tok.has_chat_template() {
+                    tok.chat_token_count(
+                        &[json!({"role": "user", "content": text})],
+                        &self.template_kwargs,
+                    )
+                } else {
+                    tok.count(text)
+                };
+                counted.map_or(u64::MAX, |n| n as u64)
+            }
+        }
+    }
+
+    /// Whether `text` lies within the bounds.
+    pub fn fits(&self, text: &str) -> bool {
+        let len = self.measure(text);
+        len >= self.length.0 && len <= self.length.1
+    }
+
+    /// evalscope's `prepare_messages`: keep prompts whose length lies in the bounds; wrap them as a user
+    /// message when chat templates apply.
+    pub fn prepare(&self, text: &str) -> Option<Item> {
+        self.fit_text(text).map(|f| self.wrap_fitted(f))
     }
 
     /// The prompt as an item, without filtering.
@@ -54,40 +189,243 @@ impl Shaper {
     }
 }
 
-/// Loads at most `limit` items for `plan`. Fails when the source yields none.
-pub fn load(plan: &RunPlan, limit: usize) -> Result<Vec<Item>> {
-    let shaper = Shaper {
-        apply_chat_template: plan.apply_chat_template,
-        length: plan.prompt_length,
-    };
-    let items = match &plan.prompts {
-        PromptSource::Fixed(text) => vec![shaper.wrap(text)],
-        PromptSource::Dataset { kind, path } => {
-            let items = load_file(*kind, path, &shaper, limit)?;
-            if items.is_empty() {
-                bail!(
-                    "Dataset is empty! --dataset-path {} gave no prompt within --min-prompt-length {} and --max-prompt-length {}",
-                    path.display(),
-                    plan.prompt_length.0,
-                    plan.prompt_length.1
-                );
-            }
-            items
-        }
-    };
-    Ok(items)
+/// One request's input and the prompt tokens llmperf intends the server to count (known for the synthetic
+/// token-exact datasets).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// The input.
+    pub item: Item,
+    /// Intended prompt tokens, when known.
+    pub intended_prompt_tokens: Option<u64>,
 }
 
-fn load_file(kind: DatasetKind, path: &Path, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--dataset-path {}: cannot read the file", path.display()))?;
-    match kind {
-        DatasetKind::OpenQa => text_lines::openqa(&text, shaper, limit)
-            .with_context(|| format!("--dataset openqa: reading {}", path.display())),
-        DatasetKind::Custom => Ok(text_lines::custom(&text, shaper, limit)),
-        DatasetKind::LineByLine => line_by_line::parse(&text, shaper, limit)
-            .with_context(|| format!("--dataset line_by_line: reading {}", path.display())),
+/// The inputs of every run of a sweep.
+pub struct Prompts {
+    source: Source,
+    /// The tokenizer, when `--tokenizer-path` was given.
+    pub tokenizer: Option<Arc<Tokenizer>>,
+    tokenize_prompt: bool,
+    template_kwargs: Map<String, Value>,
+}
+
+enum Source {
+    /// File items (or the fixed prompt), cycled.
+    Items(Vec<Item>),
+    /// Generated per run.
+    Synthetic(synthetic::Synthetic),
+}
+
+/// `chat_template_kwargs` of `--extra-args` (the variables the server's template gets).
+pub fn template_kwargs(plan: &RunPlan) -> Map<String, Value> {
+    match plan.params.extra_args.get("chat_template_kwargs") {
+        Some(Value::Object(m)) => m.clone(),
+        _ => Map::new(),
     }
+}
+
+impl Prompts {
+    /// Loads the dataset of `plan` (at most `limit` file items). Fails — before any request — on a missing
+    /// file, an empty dataset or a tokenizer that cannot serve the dataset.
+    pub fn load(
+        plan: &RunPlan,
+        tokenizer: Option<Arc<Tokenizer>>,
+        limit: usize,
+    ) -> Result<Prompts> {
+        let kwargs = template_kwargs(plan);
+        let fit = match (plan.dataset_args.target_input_len, &tokenizer) {
+            (Some(target), Some(tok)) => {
+                let prefix_ids = match &plan.dataset_args.prefix_file {
+                    Some(path) => {
+                        let text = std::fs::read_to_string(path).with_context(|| {
+                            format!("--dataset-args prefix_file {}: cannot read", path.display())
+                        })?;
+                        Some(Arc::new(tok.encode(&text)?))
+                    }
+                    None => None,
+                };
+                Some(Fit {
+                    target: target as usize,
+                    mode: plan.dataset_args.input_len_mode,
+                    prefix_ids,
+                    role: plan.dataset_args.prefix_role,
+                })
+            }
+            _ => None,
+        };
+        let shaper = Shaper {
+            apply_chat_template: plan.apply_chat_template,
+            length: plan.prompt_length,
+            tokenizer: tokenizer.clone(),
+            template_kwargs: kwargs.clone(),
+            fit,
+        };
+        let source = match &plan.prompts {
+            PromptSource::Fixed(text) => Source::Items(vec![shaper.wrap(text)]),
+            PromptSource::Dataset {
+                kind: kind @ (DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong),
+                ..
+            } => Source::Items(speed_benchmark_items(*kind)),
+            PromptSource::Dataset { kind, path } if kind.is_synthetic() => Source::Synthetic(
+                synthetic::Synthetic::new(plan, *kind, tokenizer.clone(), &kwargs)?,
+            ),
+            PromptSource::Dataset { kind, path } => {
+                let Some(path) = path else {
+                    bail!("--dataset {} needs --dataset-path", kind.name());
+                };
+                let batch = match kind {
+                    DatasetKind::EmbeddingBatch => Some(batch_size(plan)?),
+                    _ => None,
+                };
+                let items = load_file(*kind, path, &shaper, limit, batch)?;
+                if items.is_empty() {
+                    bail!(
+                        "Dataset is empty! --dataset-path {} gave no prompt within --min-prompt-length {} and --max-prompt-length {}",
+                        path.display(),
+                        plan.prompt_length.0,
+                        plan.prompt_length.1
+                    );
+                }
+                Source::Items(items)
+            }
+        };
+        Ok(Prompts {
+            source,
+            tokenizer,
+            tokenize_prompt: plan.tokens.tokenize_prompt,
+            template_kwargs: kwargs,
+        })
+    }
+
+    /// Prompts from ready items (cycled), e.g. for tests.
+    pub fn from_items(items: Vec<Item>) -> Prompts {
+        Prompts {
+            source: Source::Items(items),
+            tokenizer: None,
+            tokenize_prompt: false,
+            template_kwargs: Map::new(),
+        }
+    }
+
+    /// Hands the `total` inputs of one run to `sink`, in request order. `dataset_offset` and `seed` steer
+    /// the synthetic datasets.
+    pub fn for_run(
+        &self,
+        total: usize,
+        dataset_offset: u64,
+        seed: u64,
+        sink: &mut dyn FnMut(Prepared),
+    ) -> Result<()> {
+        match &self.source {
+            Source::Items(items) => {
+                for i in 0..total {
+                    let item = cycled(items, i).clone();
+                    sink(self.tokenized(item)?);
+                }
+                Ok(())
+            }
+            Source::Synthetic(s) => s.for_run(total, dataset_offset, seed, sink),
+        }
+    }
+
+    /// `--tokenize-prompt` on a file item: text and messages become token ids (messages through the chat
+    /// template with the generation prompt).
+    fn tokenized(&self, item: Item) -> Result<Prepared> {
+        let (Some(tok), true) = (&self.tokenizer, self.tokenize_prompt) else {
+            return Ok(Prepared {
+                item,
+                intended_prompt_tokens: None,
+            });
+        };
+        let ids = match &item {
+            Item::Text(t) => tok.encode(t)?,
+            Item::Chat(messages) => {
+                tok.encode(&tok.render_chat(messages, true, &self.template_kwargs)?)?
+            }
+            _ => {
+                return Ok(Prepared {
+                    item,
+                    intended_prompt_tokens: None,
+                })
+            }
+        };
+        let n = ids.len() as u64;
+        Ok(Prepared {
+            item: Item::Tokens(ids),
+            intended_prompt_tokens: Some(n),
+        })
+    }
+}
+
+/// `batch_size` of `--extra-args` (embedding batches), default 8.
+pub fn batch_size(plan: &RunPlan) -> Result<usize> {
+    match plan.params.extra_args.get("batch_size") {
+        None => Ok(8),
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 => Ok(n as usize),
+            _ => bail!("--extra-args batch_size {v}: must be an integer ≥ 1"),
+        },
+    }
+}
+
+fn load_file(
+    kind: DatasetKind,
+    path: &Path,
+    shaper: &Shaper,
+    limit: usize,
+    batch: Option<usize>,
+) -> Result<Vec<Item>> {
+    if matches!(kind, DatasetKind::Flickr8k) {
+        return webdataset::flickr8k(path, limit);
+    }
+    if matches!(
+        kind,
+        DatasetKind::KontextBench | DatasetKind::MmmuMultiImage
+    ) {
+        bail!(
+            "--dataset {}: its hub copy ({}) is stored as parquet files, which this build of llmperf cannot read yet; use --dataset flickr8k, random_vl, or line_by_line with image_url messages",
+            kind.name(),
+            kind.hub_source().unwrap_or("")
+        );
+    }
+    let read = || {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("--dataset-path {}: cannot read the file", path.display()))
+    };
+    match kind {
+        DatasetKind::OpenQa => text_lines::openqa(&read()?, shaper, limit)
+            .with_context(|| format!("--dataset openqa: reading {}", path.display())),
+        DatasetKind::Custom => Ok(text_lines::custom(&read()?, shaper, limit)),
+        DatasetKind::LineByLine => line_by_line::parse(&read()?, shaper, limit)
+            .with_context(|| format!("--dataset line_by_line: reading {}", path.display())),
+        DatasetKind::Embedding | DatasetKind::EmbeddingBatch => {
+            embedding::embedding(path, shaper, limit, batch)
+        }
+        DatasetKind::Rerank => embedding::rerank(path, limit),
+        DatasetKind::LongAlpaca => conversations::longalpaca(path, shaper, limit),
+        DatasetKind::ShareGptZh => {
+            conversations::share_gpt(path, "common_zh_70k.jsonl", shaper, limit)
+        }
+        DatasetKind::ShareGptEn => {
+            conversations::share_gpt(path, "common_en_70k.jsonl", shaper, limit)
+        }
+        other => bail!("--dataset {} is not available in this build", other.name()),
+    }
+}
+
+/// `speed_benchmark(_long)`: `'熵' * L` for each length, twice (one token per character for Qwen
+/// tokenizers), as plain prompts for `/v1/completions`.
+pub fn speed_benchmark_items(kind: DatasetKind) -> Vec<Item> {
+    let lens: &[usize] = if kind == DatasetKind::SpeedBenchmarkLong {
+        &[63488, 129024]
+    } else {
+        &[1, 6144, 14336, 30720]
+    };
+    lens.iter()
+        .flat_map(|&l| {
+            let text = "熵".repeat(l);
+            [Item::Text(text.clone()), Item::Text(text)]
+        })
+        .collect()
 }
 
 /// The item of request `index` when `items` are cycled.
@@ -101,20 +439,14 @@ mod tests {
 
     #[test]
     fn prepare_filters_by_characters_and_wraps() {
-        let s = Shaper {
-            apply_chat_template: true,
-            length: (2, 4),
-        };
+        let s = Shaper::chars(true, (2, 4));
         assert_eq!(s.prepare("a"), None);
         assert_eq!(
             s.prepare("héé"),
             Some(Item::Chat(vec![json!({"role": "user", "content": "héé"})]))
         );
         assert_eq!(s.prepare("abcde"), None);
-        let plain = Shaper {
-            apply_chat_template: false,
-            ..s
-        };
+        let plain = Shaper::chars(false, (2, 4));
         assert_eq!(plain.prepare("abc"), Some(Item::Text("abc".into())));
     }
 

@@ -42,16 +42,15 @@ pub fn custom(text: &str, shaper: &Shaper, limit: usize) -> Vec<Item> {
 mod tests {
     use super::*;
 
-    const SHAPER: Shaper = Shaper {
-        apply_chat_template: false,
-        length: (0, 10),
-    };
+    fn shaper() -> Shaper {
+        Shaper::chars(false, (0, 10))
+    }
 
     #[test]
     fn openqa_reads_questions() {
         let items = openqa(
             "{\"question\": \" q1 \"}\n\n{\"question\": \"q2\", \"x\": 1}\n",
-            &SHAPER,
+            &shaper(),
             10,
         )
         .unwrap();
@@ -59,11 +58,11 @@ mod tests {
             items,
             vec![Item::Text("q1".into()), Item::Text("q2".into())]
         );
-        assert!(openqa("{\"q\": 1}", &SHAPER, 10)
+        assert!(openqa("{\"q\": 1}", &shaper(), 10)
             .unwrap_err()
             .to_string()
             .contains("question"));
-        assert!(openqa("nope", &SHAPER, 10)
+        assert!(openqa("nope", &shaper(), 10)
             .unwrap_err()
             .to_string()
             .contains("line 1"));
@@ -71,7 +70,7 @@ mod tests {
 
     #[test]
     fn custom_filters_and_limits() {
-        let items = custom("a\n\nthis line is too long\nb\nc\n", &SHAPER, 2);
+        let items = custom("a\n\nthis line is too long\nb\nc\n", &shaper(), 2);
         assert_eq!(items, vec![Item::Text("a".into()), Item::Text("b".into())]);
     }
 }

@@ -2,6 +2,12 @@
 //! usage. The hot path is short: one task per request on its own kept-alive connection ([`super::http1`]),
 //! the time read right after each socket read and before any parsing, no tokenizing, no locks, no
 //! allocation per chunk beyond keeping the payload.
+//!
+//! Every problem becomes a failed record with a [`FailureKind`] and one line of text (never a panic, never
+//! an aborted run): HTTP status (with the server's body and `Retry-After`), connect, total timeout, read
+//! timeout, reset, disconnect, malformed event or body, in-band error, unusable response (no usage, a
+//! stream that ended without `[DONE]` and usage, an unexpected `Content-Type`). A stream that ends without
+//! `[DONE]` but carried usage succeeds, as in evalscope (the end of the body ends the response).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -46,6 +52,8 @@ struct Inner {
     url: reqwest::Url,
     total_timeout: Duration,
     debug: bool,
+    /// A success without usage is kept (its tokens are counted later, off the request path).
+    usage_counted_later: bool,
     /// Sizes of the last complete response (chunk times, kept payloads, payload bytes), so the next
     /// record's vectors are allocated once instead of growing chunk by chunk.
     size_hint: [AtomicUsize; 3],
@@ -87,6 +95,7 @@ impl HttpClient {
                 url,
                 total_timeout: plan.timeouts.total,
                 debug: plan.debug,
+                usage_counted_later: plan.tokens.tokenizer_path.is_some() || plan.api.input_only(),
                 size_hint: Default::default(),
                 inject_work: std::env::var(INJECT_WORK_ENV)
                     .ok()
@@ -165,11 +174,16 @@ impl HttpClient {
             record.fail(
                 FailureKind::Timeout,
                 format!(
-                    "total timeout of {} s exceeded",
+                    "total timeout of {} s exceeded (--total-timeout)",
                     inner.total_timeout.as_secs_f64()
                 ),
                 at,
             );
+        }
+        if !record.success && !record.is_stream && record.status_code != Some(200) {
+            // evalscope counts a failure as a stream request when its body asked for one (a 200 head
+            // decided it from its Content-Type instead). Read only for failures, off the common path.
+            record.is_stream = body_requests_stream(&record.request);
         }
         if inner.debug {
             tracing::debug!(
@@ -183,10 +197,13 @@ impl HttpClient {
     }
 
     /// Writes the request and reads the response head, on a pooled connection; a reused connection that
-    /// fails before any response byte (the server closed it while idle) is replaced by a new one, once.
+    /// fails before any response byte (the server closed it while idle — llama.cpp closes after every
+    /// streamed response despite `Keep-Alive`) is replaced by a new one, once: nothing was answered, so the
+    /// request was not served. The resend is timed from the new attempt (`sent_at`).
     async fn start(
         &self,
         body: &[u8],
+        sent_at: &mut Instant,
         started: Option<Started>,
     ) -> Result<(Conn, Head), http1::Error> {
         let pool = &self.inner.pool;
@@ -209,6 +226,7 @@ impl HttpClient {
             Ok(head) => Ok((conn, head)),
             Err(e) if reused && !conn.got_bytes() && !matches!(e, http1::Error::ReadTimeout(_)) => {
                 drop(conn);
+                *sent_at = Instant::now();
                 let mut conn = pool.connect().await?;
                 conn.write_request(pool.endpoint(), body).await?;
                 let head = conn.read_head(pool.endpoint()).await?;
@@ -220,7 +238,10 @@ impl HttpClient {
 
     async fn exchange(&self, record: &mut RequestRecord, started: Option<Started>) {
         let body = record.request.clone();
-        let (mut conn, head) = match self.start(body.as_bytes(), started).await {
+        let (mut conn, head) = match self
+            .start(body.as_bytes(), &mut record.sent_at, started)
+            .await
+        {
             Ok(ok) => ok,
             Err(e) => {
                 let at = Instant::now();
@@ -237,18 +258,22 @@ impl HttpClient {
         record.status_code = Some(head.status);
         let endpoint = self.inner.pool.endpoint();
         let result = if head.status != 200 {
-            record.is_stream = body_requests_stream(&record.request);
             let mut text = Vec::new();
             let read = read_bounded(&mut conn, endpoint, &head, &mut text).await;
             let at = Instant::now();
             let shown = clip(&text);
+            let retry_after = head
+                .retry_after
+                .as_deref()
+                .map(|v| format!(" (Retry-After: {})", one_line(v)))
+                .unwrap_or_default();
+            let (status, reason) = (head.status, one_line(&head.reason));
             let msg = match (&read, shown.is_empty()) {
-                (Err(e), _) => format!(
-                    "HTTP {} {}: (body unreadable: {e})",
-                    head.status, head.reason
-                ),
-                (Ok(_), true) => format!("HTTP {} {}", head.status, head.reason),
-                (Ok(_), false) => format!("HTTP {} {}: {shown}", head.status, head.reason),
+                (Err(e), _) => {
+                    format!("HTTP {status} {reason}{retry_after}: (body unreadable: {e})")
+                }
+                (Ok(_), true) => format!("HTTP {status} {reason}{retry_after}"),
+                (Ok(_), false) => format!("HTTP {status} {reason}{retry_after}: {shown}"),
             };
             record.fail(FailureKind::HttpStatus, msg, at);
             read
@@ -256,6 +281,7 @@ impl HttpClient {
             record.is_stream = true;
             record.completed_at = record.sent_at;
             let mut framer = SseFramer::new();
+            let mut saw_done = false;
             let debug = self.inner.debug;
             let index = record.index;
             let read = conn
@@ -268,6 +294,7 @@ impl HttpClient {
                         );
                     }
                     framer.push(data, |event| {
+                        saw_done |= event == b"[DONE]";
                         openai_event::apply_stream_event(record, event, at)
                     });
                 })
@@ -275,8 +302,18 @@ impl HttpClient {
             match read {
                 Ok(reusable) => {
                     let at = Instant::now();
-                    framer.finish(|event| openai_event::apply_stream_event(record, event, at));
-                    finish(record);
+                    framer.finish(|event| {
+                        saw_done |= event == b"[DONE]";
+                        openai_event::apply_stream_event(record, event, at)
+                    });
+                    if !saw_done && record.failure.is_none() && !has_usage(record) {
+                        record.fail(
+                            FailureKind::BadResponse,
+                            "the stream ended without `data: [DONE]` and carried no token usage",
+                            at,
+                        );
+                    }
+                    finish(record, self.inner.usage_counted_later);
                     Ok(reusable)
                 }
                 Err(e) => {
@@ -293,8 +330,15 @@ impl HttpClient {
             match &read {
                 Ok(_) => {
                     record.completed_at = at;
-                    openai_event::apply_body(record, &bytes);
-                    finish(record);
+                    if openai_event::apply_body(record, &bytes) {
+                        finish(record, self.inner.usage_counted_later);
+                    } else {
+                        record.fail(
+                            unusable_body_kind(&head.content_type, &bytes),
+                            unusable_body(&head.content_type, &bytes),
+                            at,
+                        );
+                    }
                 }
                 Err(e) => record.fail(classify(e), e.to_string(), at),
             }
@@ -332,13 +376,14 @@ async fn read_bounded(
 }
 
 /// Success rules after a complete response: an in-band error fails; a response without usage fails
-/// (no tokenizer to count with) — evalscope would abort the whole run instead.
-fn finish(record: &mut RequestRecord) {
+/// unless `counted_later` (a tokenizer, or an input-only API, will count it in the aggregator) — evalscope
+/// would abort the whole run instead.
+fn finish(record: &mut RequestRecord, counted_later: bool) {
     if record.failure.is_some() {
         record.success = false;
         return;
     }
-    if record.usage.prompt_tokens.is_none() && record.usage.completion_tokens.is_none() {
+    if !counted_later && !has_usage(record) {
         record.success = false;
         record.failure = Some(FailureKind::BadResponse);
         record.error = Some(
@@ -350,6 +395,40 @@ fn finish(record: &mut RequestRecord) {
     record.success = true;
 }
 
+fn has_usage(record: &RequestRecord) -> bool {
+    record.usage.prompt_tokens.is_some() || record.usage.completion_tokens.is_some()
+}
+
+/// The kind of a 200 body that is not JSON: malformed when it was labelled or shaped as JSON, else an
+/// unusable response (wrong `Content-Type`).
+fn unusable_body_kind(content_type: &str, body: &[u8]) -> FailureKind {
+    let jsonish = content_type.contains("json")
+        || body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if jsonish {
+        FailureKind::Malformed
+    } else {
+        FailureKind::BadResponse
+    }
+}
+
+/// The error text for a 200 body that is not JSON.
+fn unusable_body(content_type: &str, body: &[u8]) -> String {
+    match unusable_body_kind(content_type, body) {
+        FailureKind::Malformed => openai_event::describe_malformed("response body", body),
+        _ => {
+            let shown = if content_type.is_empty() {
+                "no Content-Type".to_string()
+            } else {
+                format!("Content-Type {content_type:?}")
+            };
+            format!(
+                "unexpected {shown} (expected text/event-stream or application/json) and a body that is not JSON: {}",
+                clip(&body[..body.len().min(200)])
+            )
+        }
+    }
+}
+
 fn body_requests_stream(body: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(body)
         .ok()
@@ -357,12 +436,15 @@ fn body_requests_stream(body: &str) -> bool {
         == Some(true)
 }
 
+/// The kind of a transport error. The total timeout is enforced outside the HTTP client, so a timeout here
+/// is a connect timeout (`connect`) or a read timeout.
 fn classify(e: &http1::Error) -> FailureKind {
     match e {
-        http1::Error::Connect(http1::ConnectError::Timeout(_)) | http1::Error::ReadTimeout(_) => {
-            FailureKind::Timeout
-        }
         http1::Error::Connect(_) => FailureKind::Connect,
+        http1::Error::ReadTimeout(_) => FailureKind::ReadTimeout,
+        http1::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionReset => {
+            FailureKind::Reset
+        }
         http1::Error::Io(_) | http1::Error::Closed => FailureKind::Disconnect,
         http1::Error::Protocol(_) => FailureKind::BadResponse,
     }
@@ -383,13 +465,21 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
+/// Up to [`MAX_ERROR_BYTES`] of `bytes` as one line of text (line breaks escaped, invalid UTF-8 replaced).
 fn clip(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_ERROR_BYTES)]).into_owned();
+    let text = one_line(&String::from_utf8_lossy(
+        &bytes[..bytes.len().min(MAX_ERROR_BYTES)],
+    ));
     if bytes.len() > MAX_ERROR_BYTES {
         format!("{text}… ({} bytes in all)", bytes.len())
     } else {
         text
     }
+}
+
+/// `s` with `\r` and `\n` escaped, so an error stays on one line of a log.
+pub fn one_line(s: &str) -> String {
+    s.replace('\r', "\\r").replace('\n', "\\n")
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -423,12 +513,14 @@ mod tests {
     fn missing_usage_fails_the_request() {
         let mut r = RequestRecord::new(0, false, Arc::from("{}"), Instant::now());
         r.is_stream = true;
-        finish(&mut r);
+        finish(&mut r, false);
         assert!(!r.success);
         assert_eq!(r.failure, Some(FailureKind::BadResponse));
         r.failure = None;
+        finish(&mut r, true);
+        assert!(r.success, "kept for counting later");
         r.usage.completion_tokens = Some(3);
-        finish(&mut r);
+        finish(&mut r, false);
         assert!(r.success);
     }
 

@@ -152,9 +152,13 @@ pub(super) async fn run(
     }
     drop(records);
     while set.join_next().await.is_some() {}
+    let dispatched = shared.dispatched.load(Ordering::Relaxed);
+    let hit_duration = shared.hit_duration.load(Ordering::Relaxed);
     DispatchOutcome {
-        dispatched: shared.dispatched.load(Ordering::Relaxed),
+        dispatched,
         abandoned: shared.abandoned.load(Ordering::Relaxed),
-        hit_duration: shared.hit_duration.load(Ordering::Relaxed),
+        hit_duration,
+        // Workers only stop before the list is done for `--duration` or a signal.
+        interrupted: !hit_duration && dispatched < shared.requests.len() && shutdown.stopping(),
     }
 }

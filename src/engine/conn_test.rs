@@ -1,5 +1,6 @@
 //! The connection test sent before each run (spec §6.3): success → go; HTTP 4xx → abort with the server's
-//! message; anything else → retry every 10 s until `--total-timeout` has passed.
+//! message; anything else → retry every 10 s until `--total-timeout` has passed. A signal ends it at once,
+//! whatever it was waiting for.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,22 +14,35 @@ use crate::shutdown::Shutdown;
 /// Pause between connection-test attempts.
 pub const RETRY_EVERY: Duration = Duration::from_secs(10);
 
+/// How the connection test ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    /// The server answered a test request.
+    Passed,
+    /// A signal arrived first.
+    Interrupted,
+}
+
 /// Sends `body` until it succeeds, a 4xx comes back, `budget` runs out or the run is interrupted.
 pub async fn check(
     client: &HttpClient,
     body: Arc<str>,
     budget: Duration,
     shutdown: &Shutdown,
-) -> Result<()> {
+) -> Result<Checked> {
     let started = Instant::now();
     let mut attempt = 0u32;
     loop {
         attempt += 1;
         let record = RequestRecord::new(0, true, body.clone(), Instant::now());
-        let record = client.send(record).await;
+        let record = tokio::select! {
+            biased;
+            _ = shutdown.stopped() => return Ok(Checked::Interrupted),
+            record = client.send(record) => record,
+        };
         if record.success {
             tracing::info!("Test connection successful.");
-            return Ok(());
+            return Ok(Checked::Passed);
         }
         let why = record
             .error
@@ -36,7 +50,11 @@ pub async fn check(
             .unwrap_or_else(|| "unknown error".into());
         let client_error = record.failure == Some(FailureKind::HttpStatus)
             && record.status_code.is_some_and(|s| (400..500).contains(&s));
-        if client_error || record.failure == Some(FailureKind::BadResponse) {
+        let unusable = matches!(
+            record.failure,
+            Some(FailureKind::BadResponse | FailureKind::Malformed)
+        );
+        if client_error || unusable {
             bail!(
                 "Test connection failed: {} answered {why}. Check --url, --model, --api-key and --headers (or skip the test with --no-test-connection).",
                 client.url()
@@ -53,8 +71,9 @@ pub async fn check(
             RETRY_EVERY.as_secs()
         );
         tokio::select! {
+            biased;
+            _ = shutdown.stopped() => return Ok(Checked::Interrupted),
             _ = tokio::time::sleep(RETRY_EVERY) => {}
-            _ = shutdown.stopped() => bail!("interrupted during the connection test"),
         }
     }
 }

@@ -56,6 +56,8 @@ pub struct DispatchOutcome {
     pub abandoned: usize,
     /// Dispatch stopped because `--duration` passed.
     pub hit_duration: bool,
+    /// Dispatch stopped early because of a signal (some requests were never sent).
+    pub interrupted: bool,
 }
 
 /// Sends `requests` (warmup first) per `dispatch`, delivering every finished record to `records`. Returns

@@ -107,18 +107,29 @@ struct Schedule {
     duration: Option<Duration>,
 }
 
-/// The dispatcher thread: returns (dispatched, hit_duration).
-fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> (usize, bool) {
+/// How the dispatcher thread ended.
+#[derive(Default)]
+struct ThreadOutcome {
+    dispatched: usize,
+    hit_duration: bool,
+    /// A signal stopped it before every request was sent.
+    interrupted: bool,
+}
+
+/// The dispatcher thread.
+fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome {
     tighten_timing();
     let t0 = Instant::now();
     let deadline = s.duration.map(|d| t0 + d);
-    let mut dispatched = 0;
+    let mut out = ThreadOutcome::default();
     for (i, request) in measured.into_iter().enumerate() {
         let at = t0 + Duration::from_secs_f64(s.offsets[i]);
         if deadline.is_some_and(|d| at >= d) {
-            return (dispatched, true);
+            out.hit_duration = true;
+            return out;
         }
         if !wait_for_slot(at, &s.shutdown) {
+            out.interrupted = true;
             break;
         }
         let mut record = RequestRecord::new(s.first_index + i, false, request.body, at);
@@ -138,9 +149,9 @@ fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> (usize, bool)
                 }
             }
         });
-        dispatched += 1;
+        out.dispatched += 1;
     }
-    (dispatched, false)
+    out
 }
 
 pub(super) async fn run(
@@ -200,7 +211,7 @@ pub(super) async fn run(
     let thread = std::thread::Builder::new()
         .name("llmperf-dispatch".into())
         .spawn(move || dispatch_thread(schedule, measured));
-    let (dispatched, hit_duration) = match thread {
+    let thread_outcome = match thread {
         Ok(handle) => {
             // The thread sleeps between slots; wait for it without blocking a worker.
             match tokio::task::spawn_blocking(move || handle.join()).await {
@@ -211,12 +222,13 @@ pub(super) async fn run(
         }
         Err(e) => {
             tracing::error!("cannot start the open-loop dispatcher thread: {e}");
-            (0, false)
+            ThreadOutcome::default()
         }
     };
     in_flight.wait_idle().await;
-    outcome.dispatched += dispatched;
-    outcome.hit_duration = hit_duration;
+    outcome.dispatched += thread_outcome.dispatched;
+    outcome.hit_duration = thread_outcome.hit_duration;
+    outcome.interrupted = thread_outcome.interrupted;
     outcome.abandoned += in_flight.abandoned.load(Ordering::Relaxed);
     outcome
 }

@@ -36,7 +36,7 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("model_id", json!(plan.model_id));
     put("attn_implementation", Value::Null);
     put("api", json!(cli.api));
-    put("tokenizer_path", Value::Null);
+    put("tokenizer_path", json!(plan.tokens.tokenizer_path));
     put("port", json!(8877));
     put("url", json!(url));
     put("headers", Value::Object(headers));
@@ -75,32 +75,43 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("num_workers", json!(0));
     put("log_every_n_query", json!(plan.log_every_n));
     put("debug", json!(cli.debug));
-    put("enable_progress_tracker", json!(false));
-    put("visualizer", Value::Null);
-    put("wandb_api_key", Value::Null);
-    put("swanlab_api_key", Value::Null);
-    put("swanlab_host", Value::Null);
+    put("enable_progress_tracker", json!(plan.progress_tracker));
+    let vis = plan.visualizer.as_ref();
+    let masked = |key: Option<&String>| key.map_or(Value::Null, |_| json!(MASK));
+    put("visualizer", json!(vis.map(|v| v.kind.name())));
+    put(
+        "wandb_api_key",
+        masked(vis.and_then(|v| v.wandb_api_key.as_ref())),
+    );
+    put(
+        "swanlab_api_key",
+        masked(vis.and_then(|v| v.swanlab_api_key.as_ref())),
+    );
+    put(
+        "swanlab_host",
+        json!(vis.and_then(|v| v.swanlab_host.as_ref())),
+    );
     put("name", json!(cli.name));
     put("alias", json!(cli.alias));
     put("outputs_dir", json!(run_dir));
     put("no_timestamp", json!(cli.no_timestamp));
     put("max_prompt_length", json!(cli.max_prompt_length));
     put("min_prompt_length", json!(cli.min_prompt_length));
-    put("prefix_length", json!(0));
-    put("prefix_count", json!(1));
+    put("prefix_length", json!(cli.prefix_length));
+    put("prefix_count", json!(cli.prefix_count));
     put("prompt", json!(cli.prompt));
     put("query_template", json!(cli.query_template));
     put("apply_chat_template", json!(plan.apply_chat_template));
-    put("image_width", json!(224));
-    put("image_height", json!(224));
-    put("image_format", json!("RGB"));
-    put("image_num", json!(1));
-    put("image_patch_size", json!(28));
+    put("image_width", json!(cli.image_width));
+    put("image_height", json!(cli.image_height));
+    put("image_format", json!(cli.image_format));
+    put("image_num", json!(cli.image_num));
+    put("image_patch_size", json!(cli.image_patch_size));
     put("dataset", json!(cli.dataset));
     put("dataset_path", json!(cli.dataset_path));
     put("data_source", Value::Null);
-    put("dataset_offset", json!(0));
-    put("dataset_args", Value::Null);
+    put("dataset_offset", json!(spec.dataset_offset));
+    put("dataset_args", json!(cli.dataset_args));
     put("frequency_penalty", json!(cli.frequency_penalty));
     put("repetition_penalty", json!(cli.repetition_penalty));
     put(
@@ -122,7 +133,7 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("top_p", json!(cli.top_p));
     put("top_k", json!(cli.top_k));
     put("extra_args", Value::Object(cli.extra_args.clone()));
-    put("tokenize_prompt", json!(false));
+    put("tokenize_prompt", json!(plan.tokens.tokenize_prompt));
     put("multi_turn", json!(false));
     put("min_turns", json!(1));
     put("max_turns", Value::Null);

@@ -1,5 +1,6 @@
-//! The per-run console tables evalscope logs after each run: `Benchmarking summary:` and
-//! `Percentile results:` (tabulate `simple_outline`), plus llmperf's extra rows.
+//! The per-run console tables evalscope logs after each run: `Benchmarking summary:`,
+//! `Percentile results:` and `Workload throughput (N samples):` (tabulate `simple_outline`), plus llmperf's
+//! extra rows.
 //!
 //! Rows follow evalscope's `BenchmarkSummary.to_table`: sections `── General ──`, `── Latency ──`,
 //! `── Tokens ──`; `Stream / Non-Stream` only when both counts are positive; the TTFT / TPOT / ITL,
@@ -8,7 +9,9 @@
 //! failures by kind, the client's self-diagnostics: CPU use, send lag, open-loop TTFT / latency from the
 //! intended send time, whether the client limited the run) after evalscope's rows, which stay identical.
 
-use crate::metrics::{BenchmarkSummary, ClientDiagnostics, PercentileTable, PERCENTILE_LABELS};
+use crate::metrics::{
+    BenchmarkSummary, ClientDiagnostics, PercentileTable, WorkloadThroughput, PERCENTILE_LABELS,
+};
 
 use super::format::{fmt_num, unit_for_key, Unit};
 use super::table::{Align, SimpleOutline};
@@ -157,6 +160,32 @@ pub fn percentile_table(p: &PercentileTable) -> String {
         table.push(row);
     }
     format!("Percentile results:\n{}", table.render())
+}
+
+/// `Workload throughput (N samples):` and the workload table (`Metric (tok/s)`, `Overall`, `Last 30s`,
+/// `Steady (drop 20%)`; rates with 2 decimals). Lines joined by `\n`, no trailing newline.
+pub fn workload_table(w: &WorkloadThroughput) -> String {
+    let headers = vec![
+        "Metric (tok/s)".to_string(),
+        "Overall".to_string(),
+        w.last_label(),
+        w.steady_label(),
+    ];
+    let aligns = vec![Align::Left, Align::Right, Align::Right, Align::Right];
+    let mut table = SimpleOutline::new(headers, aligns);
+    for r in &w.rows {
+        table.push(vec![
+            r.metric.to_string(),
+            Unit::TokPerSec.fmt(r.overall),
+            Unit::TokPerSec.fmt(r.last_window),
+            Unit::TokPerSec.fmt(r.steady_state),
+        ]);
+    }
+    format!(
+        "Workload throughput ({} samples):\n{}",
+        w.n_samples,
+        table.render()
+    )
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! real `evalscope perf` 1.14.1 runs must equal the text evalscope printed for them.
 //!
 //! Goldens live in `<shared>/reference/evalscope-golden`, where `<shared>` is `$LLMPERF_SHARED_DIR` or
-//! `../shared` next to the crate. The report comparison leaves out the `Workload Throughput` section
-//! (rendered elsewhere) and the `Output Path` row (rewritten to a relative path after the fact).
+//! `../shared` next to the crate. The report comparison leaves out only the `Output Path` row (rewritten
+//! to a relative path after the fact).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,8 +11,13 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::table::display_width;
-use super::{percentile_table, performance_summary, summary_table, ReportInfo, RunReport};
-use crate::metrics::{BenchmarkSummary, PercentileTable, PERCENTILE_LABELS};
+use super::{
+    percentile_table, performance_summary, summary_table, workload_table, ReportInfo, RunReport,
+};
+use crate::metrics::{
+    BenchmarkSummary, PercentileTable, WorkloadRow, WorkloadThroughput, PERCENTILE_LABELS,
+    WORKLOAD_METRICS,
+};
 
 fn golden_dir(case: &str) -> PathBuf {
     let shared = std::env::var_os("LLMPERF_SHARED_DIR")
@@ -101,6 +106,36 @@ fn percentiles_from(v: &Value) -> PercentileTable {
     PercentileTable { columns }
 }
 
+/// `workload_throughput.json`, when the run wrote one.
+fn workload_from(path: &Path) -> Option<WorkloadThroughput> {
+    if !path.is_file() {
+        return None;
+    }
+    let v = load_json(path);
+    let f = |v: &Value, k: &str| v[k].as_f64().expect(k);
+    let rows = v["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| WorkloadRow {
+            metric: WORKLOAD_METRICS
+                .into_iter()
+                .find(|m| r["metric"] == *m)
+                .expect("known metric"),
+            overall: f(r, "overall"),
+            last_window: f(r, "last_window"),
+            steady_state: f(r, "steady_state"),
+        })
+        .collect();
+    Some(WorkloadThroughput {
+        n_samples: v["n_samples"].as_u64().expect("n_samples"),
+        wall_time_s: f(&v, "wall_time_s"),
+        last_window_s: f(&v, "last_window_s"),
+        warmup_frac: f(&v, "warmup_frac"),
+        rows,
+    })
+}
+
 /// The case's runs, in the order evalscope ran them.
 fn runs(case: &str) -> Vec<RunReport> {
     subdirs(&run_root(case))
@@ -115,6 +150,7 @@ fn runs(case: &str) -> Vec<RunReport> {
                 number: summary.total_requests,
                 summary,
                 percentiles,
+                workload: workload_from(&d.join("workload_throughput.json")),
             }
         })
         .collect()
@@ -138,14 +174,19 @@ fn strip_ansi(s: &str) -> String {
     out
 }
 
-/// Every `<header>` line of the case's console text with the table below it (up to its `└` line).
+/// Every line equal to `header` in the case's console text with the table below it (up to its `└` line).
 fn console_blocks(case: &str, header: &str) -> Vec<String> {
+    console_blocks_where(case, |line| line == header)
+}
+
+/// Every line that `is_header` picks in the case's console text with the table below it.
+fn console_blocks_where(case: &str, is_header: impl Fn(&str) -> bool) -> Vec<String> {
     let text =
         strip_ansi(&fs::read_to_string(golden_dir(case).join("console.txt")).expect("console"));
     let lines: Vec<&str> = text.lines().collect();
     let mut blocks = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        if *line == header {
+        if is_header(line) {
             let end = (i..lines.len())
                 .find(|&j| lines[j].starts_with('└'))
                 .expect("table end");
@@ -162,6 +203,13 @@ fn check_console(case: &str) {
     let percentiles = console_blocks(case, "Percentile results:");
     assert_eq!(summaries.len(), runs.len(), "{case}: summary tables");
     assert_eq!(percentiles.len(), runs.len(), "{case}: percentile tables");
+    let workloads = console_blocks_where(case, |l| l.starts_with("Workload throughput ("));
+    let ours: Vec<String> = runs
+        .iter()
+        .filter_map(|r| r.workload.as_ref().map(workload_table))
+        .collect();
+    assert!(!ours.is_empty(), "{case}: workload files");
+    assert_eq!(ours, workloads, "{case}: workload tables");
     for (i, run) in runs.iter().enumerate() {
         assert_eq!(summary_table(&run.summary), summaries[i], "{case} run {i}");
         assert_eq!(
@@ -187,30 +235,20 @@ fn info(case: &str, model: &str, dataset: &str, api: &str, input_only: bool) -> 
 fn check_report(case: &str, info: &ReportInfo) {
     let golden =
         fs::read_to_string(run_root(case).join("performance_summary.txt")).expect("golden");
-    let golden: Vec<&str> = golden.lines().collect();
-    // Leave out the Workload Throughput section and the two blank lines printed before it.
-    let end = match golden
-        .iter()
-        .position(|l| l.trim() == "Workload Throughput")
-    {
-        Some(i) => {
-            assert_eq!(
-                &golden[i - 2..i],
-                ["", ""],
-                "{case}: blank lines before Workload"
-            );
-            i - 2
-        }
-        None => golden.len(),
-    };
-    let expected = &golden[..end];
-    let ours = performance_summary(info, &runs(case));
+    let expected: Vec<&str> = golden.lines().collect();
+    let runs = runs(case);
+    assert_eq!(
+        golden.contains("Workload Throughput"),
+        !info.input_only,
+        "{case}: LLM reports carry the workload section"
+    );
+    let ours = performance_summary(info, &runs);
     assert!(
         ours.ends_with("┘\n"),
         "{case}: ends with the last table and a newline"
     );
     let ours: Vec<&str> = ours.lines().collect();
-    for (i, (a, b)) in ours.iter().zip(expected).enumerate() {
+    for (i, (a, b)) in ours.iter().zip(&expected).enumerate() {
         if b.starts_with("│ Output Path") {
             assert!(
                 a.starts_with("│ Output Path           │ /tmp/outputs/"),

@@ -3,13 +3,17 @@
 //! * [`args`](mod@args): `benchmark_args.json`.
 //! * [`format`](mod@format): evalscope's number formatting (half-up on the shortest repr, units per metric).
 //! * [`table`]: tabulate `simple_outline` and rich `SQUARE` / `HEAVY_HEAD` / panel renderers.
-//! * [`console`]: `Benchmarking summary:` and `Percentile results:` tables.
+//! * [`console`]: `Benchmarking summary:`, `Percentile results:` and `Workload throughput` tables.
 //! * [`report`]: the whole `performance_summary.txt`.
+//! * [`html`]: `perf_report.html`, the self-contained report with charts (llmperf's own layout).
+//! * [`speed_benchmark`]: `speed_benchmark.json` (speed_benchmark datasets).
 
 pub mod args;
 pub mod console;
 pub mod format;
+pub mod html;
 pub mod report;
+pub mod speed_benchmark;
 pub mod table;
 
 #[cfg(test)]
@@ -17,6 +21,6 @@ mod golden_tests;
 #[cfg(test)]
 mod report_tests;
 
-pub use console::{percentile_table, summary_table};
+pub use console::{percentile_table, summary_table, workload_table};
 pub use format::{fmt_num, Unit};
 pub use report::{performance_summary, ReportInfo, RunReport};

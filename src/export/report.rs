@@ -4,19 +4,21 @@
 //! Layout (each part separated as rich's `console.print` separates them):
 //! 1. a rounded panel with the report title (80 columns);
 //! 2. `Basic Information:` (a `SQUARE` table of width 80: columns of 25 and 55 squeezed to 23 + 54);
-//! 3. LLM runs: `Performance Overview` and `Per-Request Metrics` (`HEAVY_HEAD`, no edge padding,
-//!    runs sorted by (concurrency, rate) with −1 last, a section line between runs); embedding /
-//!    rerank runs (`input_only`): `Detailed Performance Metrics`;
+//! 3. LLM runs: `Performance Overview`, `Per-Request Metrics` and `Workload Throughput` (`HEAVY_HEAD`,
+//!    no edge padding, runs sorted by (concurrency, rate) with −1 last, a section line between runs;
+//!    the workload table only for runs with a successful request); embedding / rerank runs
+//!    (`input_only`): `Detailed Performance Metrics`;
 //! 4. llmperf's extras, only when present and always after every evalscope part (so evalscope's text
 //!    stays a byte-identical prefix): a `Failures` table (`Conc. | Rate | Kind | Count`), one
 //!    `! Run … was interrupted …` line per interrupted run, a `Client Diagnostics` table (client CPU, send
 //!    lag, whether the client limited the run) and one `! Run …: WARNING: the client itself limited this
 //!    run …` line per run it limited.
 //!
-//! Later evalscope sections (e.g. `Workload Throughput`) belong in `llm_sections`, which returns the
-//! LLM tables in print order.
+//! `llm_sections` returns the LLM tables in print order.
 
-use crate::metrics::{BenchmarkSummary, ClientDiagnostics, PercentileTable, PERCENTILE_LABELS};
+use crate::metrics::{
+    BenchmarkSummary, ClientDiagnostics, PercentileTable, WorkloadThroughput, PERCENTILE_LABELS,
+};
 use crate::pyjson;
 
 use super::format::{fmt_num, py_comma, py_comma_fixed, Unit};
@@ -36,6 +38,8 @@ pub struct RunReport {
     pub summary: BenchmarkSummary,
     /// The run's percentile table.
     pub percentiles: PercentileTable,
+    /// The run's workload throughput (`None` when no request succeeded).
+    pub workload: Option<WorkloadThroughput>,
 }
 
 /// Sweep-wide facts for the `Basic Information` table.
@@ -231,7 +235,47 @@ fn report_table(title: &str, columns: Vec<Column>) -> RichTable {
 
 /// The LLM report tables after `Basic Information`, in print order.
 fn llm_sections(runs: &[&RunReport]) -> Vec<RichTable> {
-    vec![overview_table(runs), per_request_table(runs)]
+    let mut tables = vec![overview_table(runs), per_request_table(runs)];
+    tables.extend(workload_table(runs));
+    tables
+}
+
+/// `Workload Throughput`: four rate rows per run that had a successful request; `None` when no run had.
+/// The window headers come from the first such run (evalscope assumes they are the same for all).
+fn workload_table(runs: &[&RunReport]) -> Option<RichTable> {
+    let entries: Vec<(&RunReport, &WorkloadThroughput)> = runs
+        .iter()
+        .filter_map(|r| r.workload.as_ref().map(|w| (*r, w)))
+        .filter(|(_, w)| !w.rows.is_empty())
+        .collect();
+    let first = entries.first()?.1;
+    let columns = vec![
+        Column::new("Conc.", Align::Right),
+        Column::new("Rate", Align::Right),
+        Column::new("Metric (tok/s)", Align::Left),
+        Column::new("Overall", Align::Right),
+        Column::new(&first.last_label(), Align::Right),
+        Column::new(&first.steady_label(), Align::Right),
+    ];
+    let mut table = report_table("Workload Throughput", columns);
+    for (i, (r, w)) in entries.iter().enumerate() {
+        if i > 0 {
+            table.section();
+        }
+        let mut first_row = Some(conc_rate(r));
+        for row in &w.rows {
+            let (c, rate) = first_row.take().unwrap_or_default();
+            table.push(vec![
+                c,
+                rate,
+                row.metric.to_string(),
+                Unit::TokPerSec.fmt(row.overall),
+                Unit::TokPerSec.fmt(row.last_window),
+                Unit::TokPerSec.fmt(row.steady_state),
+            ]);
+        }
+    }
+    Some(table)
 }
 
 fn overview_table(runs: &[&RunReport]) -> RichTable {

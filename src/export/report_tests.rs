@@ -26,6 +26,7 @@ fn run(conc: i64, rate: f64, extras: SummaryExtras) -> RunReport {
         number: 4,
         summary,
         percentiles: PercentileTable::default(),
+        workload: None,
     }
 }
 

@@ -10,7 +10,10 @@ use std::collections::BTreeMap;
 use super::client::{self, ClientDiagnostics, ClientTiming, CpuUse};
 use super::percentile::PercentileTable;
 use super::samples::{Sample, SuccessRows};
-use super::summary::{keys, message_json_indent2, BenchmarkSummary, Message, PyNum, SummaryExtras};
+use super::summary::{
+    keys, message_json_compact, message_json_indent2, BenchmarkSummary, InputTokenError, Message,
+    PyNum, SummaryExtras,
+};
 use crate::record::RequestRecord;
 
 /// What a run's summary needs beyond its records.
@@ -89,6 +92,17 @@ pub struct Accumulator {
     interrupted: bool,
     rows: SuccessRows,
     client: ClientTiming,
+    input_error: ErrorSums,
+}
+
+/// Running sums of server − intended prompt tokens.
+#[derive(Debug, Clone, Copy, Default)]
+struct ErrorSums {
+    n: u64,
+    intended: u64,
+    error: i64,
+    max_error: i64,
+    exact: u64,
 }
 
 impl Accumulator {
@@ -121,6 +135,7 @@ impl Accumulator {
             interrupted: false,
             rows: SuccessRows::default(),
             client: ClientTiming::default(),
+            input_error: ErrorSums::default(),
         }
     }
 
@@ -137,6 +152,17 @@ impl Accumulator {
             is_stream: r.is_stream,
             ..Sample::default()
         };
+        if let (true, Some(intended)) = (r.success, r.intended_prompt_tokens) {
+            let e = &mut self.input_error;
+            let diff = r.prompt_tokens() as i64 - intended as i64;
+            e.n += 1;
+            e.intended += intended;
+            e.error += diff;
+            if diff.abs() > e.max_error.abs() {
+                e.max_error = diff;
+            }
+            e.exact += u64::from(diff == 0);
+        }
         if r.success {
             s.latency = r.latency_s();
             s.ttft = r.ttft_s();
@@ -338,6 +364,17 @@ impl Accumulator {
                 .collect(),
             wall_input_throughput,
             client: None,
+            input_token_error: (self.input_error.n > 0).then(|| {
+                let e = self.input_error;
+                let n = e.n as f64;
+                InputTokenError {
+                    requests: e.n,
+                    avg_intended: crate::pyjson::round(e.intended as f64 / n, 4),
+                    avg_error: crate::pyjson::round(e.error as f64 / n, 4),
+                    max_error: e.max_error,
+                    exact_pct: crate::pyjson::round(e.exact as f64 * 100.0 / n, 2),
+                }
+            }),
         }
     }
 
@@ -362,5 +399,11 @@ impl Accumulator {
     /// (only the keys that apply: no `Input Throughput (tok/s)` for LLM runs; sentinels as `-1`).
     pub fn running_log_json(&self) -> String {
         message_json_indent2(&self.message())
+    }
+
+    /// The same raw metrics message on one line (`json.dumps(message)`): what evalscope hands to the
+    /// visualizer after every measured request.
+    pub fn running_message_json(&self) -> String {
+        message_json_compact(&self.message())
     }
 }

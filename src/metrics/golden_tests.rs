@@ -7,23 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 use super::samples::Sample;
 use super::{Accumulator, SummaryContext};
 
-fn golden_root() -> PathBuf {
-    let shared = std::env::var_os("LLMPERF_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    let root = shared.join("reference/evalscope-golden");
-    assert!(
-        root.is_dir(),
-        "golden outputs not found at {} (set LLMPERF_SHARED_DIR to the shared folder)",
-        root.display()
-    );
-    root
-}
+use crate::test_support::golden_root;
 
 /// Every run directory under `dir` that holds a `benchmark_data.db`, sorted.
 fn run_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -35,7 +24,10 @@ fn run_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
     for path in entries {
         if path.is_dir() {
             run_dirs(&path, out);
-        } else if path.file_name().is_some_and(|n| n == "benchmark_data.db") {
+        } else if path.file_name().is_some_and(|n| n == "benchmark_data.db")
+            // A golden copy may hold an empty placeholder where a large DB was left out.
+            && std::fs::metadata(&path).is_ok_and(|m| m.len() > 0)
+        {
             out.push(dir.to_path_buf());
         }
     }
@@ -68,7 +60,11 @@ fn parse_itl(text: &str) -> Vec<f64> {
 /// Feeds every stored row, in insertion order, into a fresh accumulator. Failed rows are labelled
 /// `http_status` (the goldens' only failure kind).
 fn replay(run: &Path) -> Accumulator {
-    let con = Connection::open(run.join("benchmark_data.db")).expect("open golden DB");
+    let con = Connection::open_with_flags(
+        run.join("benchmark_data.db"),
+        OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("open golden DB");
     let mut stmt = con
         .prepare(
             "SELECT start_time, completed_time, success, is_stream, latency, first_chunk_latency, \

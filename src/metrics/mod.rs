@@ -1,16 +1,20 @@
 //! Run statistics: the evalscope-exact summary ([`BenchmarkSummary`]) and percentile table
-//! ([`PercentileTable`]), accumulated online by one owner ([`Accumulator`]).
+//! ([`PercentileTable`]), accumulated online by one owner ([`Accumulator`]); and the workload throughput
+//! timeline ([`WorkloadTimeline`]).
 
 mod accumulator;
 mod client;
 mod percentile;
 mod samples;
 mod summary;
+mod workload;
 
 #[cfg(test)]
 mod golden_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod workload_tests;
 
 pub use accumulator::{Accumulator, SummaryContext};
 pub use client::{
@@ -18,4 +22,7 @@ pub use client::{
     SCHED_DELAY_LIMIT,
 };
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
-pub use summary::{BenchmarkSummary, SummaryExtras};
+pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
+pub use workload::{
+    WorkloadRow, WorkloadThroughput, WorkloadTimeline, LAST_WINDOW_S, WARMUP_FRAC, WORKLOAD_METRICS,
+};

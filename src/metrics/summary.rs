@@ -68,6 +68,15 @@ pub(crate) fn message_json_indent2(message: &Message) -> String {
     format!("{{\n{}\n}}", body.join(",\n"))
 }
 
+/// `json.dumps(message)`: the message on one line (what a visualizer receives).
+pub(crate) fn message_json_compact(message: &Message) -> String {
+    let body: Vec<String> = message
+        .iter()
+        .map(|(key, value)| format!("{}: {}", Value::from(*key), value.repr()))
+        .collect();
+    format!("{{{}}}", body.join(", "))
+}
+
 /// Summary keys, as evalscope spells them.
 pub(crate) mod keys {
     pub const TEST_DURATION: &str = "Test Duration (s)";
@@ -95,6 +104,10 @@ pub(crate) mod keys {
     pub const WALL_INPUT_THROUGHPUT: &str = "Wall Input Throughput (tok/s)";
     pub const INTERRUPTED: &str = "Interrupted";
     pub const FAILURES_BY_KIND: &str = "Failures By Kind";
+    pub const AVG_INTENDED_INPUT_TOKENS: &str = "Avg Intended Input Tokens";
+    pub const AVG_INPUT_TOKEN_ERROR: &str = "Avg Input Token Error";
+    pub const MAX_INPUT_TOKEN_ERROR: &str = "Max Input Token Error";
+    pub const EXACT_INPUT_TOKENS_PCT: &str = "Exact Input Tokens (%)";
     pub const CLIENT_CPU_ONE_CORE: &str = "Client CPU (% of one core)";
     pub const CLIENT_CPU_ALL_CORES: &str = "Client CPU (% of all cores)";
     pub const CLIENT_SCHED_DELAY: &str = "Client Scheduling Delay (ms)";
@@ -111,6 +124,22 @@ pub(crate) mod keys {
     pub const CLIENT_WARNING: &str = "Client Warning";
 }
 
+/// How far the server's `usage.prompt_tokens` was from the prompt length llmperf intended (token-exact
+/// datasets only): tells users when their tokenizer or chat template does not match the server's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct InputTokenError {
+    /// Successful requests with an intended length.
+    pub requests: u64,
+    /// `Avg Intended Input Tokens`.
+    pub avg_intended: f64,
+    /// `Avg Input Token Error`: mean of server − intended (signed).
+    pub avg_error: f64,
+    /// `Max Input Token Error`: the server − intended difference of largest magnitude (signed).
+    pub max_error: i64,
+    /// `Exact Input Tokens (%)`: share of requests where the server counted exactly the intended length.
+    pub exact_pct: f64,
+}
+
 /// llmperf's additions to the summary, written after every evalscope key.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SummaryExtras {
@@ -121,6 +150,8 @@ pub struct SummaryExtras {
     /// `Wall Input Throughput (tok/s)`: Σprompt tokens of successes / test duration, for input-only
     /// (embedding / rerank) runs, whose evalscope `Input Throughput (tok/s)` is Σtokens / Σlatency.
     pub wall_input_throughput: Option<f64>,
+    /// Server vs intended prompt tokens, when the dataset knows the intended length.
+    pub input_token_error: Option<InputTokenError>,
     /// The client's self-diagnostics (every run llmperf makes; absent when a summary is rebuilt from
     /// stored rows).
     pub client: Option<ClientDiagnostics>,
@@ -271,6 +302,12 @@ impl BenchmarkSummary {
                 .collect();
             put(keys::FAILURES_BY_KIND, Value::Object(kinds));
         }
+        if let Some(e) = &self.extras.input_token_error {
+            put(keys::AVG_INTENDED_INPUT_TOKENS, e.avg_intended.into());
+            put(keys::AVG_INPUT_TOKEN_ERROR, e.avg_error.into());
+            put(keys::MAX_INPUT_TOKEN_ERROR, e.max_error.into());
+            put(keys::EXACT_INPUT_TOKENS_PCT, e.exact_pct.into());
+        }
         if let Some(c) = &self.extras.client {
             put(keys::CLIENT_CPU_ONE_CORE, c.cpu_pct_one_core.into());
             put(keys::CLIENT_CPU_ALL_CORES, c.cpu_pct_all_cores.into());
@@ -335,6 +372,7 @@ mod tests {
             failures_by_kind: vec![("http_status".into(), 3), ("timeout".into(), 1)],
             wall_input_throughput: None,
             client: None,
+            input_token_error: None,
         };
         let s = BenchmarkSummary::from_message(&msg, extras);
         assert_eq!(s.concurrency, 4);

@@ -1,14 +1,18 @@
 //! The one owner of a run's results: receives every finished record, feeds the accumulator, the progress
-//! display and the store, and logs the running summary every `--log-every-n-query` requests.
+//! display, the store and the [`Observers`] (workload timeline, visualizer, `progress.json`), and logs the
+//! running summary every `--log-every-n-query` requests.
 
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::metrics::Accumulator;
+use super::tracker::ProgressTracker;
+use crate::api::usage_fallback::UsageFallback;
+use crate::metrics::{Accumulator, WorkloadTimeline};
 use crate::progress::Progress;
 use crate::record::RequestRecord;
 use crate::store::Store;
+use crate::visualizer::VisualizerFeed;
 
 /// Most records handed to the store at once.
 const STORE_BATCH: usize = 256;
@@ -17,7 +21,37 @@ const STORE_BATCH: usize = 256;
 /// so do the requests), keeping memory bounded when the disk is slower than the server.
 const MAX_STORE_BACKLOG: usize = 2048;
 
-/// Consumes records until every sender is gone; returns the accumulator and the progress display.
+/// What the aggregator feeds besides the accumulator, the progress display and the store; handed back
+/// when the run ends.
+#[derive(Default)]
+pub struct Observers {
+    /// Cumulative tokens against completion time (`workload_*.json`).
+    pub timeline: WorkloadTimeline,
+    /// `--visualizer`: gets the running metrics message after every measured request.
+    pub visualizer: Option<VisualizerFeed>,
+    /// `--enable-progress-tracker`: counts measured requests into `progress.json`.
+    pub tracker: Option<ProgressTracker>,
+}
+
+/// What the aggregator completes on each record before counting it: the intended prompt length, and token
+/// counts for responses that carried no usage (counted here once per finished request, never on the
+/// request path).
+pub struct Completion {
+    /// `intended[i]`: request `i`'s intended prompt length.
+    pub intended: Vec<Option<u64>>,
+    /// Counts tokens with the tokenizer when the server sent no usage.
+    pub counter: UsageFallback,
+}
+
+impl Completion {
+    fn apply(&self, record: &mut RequestRecord) {
+        record.intended_prompt_tokens = self.intended.get(record.index).copied().flatten();
+        self.counter.fill(record);
+    }
+}
+
+/// Consumes records until every sender is gone; returns the accumulator, the progress display and the
+/// observers.
 ///
 /// Records go to the store in batches: whatever arrived while the previous records were being counted
 /// (at most [`STORE_BATCH`]), handed over as soon as the channel is momentarily empty, so the writer thread
@@ -29,19 +63,29 @@ pub async fn aggregate(
     mut progress: Progress,
     store: Arc<Store>,
     log_every_n: u64,
-) -> (Accumulator, Progress) {
+    mut observers: Observers,
+    completion: Completion,
+) -> (Accumulator, Progress, Observers) {
     let mut measuring = false;
     let mut batch: Vec<RequestRecord> = Vec::new();
-    while let Some(record) = records.recv().await {
+    while let Some(mut record) = records.recv().await {
         if record.is_warmup {
             progress.warmup_finished();
             continue;
         }
+        completion.apply(&mut record);
         if !measuring {
             measuring = true;
             progress.start_clock();
         }
         acc.add(&record);
+        observers.timeline.feed_record(&record);
+        if let Some(tracker) = &mut observers.tracker {
+            tracker.request_done();
+        }
+        if let Some(feed) = &observers.visualizer {
+            feed.log(&acc.running_message_json());
+        }
         progress.finished(record.success);
         if acc.total() % log_every_n == 0 {
             tracing::info!("{}", acc.running_log_json());
@@ -57,5 +101,5 @@ pub async fn aggregate(
     if !batch.is_empty() {
         store.insert_batch(batch);
     }
-    (acc, progress)
+    (acc, progress, observers)
 }

@@ -3,20 +3,23 @@
 
 mod aggregate;
 mod single;
+mod tracker;
 
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use crate::api::openai::BodyComposer;
-use crate::dataset::Item;
+use crate::dataset::Prompts;
 use crate::export;
 use crate::logging;
 use crate::plan::{LoadMode, RunPlan};
 use crate::shutdown::Shutdown;
 use crate::sim::{SimConfig, SimServer};
+use crate::visualizer::Visualizer;
 pub use single::RunResult;
 use single::{run_single, SweepContext};
+pub use tracker::{FinalStatus, ProgressTracker};
 
 /// The endpoint to use: the plan's, or the simulator's with the plan's path.
 fn effective_url(plan: &RunPlan, sim: Option<&SimServer>) -> Result<reqwest::Url> {
@@ -40,6 +43,9 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         itl: mock.itl,
         output_tokens: mock.output_tokens,
         threads: mock.threads,
+        // Nothing reads the ground truth in a plain run; keep memory flat on long runs.
+        record_truth: false,
+        faults: mock.faults.clone(),
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;
@@ -52,8 +58,13 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
     Ok(Some(sim))
 }
 
-/// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted).
-pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
+/// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted). `shutdown`
+/// is the stop state the signal handlers set.
+pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Result<i32> {
+    if let Some(code) = shutdown.exit_code() {
+        // Interrupted before anything was written.
+        return Ok(code);
+    }
     let root = plan.output_root.clone();
     if root.join("benchmark.log").exists()
         || plan
@@ -66,6 +77,15 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
             root.display()
         );
     }
+    // The tracker's SDK must import before anything is created or sent.
+    let mut visualizer = match plan.visualizer.clone() {
+        Some(settings) => Some(
+            tokio::task::spawn_blocking(move || Visualizer::spawn(&settings))
+                .await
+                .context("the visualizer start-up task failed")??,
+        ),
+        None => None,
+    };
     std::fs::create_dir_all(&root)
         .with_context(|| format!("--outputs-dir: cannot create {}", root.display()))?;
     logging::set_log_file(&root.join("benchmark.log"))
@@ -95,18 +115,26 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
 
     let sim = start_simulator(&plan)?;
     let url = effective_url(&plan, sim.as_ref())?;
-    let shutdown = Shutdown::new();
-    tokio::spawn(shutdown.clone().listen_for_signals());
+    if let Some(vis) = visualizer.as_mut() {
+        start_visualizer(&plan, url.as_str(), vis)?;
+    }
+    let tracker = plan.progress_tracker.then(|| {
+        let total = plan.runs.iter().map(|r| r.number).sum();
+        ProgressTracker::start(&root, total, plan.runs.len())
+    });
     let ctx = SweepContext {
         plan: &plan,
         url: url.clone(),
-        items: &items,
+        prompts: &items,
         composer: BodyComposer::new(
             &plan.model,
             plan.params.clone(),
             plan.query_template.clone(),
-        ),
+        )
+        .for_api(plan.api),
         shutdown: shutdown.clone(),
+        tracker: std::sync::Mutex::new(tracker),
+        visualizer: visualizer.as_ref().and_then(Visualizer::feed),
     };
 
     let mut results: Vec<RunResult> = Vec::new();
@@ -140,8 +168,26 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
         }
     }
 
+    let interrupted = shutdown.stopping();
+    if let Some(t) = ctx.tracker.lock().expect("tracker lock").as_mut() {
+        t.finish(match &failure {
+            Some(e) => FinalStatus::Failed(format!("{e:#}")),
+            None if interrupted => FinalStatus::Interrupted,
+            None => FinalStatus::Completed,
+        });
+    }
+    drop(ctx);
+    if let Some(vis) = visualizer {
+        if let Err(e) = tokio::task::spawn_blocking(move || vis.finish())
+            .await
+            .context("the visualizer task failed")
+            .and_then(|r| r)
+        {
+            tracing::warn!("{e:#}");
+        }
+    }
     if !results.is_empty() {
-        write_report(&plan, &url, &results)?;
+        write_report(&plan, &url, &results, interrupted)?;
     }
     drop(sim);
     tokio::time::sleep(Duration::from_millis(1)).await;
@@ -151,7 +197,63 @@ pub async fn run_sweep(plan: RunPlan, items: Vec<Item>) -> Result<i32> {
     Ok(shutdown.exit_code().unwrap_or(0))
 }
 
-fn write_report(plan: &RunPlan, url: &reqwest::Url, results: &[RunResult]) -> Result<()> {
+/// Initialises the tracker run: evalscope's run name and the sweep's masked arguments as its config.
+fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<()> {
+    let settings = plan
+        .visualizer
+        .as_ref()
+        .expect("a visualizer is configured");
+    if settings.implied_by_key {
+        let flag = match settings.kind.name() {
+            "wandb" => "--wandb-api-key",
+            _ => "--swanlab-api-key",
+        };
+        tracing::warn!(
+            "{flag} is deprecated. Please use `--visualizer {}` instead.",
+            settings.kind.name()
+        );
+    }
+    let root = plan.output_root.to_string_lossy().into_owned();
+    let mut config = export::args::args_json(plan, &plan.runs[0], url, &root);
+    config.insert(
+        "number".into(),
+        plan.runs
+            .iter()
+            .map(|r| r.number)
+            .collect::<Vec<_>>()
+            .into(),
+    );
+    config.insert(
+        "parallel".into(),
+        plan.runs
+            .iter()
+            .map(|r| r.parallel)
+            .collect::<Vec<_>>()
+            .into(),
+    );
+    config.insert(
+        "rate".into(),
+        plan.runs.iter().map(|r| r.rate).collect::<Vec<_>>().into(),
+    );
+    let name = match &plan.cli.name {
+        Some(n) => n.clone(),
+        None => format!(
+            "{}_{}",
+            plan.model_id,
+            chrono::Local::now().format("%Y%m%d_%H%M%S")
+        ),
+    };
+    vis.init(&name, &config, &root)?;
+    tracing::info!("Logging to {} as run {name:?}", settings.kind.name());
+    Ok(())
+}
+
+fn write_report(
+    plan: &RunPlan,
+    url: &reqwest::Url,
+    results: &[RunResult],
+    interrupted: bool,
+) -> Result<()> {
     let info = export::report::ReportInfo {
         model: plan.model.clone(),
         dataset: plan.dataset_name().to_string(),
@@ -162,7 +264,7 @@ fn write_report(plan: &RunPlan, url: &reqwest::Url, results: &[RunResult]) -> Re
             None => url.host_str().unwrap_or("").to_string(),
         },
         output_path: plan.output_root.to_string_lossy().into_owned(),
-        input_only: false,
+        input_only: plan.api.input_only(),
     };
     let runs: Vec<export::report::RunReport> = results
         .iter()
@@ -172,6 +274,7 @@ fn write_report(plan: &RunPlan, url: &reqwest::Url, results: &[RunResult]) -> Re
             number: r.spec.number,
             summary: r.summary.clone(),
             percentiles: r.percentiles.clone(),
+            workload: r.workload.clone(),
         })
         .collect();
     let text = export::report::performance_summary(&info, &runs);
@@ -179,5 +282,25 @@ fn write_report(plan: &RunPlan, url: &reqwest::Url, results: &[RunResult]) -> Re
     let path = plan.output_root.join("performance_summary.txt");
     std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
     tracing::info!("Performance summary saved to: {}", path.display());
+    let html_runs: Vec<export::html::HtmlRun> = results
+        .iter()
+        .zip(&runs)
+        .map(|(r, report)| export::html::HtmlRun {
+            name: r.spec.dir_name.clone(),
+            report: report.clone(),
+            db_path: r.run_dir.join("benchmark_data.db"),
+            summary_json: r.summary.to_json_string(),
+        })
+        .collect();
+    let path = plan.output_root.join("perf_report.html");
+    let header = export::html::HtmlHeader::new(&info, interrupted);
+    match export::html::write_report(&path, &header, &html_runs) {
+        Ok(bytes) => tracing::info!(
+            "HTML report generated: {} ({} KiB)",
+            path.display(),
+            bytes.div_ceil(1024)
+        ),
+        Err(e) => tracing::warn!("Failed to generate HTML report: {e:#}"),
+    }
     Ok(())
 }

@@ -8,16 +8,21 @@ use anyhow::{Context, Result};
 use rand::SeedableRng;
 use tokio::sync::mpsc;
 
-use super::aggregate::aggregate;
+use super::aggregate::{aggregate, Completion, Observers};
+use super::tracker::ProgressTracker;
 use crate::api::openai::BodyComposer;
-use crate::dataset::{self, Item};
+use crate::api::usage_fallback::UsageFallback;
+use crate::dataset::Prompts;
 use crate::engine::{self, conn_test, Dispatch, HttpClient, PreparedRequest};
 use crate::export;
-use crate::metrics::{Accumulator, BenchmarkSummary, PercentileTable, SummaryContext};
-use crate::plan::{LoadMode, PromptSource, RunPlan, RunSpec};
+use crate::metrics::{
+    Accumulator, BenchmarkSummary, PercentileTable, SummaryContext, WorkloadThroughput,
+};
+use crate::plan::{DatasetKind, LoadMode, PromptSource, RunPlan, RunSpec};
 use crate::pyjson;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
+use crate::visualizer::VisualizerFeed;
 
 /// What a sweep shares between its runs.
 pub struct SweepContext<'a> {
@@ -25,12 +30,16 @@ pub struct SweepContext<'a> {
     pub plan: &'a RunPlan,
     /// The endpoint actually used (the simulator's for `--api mock`).
     pub url: reqwest::Url,
-    /// Dataset items (cycled).
-    pub items: &'a [Item],
+    /// The inputs of every run.
+    pub prompts: &'a Prompts,
     /// Body builder.
     pub composer: BodyComposer,
     /// Stop state.
     pub shutdown: Shutdown,
+    /// `--enable-progress-tracker`: lent to each run's aggregator in turn.
+    pub tracker: std::sync::Mutex<Option<ProgressTracker>>,
+    /// `--visualizer`: the queue to the tracker bridge.
+    pub visualizer: Option<VisualizerFeed>,
 }
 
 /// The outcome of one run.
@@ -43,6 +52,10 @@ pub struct RunResult {
     pub percentiles: PercentileTable,
     /// The run was cut short by a signal.
     pub interrupted: bool,
+    /// Its workload throughput (`None` when no request succeeded).
+    pub workload: Option<WorkloadThroughput>,
+    /// Its folder (`benchmark_data.db` and the JSON files).
+    pub run_dir: PathBuf,
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
@@ -55,23 +68,39 @@ fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
         .wrapping_add(run_index as u64)
 }
 
-fn prepare(ctx: &SweepContext<'_>, spec: &RunSpec, seed: u64) -> Vec<PreparedRequest> {
+/// Every body of the run, serialised once, and each request's intended prompt tokens.
+fn prepare(
+    ctx: &SweepContext<'_>,
+    spec: &RunSpec,
+    seed: u64,
+) -> Result<(Vec<PreparedRequest>, Vec<Option<u64>>)> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let total = spec.total() as usize;
+    let mut bodies = Vec::with_capacity(total);
+    let mut intended = Vec::with_capacity(total);
     // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
-    let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_))
-        .then(|| ctx.composer.compose(&ctx.items[0], &mut rng));
-    (0..total)
-        .map(|i| PreparedRequest {
-            body: match &fixed {
-                Some(body) => body.clone(),
-                None => ctx
-                    .composer
-                    .compose(dataset::cycled(ctx.items, i), &mut rng),
-            },
+    let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_));
+    let n = if fixed { 1 } else { total };
+    let dataset_seed = seed.rotate_left(17) ^ 0xDA7A_5E7D_0F5E_ED00;
+    ctx.prompts
+        .for_run(n, spec.dataset_offset, dataset_seed, &mut |p| {
+            bodies.push(ctx.composer.compose(&p.item, &mut rng));
+            intended.push(p.intended_prompt_tokens);
+        })?;
+    if fixed {
+        let (body, i) = (bodies[0].clone(), intended[0]);
+        bodies = vec![body; total];
+        intended = vec![i; total];
+    }
+    let requests = bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, body)| PreparedRequest {
+            body,
             is_warmup: (i as u64) < spec.warmup,
         })
-        .collect()
+        .collect();
+    Ok((requests, intended))
 }
 
 /// Runs `spec` and writes its files under `<root>/<dir_name>`.
@@ -92,7 +121,13 @@ pub async fn run_single(
     )?;
 
     let seed = run_seed(plan, run_index);
-    let requests = prepare(ctx, spec, seed);
+    let started = std::time::Instant::now();
+    let (requests, intended) = prepare(ctx, spec, seed)?;
+    tracing::info!(
+        "Prepared {} request bodies in {:.2} s",
+        requests.len(),
+        started.elapsed().as_secs_f64()
+    );
     let parallel = if spec.parallel > 0 {
         spec.parallel as usize
     } else {
@@ -100,13 +135,28 @@ pub async fn run_single(
     };
     let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
 
-    if plan.test_connection {
+    // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
+    // interrupted, so every run folder is complete.
+    let mut stopped_early = ctx.shutdown.stopping();
+    // Embedding and rerank APIs skip the connection test (evalscope's input-only rule).
+    if plan.test_connection && !plan.api.input_only() && !stopped_early {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5EED);
-        let body = ctx
-            .composer
-            .connection_test(plan.apply_chat_template, &mut rng);
-        conn_test::check(&client, body, plan.timeouts.total, &ctx.shutdown).await?;
+        let token_ids = plan
+            .tokens
+            .tokenize_prompt
+            .then(|| {
+                ctx.prompts
+                    .tokenizer
+                    .as_ref()
+                    .and_then(|t| t.encode("hello").ok())
+            })
+            .flatten();
+        let probe = BodyComposer::probe_item(plan.apply_chat_template, token_ids);
+        let body = ctx.composer.connection_test(&probe, &mut rng);
+        let checked = conn_test::check(&client, body, plan.timeouts.total, &ctx.shutdown).await?;
+        stopped_early = checked == conn_test::Checked::Interrupted;
     }
+    let requests = if stopped_early { Vec::new() } else { requests };
     if spec.warmup > 0 {
         tracing::info!(
             "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
@@ -135,10 +185,19 @@ pub async fn run_single(
     let acc = Accumulator::new(SummaryContext {
         concurrency: spec.parallel,
         request_rate: spec.rate,
-        input_only: false,
+        input_only: plan.api.input_only(),
     });
     let progress =
         crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
+    let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
+    if let Some(t) = &mut tracker {
+        t.run_started(&spec.dir_name);
+    }
+    let observers = Observers {
+        tracker,
+        visualizer: ctx.visualizer.clone(),
+        ..Observers::default()
+    };
     let (tx, rx) = mpsc::channel(parallel.clamp(64, 8192));
     let aggregator = tokio::spawn(aggregate(
         rx,
@@ -146,6 +205,16 @@ pub async fn run_single(
         progress,
         store.clone(),
         plan.log_every_n,
+        observers,
+        Completion {
+            intended,
+            counter: UsageFallback {
+                tokenizer: ctx.prompts.tokenizer.clone(),
+                input_only: plan.api.input_only(),
+                template_kwargs: crate::dataset::template_kwargs(plan),
+                image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
+            },
+        },
     ));
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
@@ -158,7 +227,8 @@ pub async fn run_single(
         seed,
     };
     let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await;
-    let (acc, progress) = aggregator.await.context("the aggregator task failed")?;
+    let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
+    *ctx.tracker.lock().expect("tracker lock") = observers.tracker;
     progress.finish();
     ctx.shutdown.set_flush_hook(None);
     let store = Arc::try_unwrap(store).map_err(|_| anyhow::anyhow!("the store is still shared"))?;
@@ -188,7 +258,16 @@ pub async fn run_single(
         cpus: crate::resources::available_cpus(),
     };
 
-    let interrupted = ctx.shutdown.stopping();
+    if matches!(
+        plan.dataset_kind(),
+        Some(DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong)
+    ) {
+        let speeds = export::speed_benchmark::write(&db_path, &run_dir)?;
+        tracing::info!("Speed Benchmark Results: {}", pyjson::dumps(&speeds));
+    }
+    // Marked only when the signal cut the run short: a run whose every request was sent and finished is
+    // complete, even if the signal came while its last requests were in flight.
+    let interrupted = stopped_early || outcome.interrupted || outcome.abandoned > 0;
     let mut summary = acc.summary();
     summary.extras.interrupted = interrupted;
     summary.extras.client = acc.client_diagnostics(cpu_use, plan.mode == LoadMode::Open);
@@ -196,6 +275,17 @@ pub async fn run_single(
         tracing::warn!("{warning}");
     }
     let percentiles = acc.percentiles();
+    if let Some(e) = &summary.extras.input_token_error {
+        let line = format!(
+            "Input length check ({} requests): server prompt_tokens − intended: mean {}, max {}, exact {}% (intended mean {})",
+            e.requests, e.avg_error, e.max_error, e.exact_pct, e.avg_intended
+        );
+        if e.exact_pct < 100.0 {
+            tracing::warn!("{line}: the server counts prompts differently from --tokenizer-path (another tokenizer or chat template?)");
+        } else {
+            tracing::info!("{line}");
+        }
+    }
     write_file(
         &run_dir.join("benchmark_summary.json"),
         &summary.to_json_string(),
@@ -206,14 +296,35 @@ pub async fn run_single(
     )?;
     tracing::info!("\n{}", export::console::summary_table(&summary));
     tracing::info!("\n{}", export::console::percentile_table(&percentiles));
+    // Like evalscope, the workload files exist only when a request succeeded.
+    let workload = observers.timeline.throughput();
+    if let Some(w) = &workload {
+        write_file(
+            &run_dir.join("workload_throughput.json"),
+            &w.to_json_string(),
+        )?;
+        write_file(
+            &run_dir.join("workload_timeline.json"),
+            &observers.timeline.to_json_string(),
+        )?;
+        tracing::info!("\n{}", export::console::workload_table(w));
+    }
     tracing::info!(
         "Save the summary to: {} ({rows} requests stored)",
         run_dir.display()
     );
+    if let Some(feed) = &ctx.visualizer {
+        feed.summary(&spec.dir_name, &summary.to_json_string());
+    }
+    if let Some(t) = ctx.tracker.lock().expect("tracker lock").as_mut() {
+        t.run_finished();
+    }
     Ok(RunResult {
         spec: spec.clone(),
         summary,
         percentiles,
         interrupted,
+        workload,
+        run_dir,
     })
 }

@@ -8,13 +8,22 @@
 //! shares — or competes inside — the client's runtime. hyper 1 serves HTTP/1.1 with keep-alive; every
 //! accepted socket gets `TCP_NODELAY` (otherwise a small SSE frame can wait for a delayed ACK).
 //! [`SimServer::shutdown`] (or dropping the handle) stops accepting, drops every connection and joins the
-//! thread.
+//! thread. [`SimServer::kill`] does the same but keeps the handle, and [`SimServer::revive`] listens again
+//! on the same port with the same state (a server killed and restarted: connection refused meanwhile).
+//!
+//! # Faults
+//! [`SimConfig::faults`], the `x-llmperf-fault` header or an `llmperf_fault` body field make a request
+//! misbehave: HTTP errors, resets, truncated or malformed streams, hangs, slow drips, huge lines, invalid
+//! UTF-8, wrong content types. See [`fault`].
 //!
 //! # Routes
 //! * `POST /v1/chat/completions`, `POST /v1/completions` — stream (SSE) or not; see below.
 //! * `POST /v1/embeddings` — `{"object":"list","data":[{"object":"embedding","index":i,"embedding":[8
 //!   floats]}],"model":M,"usage":{"prompt_tokens":P,"total_tokens":P}}` after `ttft`; one vector per input
 //!   string (or per token-id list in a list of lists).
+//! * `POST /v1/rerank`, `/v1/reranks`, `/rerank` — `{"id":…,"model":M,"results":[{"index":i,
+//!   "relevance_score":1/(i+1)}…],"usage":{"total_tokens":Q+D}}` after `ttft`: one result per document,
+//!   tokens = words of the query plus words of every document (vLLM reports only `total_tokens`).
 //! * `GET /v1/models` — one model: the `model` of the most recent request, else `"mock-model"`.
 //! * `GET /health` — `{"status":"ok"}`.
 //! * Anything else: 404 `{"error":{"message":…,"type":"not_found","code":404}}`; a known path with the
@@ -60,6 +69,10 @@
 
 #[cfg(test)]
 mod bench;
+mod conn;
+pub mod fault;
+#[cfg(test)]
+mod fault_tests;
 pub mod join;
 mod request;
 mod routes;
@@ -81,6 +94,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
+pub use fault::{Fault, FaultRule};
+pub use routes::FAULT_HEADER;
 pub use truth::{write_truth_jsonl, TruthRecord};
 
 /// One captured request: path, raw body, headers (lowercase names, in received order).
@@ -102,6 +117,8 @@ pub struct SimConfig {
     pub threads: usize,
     /// Keep ground-truth records and copies of every request.
     pub record_truth: bool,
+    /// Faults applied to every N-th generation request (first matching rule wins; see [`fault`]).
+    pub faults: Vec<FaultRule>,
 }
 
 impl Default for SimConfig {
@@ -113,6 +130,7 @@ impl Default for SimConfig {
             tokens_per_chunk: 1,
             threads: 1,
             record_truth: true,
+            faults: Vec::new(),
         }
     }
 }
@@ -177,14 +195,40 @@ pub struct SimServer {
     thread: Option<JoinHandle<()>>,
 }
 
+/// A listening server thread: its address, stop switch and handle.
+type Launched = (SocketAddr, oneshot::Sender<()>, JoinHandle<()>);
+
+/// Binds `addr` and starts the server thread; returns once it listens.
+fn launch(shared: &Arc<Shared>, addr: SocketAddr) -> std::io::Result<Launched> {
+    let socket = TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    let addr = socket.local_addr()?;
+    let threads = shared.cfg.threads.max(1);
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+    let thread_shared = shared.clone();
+    let thread = std::thread::Builder::new()
+        .name("llmperf-sim".into())
+        .spawn(move || run(threads, socket, thread_shared, stop_rx, ready_tx))?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok((addr, stop_tx, thread)),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(std::io::Error::other(
+                "simulator thread ended before listening",
+            ))
+        }
+    }
+}
+
 impl SimServer {
     /// Binds `127.0.0.1:0`, starts the server on its own thread and runtime, and returns once it listens.
     pub fn start(cfg: SimConfig) -> std::io::Result<SimServer> {
-        let socket = TcpSocket::new_v4()?;
-        socket.set_reuseaddr(true)?;
-        socket.bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
-        let addr = socket.local_addr()?;
-        let threads = cfg.threads.max(1);
         let shared = Arc::new(Shared {
             cfg,
             next_id: AtomicU64::new(0),
@@ -192,30 +236,31 @@ impl SimServer {
             requests: Mutex::default(),
             model: Mutex::default(),
         });
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
-        let thread_shared = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("llmperf-sim".into())
-            .spawn(move || run(threads, socket, thread_shared, stop_rx, ready_tx))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(SimServer {
-                addr,
-                shared,
-                stop: Some(stop_tx),
-                thread: Some(thread),
-            }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => {
-                let _ = thread.join();
-                Err(std::io::Error::other(
-                    "simulator thread ended before listening",
-                ))
-            }
+        let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+        Ok(SimServer {
+            addr,
+            shared,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Kills the server as a crash would: stops listening (new connections are refused) and drops every
+    /// open connection mid-response. The state (ground truth, captured requests, request numbers) is kept
+    /// for [`SimServer::revive`].
+    pub fn kill(&mut self) {
+        self.stop_and_join();
+    }
+
+    /// Listens again on the same port after [`SimServer::kill`] (a no-op while running).
+    pub fn revive(&mut self) -> std::io::Result<()> {
+        if self.thread.is_some() {
+            return Ok(());
         }
+        let (_, stop, thread) = launch(&self.shared, self.addr)?;
+        self.stop = Some(stop);
+        self.thread = Some(thread);
+        Ok(())
     }
 
     /// The listening address.
@@ -320,12 +365,14 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| routes::handle(shared.clone(), req));
+            let reset = fault::ResetFlag::default();
+            let conn = conn::FaultConn::new(stream, reset.clone());
+            let service = service_fn(move |req| routes::handle(shared.clone(), reset.clone(), req));
             let result = http1::Builder::new()
                 .keep_alive(true)
                 .timer(TokioTimer::new())
                 .header_read_timeout(None)
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(TokioIo::new(conn), service)
                 .await;
             if let Err(e) = result {
                 tracing::debug!("simulator connection ended: {e}");

@@ -27,6 +27,12 @@ pub(crate) struct GenRequest {
     pub messages: Option<Vec<Message>>,
     pub prompt: Option<Count>,
     pub input: Option<Count>,
+    /// A fault to inject into this request's response (see `fault.rs`).
+    pub llmperf_fault: Option<String>,
+    /// Rerank query.
+    pub query: Option<Count>,
+    /// Rerank documents.
+    pub documents: Option<Count>,
 }
 
 /// `stream_options`.

@@ -1,6 +1,9 @@
 //! Request routing and the non-streaming responses: chat / completions (stream or not), embeddings,
 //! `/v1/models`, `/health`, and JSON errors (404 unknown path, 405 wrong method, 400 bad body).
 //!
+//! Faults ([`super::fault`]) are chosen once the body is parsed: HTTP errors and `hang` answer here; content
+//! faults are written into the body; transport faults wrap it.
+//!
 //! The receive instant is read first thing, when hyper hands over the parsed request head; every delay is
 //! then an absolute deadline from it. Non-stream and embedding responses sleep to their deadline and are
 //! stamped right before the response is returned to hyper; streams are timed by
@@ -11,13 +14,15 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use bytes::BytesMut;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::fault::{self, Fault, FaultyBody, ResetFlag};
 use super::request::GenRequest;
-use super::stream::{Api, Plan, SimBody, SseBody, TOKEN_TEXT};
+use super::stream::{write_text_fault, Api, Plan, SimBody, SseBody, ERROR_EVENT, TOKEN_TEXT};
 use super::truth::TruthRecord;
 use super::Shared;
 use crate::clock;
@@ -25,9 +30,13 @@ use crate::clock;
 /// The model name used when no request has named one.
 pub(crate) const DEFAULT_MODEL: &str = "mock-model";
 
-/// Answers one request.
+/// The request header that picks a fault for one request.
+pub const FAULT_HEADER: &str = "x-llmperf-fault";
+
+/// Answers one request; `reset` is the connection's reset-on-close flag (for the `reset` fault).
 pub(crate) async fn handle(
     shared: Arc<Shared>,
+    reset: ResetFlag,
     req: Request<Incoming>,
 ) -> Result<Response<SimBody>, Infallible> {
     let received = Instant::now();
@@ -51,12 +60,28 @@ pub(crate) async fn handle(
         ("/v1/chat/completions", &Method::POST) => Some(Api::Chat),
         ("/v1/completions", &Method::POST) => Some(Api::Completion),
         ("/v1/embeddings", &Method::POST) => None,
+        ("/v1/rerank" | "/v1/reranks" | "/rerank", &Method::POST) => {
+            return Ok(match serde_json::from_slice::<GenRequest>(&body) {
+                Ok(request) => {
+                    let model = shared.note_model(request.model.as_deref());
+                    rerank(&shared, &request, &model, received, received_s).await
+                }
+                Err(e) => error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("invalid JSON body: {e}"),
+                    "invalid_request_error",
+                ),
+            });
+        }
         ("/v1/models", &Method::GET) => return Ok(models(&shared)),
         ("/health", &Method::GET) => return Ok(json(StatusCode::OK, r#"{"status":"ok"}"#)),
         (
             "/v1/chat/completions"
             | "/v1/completions"
             | "/v1/embeddings"
+            | "/v1/rerank"
+            | "/v1/reranks"
+            | "/rerank"
             | "/v1/models"
             | "/health",
             m,
@@ -95,10 +120,41 @@ pub(crate) async fn handle(
         Api::Completion => return Ok(missing("prompt")),
     };
     let cfg = &shared.cfg;
+    let id = shared.next_id();
+    let header = parts
+        .headers
+        .get(FAULT_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let fault = match fault::pick(header, request.llmperf_fault.as_deref(), &cfg.faults, id) {
+        Ok(f) => f,
+        Err(msg) => {
+            return Ok(error(
+                StatusCode::BAD_REQUEST,
+                &msg,
+                "invalid_request_error",
+            ))
+        }
+    };
+    if let Some((status, kind, retry_after)) = fault.and_then(Fault::http_error) {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let msg = format!(
+            "simulated fault {} (request {id})",
+            fault.map_or("", Fault::name)
+        );
+        let mut resp = error(status, &msg, kind);
+        if let Some(s) = retry_after {
+            resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
+        }
+        return Ok(resp);
+    }
+    if fault == Some(Fault::Hang) {
+        // Never answer; the connection task ends when the client leaves or the server stops.
+        std::future::pending::<()>().await;
+    }
     let (tokens, finish_reason) = request.output_plan(cfg.output_tokens);
     let plan = Plan {
         api,
-        id: shared.next_id(),
+        id,
         created: unix_now(),
         model_json: json_string(&model),
         tokens,
@@ -109,19 +165,21 @@ pub(crate) async fn handle(
         received,
         ttft: cfg.ttft,
         itl: cfg.itl,
+        fault,
     };
     if request.is_stream() {
         let truth = cfg.record_truth.then(|| (shared.truth.clone(), received_s));
         let body = SimBody::Sse(Box::new(SseBody::new(plan, truth)));
-        let mut resp = Response::new(body);
+        let mut resp = Response::new(with_transport_fault(body, fault, reset));
         let h = resp.headers_mut();
-        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        h.insert(CONTENT_TYPE, content_type(fault, "text/event-stream"));
         h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         return Ok(resp);
     }
     sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
-    let text = TOKEN_TEXT.repeat(tokens as usize);
-    let mut out = String::with_capacity(256 + text.len());
+    let mut text = BytesMut::from(TOKEN_TEXT.repeat(tokens as usize).as_bytes());
+    write_text_fault(&mut text, fault);
+    let mut out = String::with_capacity(256);
     out.push('{');
     plan.write_head_fields(&mut out, false);
     out.push_str(r#","choices":[{"index":0,"#);
@@ -129,13 +187,26 @@ pub(crate) async fn handle(
         Api::Chat => out.push_str(r#""message":{"role":"assistant","content":""#),
         Api::Completion => out.push_str(r#""text":""#),
     }
-    out.push_str(&text);
-    out.push_str(if api == Api::Chat { r#""},"# } else { r#"","# });
-    out.push_str(r#""logprobs":null,"finish_reason":""#);
-    out.push_str(finish_reason);
-    out.push_str(r#""}],"#);
-    plan.write_usage(&mut out);
-    out.push('}');
+    let mut tail = String::with_capacity(256);
+    tail.push_str(if api == Api::Chat { r#""},"# } else { r#"","# });
+    tail.push_str(r#""logprobs":null,"finish_reason":""#);
+    tail.push_str(finish_reason);
+    tail.push_str(r#""}],"#);
+    plan.write_usage(&mut tail);
+    tail.push('}');
+    let mut body = BytesMut::with_capacity(out.len() + text.len() + tail.len());
+    body.extend_from_slice(out.as_bytes());
+    body.extend_from_slice(&text);
+    body.extend_from_slice(tail.as_bytes());
+    match fault {
+        Some(Fault::Malformed | Fault::Truncated) => body.truncate(body.len() / 2),
+        Some(Fault::ErrorEvent) => {
+            body.clear();
+            let event = &ERROR_EVENT[b"data: ".len()..ERROR_EVENT.len() - 2];
+            body.extend_from_slice(event);
+        }
+        _ => {}
+    }
     let sent_s = clock::now_s();
     if cfg.record_truth {
         let at = (tokens > 0).then_some(sent_s);
@@ -151,7 +222,38 @@ pub(crate) async fn handle(
             chunk_times_s: Vec::new(),
         });
     }
-    Ok(json(StatusCode::OK, out))
+    let mut resp = json(StatusCode::OK, body.freeze());
+    if fault.is_some() {
+        let faulty = with_transport_fault(
+            std::mem::replace(resp.body_mut(), SimBody::full("")),
+            fault,
+            reset,
+        );
+        *resp.body_mut() = faulty;
+        resp.headers_mut()
+            .insert(CONTENT_TYPE, content_type(fault, "application/json"));
+    }
+    Ok(resp)
+}
+
+/// The body, wrapped when `fault` acts on the bytes in transit.
+fn with_transport_fault(body: SimBody, fault: Option<Fault>, reset: ResetFlag) -> SimBody {
+    match fault.and_then(Fault::transport) {
+        Some(mode) => {
+            let whole = matches!(body, SimBody::Full(_));
+            SimBody::Faulty(Box::new(FaultyBody::new(body, mode, whole, reset)))
+        }
+        None => body,
+    }
+}
+
+/// The `Content-Type` to send: `normal`, or `text/plain` under [`Fault::WrongContentType`].
+fn content_type(fault: Option<Fault>, normal: &'static str) -> HeaderValue {
+    if fault == Some(Fault::WrongContentType) {
+        HeaderValue::from_static("text/plain; charset=utf-8")
+    } else {
+        HeaderValue::from_static(normal)
+    }
 }
 
 /// `/v1/embeddings`: one 8-float vector per input, after `ttft`.
@@ -196,6 +298,54 @@ async fn embeddings(
             prompt_tokens: p,
             completion_tokens: 0,
             path: "/v1/embeddings".to_string(),
+            stream: false,
+            request_id: id,
+            chunk_times_s: Vec::new(),
+        });
+    }
+    json(StatusCode::OK, out)
+}
+
+/// `/v1/rerank(s)`: one result per document, sorted by a made-up score, after `ttft`; usage reports only
+/// `total_tokens` (query words + document words), as vLLM does.
+async fn rerank(
+    shared: &Shared,
+    request: &GenRequest,
+    model: &str,
+    received: Instant,
+    received_s: f64,
+) -> Response<SimBody> {
+    let (Some(query), Some(docs)) = (request.query, request.documents) else {
+        return missing(if request.query.is_none() {
+            "query"
+        } else {
+            "documents"
+        });
+    };
+    let id = shared.next_id();
+    sleep_until(received + shared.cfg.ttft).await;
+    let mut out = format!(
+        r#"{{"id":"rerank-{id}","model":{},"results":["#,
+        json_string(model)
+    );
+    for i in 0..docs.items {
+        if i > 0 {
+            out.push(',');
+        }
+        let score = 1.0 / (i + 1) as f64;
+        out.push_str(&format!(r#"{{"index":{i},"relevance_score":{score:?}}}"#));
+    }
+    let total = query.tokens + docs.tokens;
+    out.push_str(&format!(r#"],"usage":{{"total_tokens":{total}}}}}"#));
+    if shared.cfg.record_truth {
+        let t = clock::now_s();
+        shared.truth.push(TruthRecord {
+            received_s,
+            first_token_s: Some(t),
+            last_token_s: Some(t),
+            prompt_tokens: total,
+            completion_tokens: 0,
+            path: "/v1/rerank".to_string(),
             stream: false,
             request_id: id,
             chunk_times_s: Vec::new(),

@@ -10,8 +10,11 @@
 //!
 //! When the client goes away hyper drops the body; the [`Drop`] impl records the ground truth of whatever was
 //! sent, so generation stops at the next write attempt and the truth log stays honest.
+//!
+//! Content faults ([`Fault`]: no `[DONE]`, truncated, malformed, in-band error, a 10 MiB line, invalid UTF-8)
+//! are written here, into the first content chunk or the end of the stream; transport faults (reset, stall,
+//! slow drip) wrap the body in a [`FaultyBody`].
 
-use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
@@ -23,6 +26,7 @@ use bytes::{Bytes, BytesMut};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::Sleep;
 
+use super::fault::{Fault, FaultyBody, NextBytes, BIG_LINE_BYTES};
 use super::truth::{TruthLog, TruthRecord};
 use crate::clock;
 
@@ -65,6 +69,8 @@ pub(crate) struct Plan {
     pub received: Instant,
     pub ttft: Duration,
     pub itl: Duration,
+    /// A content fault to write into the response (transport faults are applied around the body).
+    pub fault: Option<Fault>,
 }
 
 impl Plan {
@@ -103,13 +109,26 @@ impl Plan {
     }
 }
 
-/// A response body: a complete buffer, or a timed SSE stream.
+/// A response body: a complete buffer, or a timed SSE stream, possibly wrapped by a transport fault.
 #[derive(Debug)]
 pub(crate) enum SimBody {
     /// The whole body at once (taken on the first poll).
     Full(Option<Bytes>),
     /// A generator of SSE frames.
     Sse(Box<SseBody>),
+    /// Another body under a transport fault (reset, stall, slow drip).
+    Faulty(Box<FaultyBody<SimBody>>),
+}
+
+impl NextBytes for SimBody {
+    fn poll_bytes(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        match self {
+            SimBody::Full(bytes) => Poll::Ready(bytes.take()),
+            SimBody::Sse(sse) => sse.poll_next(cx),
+            // Never nested: a fault wraps a plain body.
+            SimBody::Faulty(_) => Poll::Ready(None),
+        }
+    }
 }
 
 impl SimBody {
@@ -121,30 +140,35 @@ impl SimBody {
 
 impl Body for SimBody {
     type Data = Bytes;
-    type Error = Infallible;
+    /// Only a transport fault errs; hyper then closes (or, for a reset, aborts) the connection.
+    type Error = std::io::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         match self.get_mut() {
             SimBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
             SimBody::Sse(sse) => sse.poll_next(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+            SimBody::Faulty(f) => f.poll_next(cx).map(|o| o.map(|r| r.map(Frame::data))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match self {
             SimBody::Full(bytes) => bytes.is_none(),
-            SimBody::Sse(sse) => sse.next_chunk >= sse.chunks,
+            SimBody::Sse(sse) => sse.ended || sse.next_chunk >= sse.chunks,
+            SimBody::Faulty(_) => false,
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match self {
+            // A whole body cut short by a fault still announces its full length, as a real server would.
             SimBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             SimBody::Full(None) => SizeHint::with_exact(0),
             SimBody::Sse(_) => SizeHint::default(),
+            SimBody::Faulty(f) => f.inner().size_hint(),
         }
     }
 }
@@ -167,6 +191,8 @@ pub(crate) struct SseBody {
     /// The chunk the armed `sleep` waits for.
     armed_for: Option<u32>,
     truth: Option<(Arc<TruthLog>, f64)>,
+    /// A content fault ended the stream early.
+    ended: bool,
 }
 
 impl SseBody {
@@ -191,6 +217,7 @@ impl SseBody {
             sleep: None,
             armed_for: None,
             truth,
+            ended: false,
         }
     }
 
@@ -210,7 +237,10 @@ impl SseBody {
     /// Appends chunk `j` (and the role chunk before the first, the usage chunk and `[DONE]` after the last).
     fn write_chunk(&mut self, j: u32) {
         let (start, end) = self.chunk_tokens(j);
-        let last = j + 1 == self.chunks;
+        let fault = self.plan.fault;
+        // A truncated stream or an in-band error ends right after the first content chunk.
+        let cut = j == 0 && matches!(fault, Some(Fault::Truncated | Fault::ErrorEvent));
+        let last = j + 1 == self.chunks && !cut;
         let api = self.plan.api;
         let w = &mut self.buf;
         if j == 0 && api == Api::Chat {
@@ -221,12 +251,21 @@ impl SseBody {
             w.extend_from_slice(b"\n\n");
         }
         w.extend_from_slice(&self.prefix);
+        if j == 0 && fault == Some(Fault::Malformed) {
+            // Cut off mid-object: not JSON.
+            w.extend_from_slice(b"{\"ind\n\n");
+            self.sent_tokens = end;
+            return;
+        }
         w.extend_from_slice(match api {
             Api::Chat => br#"{"index":0,"delta":{"content":""#,
             Api::Completion => br#"{"index":0,"text":""#,
         });
         for _ in start..end {
             w.extend_from_slice(TOKEN_TEXT.as_bytes());
+        }
+        if j == 0 {
+            write_text_fault(w, fault);
         }
         w.extend_from_slice(match api {
             Api::Chat => br#""},"logprobs":null,"finish_reason":"#,
@@ -238,6 +277,13 @@ impl SseBody {
             w.extend_from_slice(b"null}]}");
         }
         w.extend_from_slice(b"\n\n");
+        if cut {
+            if fault == Some(Fault::ErrorEvent) {
+                w.extend_from_slice(ERROR_EVENT);
+                w.extend_from_slice(b"data: [DONE]\n\n");
+            }
+            self.ended = true;
+        }
         if last {
             if self.plan.include_usage {
                 w.extend_from_slice(&self.prefix);
@@ -245,7 +291,9 @@ impl SseBody {
                 self.plan.write_usage(w);
                 w.extend_from_slice(b"}\n\n");
             }
-            w.extend_from_slice(b"data: [DONE]\n\n");
+            if fault != Some(Fault::NoDone) {
+                w.extend_from_slice(b"data: [DONE]\n\n");
+            }
         }
         self.sent_tokens = end;
     }
@@ -253,14 +301,17 @@ impl SseBody {
     /// The next frame: every chunk that is due, or `Pending` until the next one is.
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         loop {
-            if self.next_chunk >= self.chunks {
+            if self.ended || self.next_chunk >= self.chunks {
                 return Poll::Ready(None);
             }
             let now = Instant::now();
             let before = self.sent_tokens;
             let mut wrote = false;
             let mut output_chunks = 0;
-            while self.next_chunk < self.chunks && self.chunk_due(self.next_chunk) <= now {
+            while !self.ended
+                && self.next_chunk < self.chunks
+                && self.chunk_due(self.next_chunk) <= now
+            {
                 let (start, end) = self.chunk_tokens(self.next_chunk);
                 output_chunks += usize::from(end > start);
                 self.write_chunk(self.next_chunk);
@@ -291,6 +342,18 @@ impl SseBody {
                 ready!(sleep.as_mut().poll(cx));
             }
         }
+    }
+}
+
+/// The in-band error event of [`Fault::ErrorEvent`] (a whole SSE frame).
+pub(crate) const ERROR_EVENT: &[u8] = b"data: {\"error\":{\"message\":\"simulated in-band error\",\"type\":\"server_error\",\"code\":500}}\n\n";
+
+/// Appends the text a content fault puts inside the first chunk's string (10 MiB, or invalid UTF-8).
+pub(crate) fn write_text_fault(w: &mut BytesMut, fault: Option<Fault>) {
+    match fault {
+        Some(Fault::BigLine) => w.extend_from_slice(&vec![b'x'; BIG_LINE_BYTES]),
+        Some(Fault::InvalidUtf8) => w.extend_from_slice(&[0xFF, 0xFE]),
+        _ => {}
     }
 }
 

@@ -52,13 +52,13 @@ const EVALSCOPE_COLUMNS: &str = "request TEXT, start_time REAL, inter_token_late
 /// llmperf's extra columns, appended after evalscope's.
 const EXTRA_COLUMNS: &str =
     "status_code INTEGER, error TEXT, scheduled_time REAL, send_time REAL, \
-     chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT";
+     chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT, intended_prompt_tokens INTEGER";
 
 const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
      response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
      max_gpu_memory_cost, time_per_output_token, request_id, is_stream, status_code, error, scheduled_time, \
-     send_time, chunk_times, cached_tokens, failure_kind) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)";
+     send_time, chunk_times, cached_tokens, failure_kind, intended_prompt_tokens) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)";
 
 /// What the caller sends to the writer thread.
 enum Msg {
@@ -85,14 +85,19 @@ impl Store {
     /// Creates `path` (never overwriting: an existing file is an error, as in evalscope), creates the table
     /// and starts the writer thread.
     pub fn create(path: &Path, commit_interval_rows: usize) -> anyhow::Result<Store> {
-        // `create_new` is atomic: no other process can slip a file in between the check and the creation.
-        // A zero-length file is a valid, empty SQLite database.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-        {
-            Ok(_) => {}
+        // The table is created in a private file first, which then appears under its final name in one
+        // step (a hard link, which never replaces an existing file): whenever the process dies, the run
+        // folder holds either no database or one with its table.
+        let staging = staging_path(path);
+        let _ = std::fs::remove_file(&staging);
+        drop(
+            open(&staging)
+                .with_context(|| format!("cannot initialise the database {}", staging.display()))?,
+        );
+        let linked = std::fs::hard_link(&staging, path);
+        let _ = std::fs::remove_file(&staging);
+        match linked {
+            Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 bail!("The database file already exists: {}", path.display())
             }
@@ -205,6 +210,15 @@ impl Drop for Store {
             }
         }
     }
+}
+
+/// Where a database is prepared before it appears under `path`: a hidden sibling unique to this process.
+fn staging_path(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.creating", std::process::id()))
 }
 
 /// Opens the (new) database and creates the table.
@@ -392,6 +406,7 @@ impl Writer {
             &self.chunk_text,
             tokens(r.usage.cached_tokens),
             r.failure.map(|k| k.label()),
+            r.intended_prompt_tokens.and_then(|n| i64::try_from(n).ok()),
         ])?;
         self.pending_rows += 1;
         Ok(())

@@ -174,7 +174,12 @@ fn writes_evalscope_rows_then_extras() {
     assert_eq!(extras[..4], want_extras);
     assert_eq!(
         extras[4..],
-        ["chunk_times", "cached_tokens", "failure_kind"]
+        [
+            "chunk_times",
+            "cached_tokens",
+            "failure_kind",
+            "intended_prompt_tokens"
+        ]
     );
 
     // Rows: stream success, non-stream success, HTTP 500.
@@ -373,4 +378,23 @@ fn a_killed_process_leaves_the_committed_rows() {
 fn store_can_be_shared_across_threads() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<Store>();
+}
+
+#[test]
+fn the_database_appears_with_its_table_and_no_staging_file_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("benchmark_data.db");
+    let store = Store::create(&path, 10).unwrap();
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["benchmark_data.db".to_string()]);
+    let conn =
+        Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT COUNT(*) FROM result", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 0, "the table exists from the first moment");
+    store.finish().unwrap();
 }

@@ -130,6 +130,10 @@ fn unreachable_server_records_failures_with_their_error() {
     assert_eq!(s["Avg Latency (s)"], -1.0);
     assert_eq!(s["Req Throughput (req/s)"], 0.0);
     assert_eq!(s["Failures By Kind"]["connect"], 3);
+    assert_eq!(
+        s["Stream Requests"], 3,
+        "failures count as stream requests when the body asked to stream"
+    );
 }
 
 #[test]

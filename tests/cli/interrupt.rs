@@ -31,6 +31,7 @@ fn interrupt_after_rows(signal: i32, expected_code: i32) {
             "--db-commit-interval",
             "1000000",
             "--no-timestamp",
+            "--enable-progress-tracker",
             "--outputs-dir",
             out.path().to_str().unwrap(),
         ])
@@ -58,6 +59,18 @@ fn interrupt_after_rows(signal: i32, expected_code: i32) {
     assert_eq!(s["Interrupted"], true);
     assert_eq!(s["Total Requests"].as_u64().unwrap() as usize, rows.len());
     assert!(out.path().join("m/performance_summary.txt").is_file());
+    let html = std::fs::read_to_string(out.path().join("m/perf_report.html")).unwrap();
+    assert!(
+        html.contains(r#"role="alert">Interrupted"#),
+        "HTML report marked"
+    );
+    let progress = json_file(&out.path().join("m/progress.json"));
+    assert_eq!(progress["status"], "error");
+    assert_eq!(progress["interrupted"], true);
+    assert_eq!(
+        progress["processed_count"].as_u64().unwrap() as usize,
+        rows.len()
+    );
 }
 
 #[test]

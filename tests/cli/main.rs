@@ -1,11 +1,24 @@
 //! End-to-end tests: the `llmperf` binary against the built-in simulator on 127.0.0.1 (port 0).
 
+mod bad_input;
 mod common;
 mod diagnostics;
 mod dispatch;
+mod embeddings;
 mod errors;
+mod examples;
+mod fault_mix;
+mod faults;
 mod http1;
 mod interrupt;
+mod interrupt_trials;
+mod keepalive;
+mod media;
 mod outputs;
+mod report;
 mod requests;
+mod secrets;
 mod tls;
+mod tokens;
+mod visualizer;
+mod workload;

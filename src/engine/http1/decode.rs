@@ -24,6 +24,8 @@ pub struct Head {
     pub reason: String,
     /// `Content-Type`, lowercased (empty when absent).
     pub content_type: String,
+    /// `Retry-After`, as sent (absent when not sent).
+    pub retry_after: Option<String>,
     /// Body framing.
     pub framing: Framing,
     /// The connection may carry another request after this response.
@@ -46,6 +48,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, String> {
     let status = resp.code.unwrap_or(0);
     let http10 = resp.version == Some(0);
     let mut content_type = String::new();
+    let mut retry_after = None;
     let mut length: Option<u64> = None;
     let mut chunked = false;
     let mut close = http10;
@@ -53,6 +56,8 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, String> {
         let value = std::str::from_utf8(h.value).unwrap_or("").trim();
         if h.name.eq_ignore_ascii_case("content-type") {
             content_type = value.to_ascii_lowercase();
+        } else if h.name.eq_ignore_ascii_case("retry-after") {
+            retry_after = Some(String::from_utf8_lossy(h.value).trim().to_string());
         } else if h.name.eq_ignore_ascii_case("content-length") {
             let n = value
                 .parse::<u64>()
@@ -91,6 +96,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, String> {
             status,
             reason: resp.reason.unwrap_or("").to_string(),
             content_type,
+            retry_after,
             framing,
             keep_alive: !close && framing != Framing::Close,
         },

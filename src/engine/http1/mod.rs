@@ -144,9 +144,15 @@ impl std::fmt::Display for Error {
         match self {
             Error::Connect(ConnectError::Io(e)) => write!(f, "connect error: {e}"),
             Error::Connect(ConnectError::Timeout(t)) => {
-                write!(f, "connect timeout after {} s", t.as_secs_f64())
+                write!(
+                    f,
+                    "connect timeout after {} s (--connect-timeout)",
+                    t.as_secs_f64()
+                )
             }
-            Error::ReadTimeout(t) => write!(f, "read timeout: no data for {} s", t.as_secs_f64()),
+            Error::ReadTimeout(t) => {
+                write!(f, "no data for {} s (--read-timeout)", t.as_secs_f64())
+            }
             Error::Io(e) => write!(f, "connection error: {e}"),
             Error::Closed => write!(
                 f,

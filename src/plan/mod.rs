@@ -2,12 +2,22 @@
 //!
 //! The engine never re-checks a flag. Errors here are usage errors (exit code 2) and name the flag.
 
-use std::path::PathBuf;
+mod kinds;
+mod parse;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reqwest::Url;
 
 use crate::cli::Cli;
+use crate::visualizer::{VisualizerKind, VisualizerSettings};
+
+pub use kinds::*;
+use parse::*;
+pub use parse::{complete_url, complete_url_for, sanitize_name};
 
 /// A usage error: a flag value or combination that cannot run. Exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -16,117 +26,6 @@ pub struct UsageError(pub String);
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
-}
-
-/// Which API plugin talks to the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApiKind {
-    /// OpenAI-compatible `/v1/chat/completions` or `/v1/completions`.
-    OpenAi,
-    /// The built-in simulator, started in-process; requests are OpenAI-shaped.
-    Mock,
-}
-
-/// Closed loop (fixed concurrency) or open loop (arrival rate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LoadMode {
-    /// `--parallel` requests in flight; optional Poisson pacing by the first `--rate`.
-    Closed,
-    /// Poisson arrivals at `--rate`, no concurrency cap.
-    Open,
-}
-
-/// Where prompts come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PromptSource {
-    /// `--prompt`: one fixed prompt, one body reused by every request.
-    Fixed(String),
-    /// A dataset file.
-    Dataset {
-        /// The dataset plugin.
-        kind: DatasetKind,
-        /// `--dataset-path`.
-        path: PathBuf,
-    },
-}
-
-/// The dataset plugins this build supports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DatasetKind {
-    /// JSONL with a `question` field per line.
-    OpenQa,
-    /// Plain lines, JSON message arrays or whole JSON bodies.
-    LineByLine,
-    /// Plain lines.
-    Custom,
-}
-
-impl DatasetKind {
-    /// The `--dataset` name.
-    pub fn name(self) -> &'static str {
-        match self {
-            DatasetKind::OpenQa => "openqa",
-            DatasetKind::LineByLine => "line_by_line",
-            DatasetKind::Custom => "custom",
-        }
-    }
-}
-
-/// Generation parameters copied into every body.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GenParams {
-    /// `max_tokens` as `(min, max)`; equal when fixed.
-    pub max_tokens: (u64, u64),
-    /// `min_tokens`.
-    pub min_tokens: Option<u64>,
-    /// `frequency_penalty`.
-    pub frequency_penalty: Option<f64>,
-    /// `repetition_penalty`.
-    pub repetition_penalty: Option<f64>,
-    /// `logprobs: true` when set.
-    pub logprobs: bool,
-    /// `n`.
-    pub n_choices: Option<u64>,
-    /// `seed`.
-    pub seed: Option<u64>,
-    /// `stop`.
-    pub stop: Option<Vec<String>>,
-    /// `stream`.
-    pub stream: bool,
-    /// `stop_token_ids`.
-    pub stop_token_ids: Option<Vec<i64>>,
-    /// `temperature`.
-    pub temperature: f64,
-    /// `top_p`.
-    pub top_p: Option<f64>,
-    /// `top_k`.
-    pub top_k: Option<i64>,
-    /// `--extra-args`, merged last.
-    pub extra_args: serde_json::Map<String, serde_json::Value>,
-}
-
-/// Request timeouts.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Timeouts {
-    /// `--connect-timeout`.
-    pub connect: Option<Duration>,
-    /// `--read-timeout` (between reads).
-    pub read: Option<Duration>,
-    /// `--total-timeout` (whole request; connection-test budget).
-    pub total: Duration,
-}
-
-/// Simulator settings for `--api mock`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MockSettings {
-    /// Time to first token.
-    pub ttft: Duration,
-    /// Time between tokens.
-    pub itl: Duration,
-    /// Natural output length.
-    pub output_tokens: u32,
-    /// Simulator runtime threads.
-    pub threads: usize,
 }
 
 /// One run of a sweep.
@@ -142,6 +41,8 @@ pub struct RunSpec {
     pub warmup: u64,
     /// `parallel_<P>_number_<N>` or `rate_<R>_number_<N>`.
     pub dir_name: String,
+    /// `--dataset-offset` advanced by the `--number` of every earlier run.
+    pub dataset_offset: u64,
 }
 
 impl RunSpec {
@@ -198,71 +99,20 @@ pub struct RunPlan {
     pub debug: bool,
     /// Simulator settings when `--api mock`.
     pub mock: Option<MockSettings>,
+    /// `--visualizer` (or a deprecated `--*-api-key`): the experiment tracker to log to.
+    pub visualizer: Option<VisualizerSettings>,
+    /// `--enable-progress-tracker`: keep `<root>/progress.json` up to date.
+    pub progress_tracker: bool,
+    /// Tokenizer and token-exact prompt settings.
+    pub tokens: TokenSettings,
+    /// `--dataset-args`.
+    pub dataset_args: DatasetArgs,
+    /// `random_vl` images.
+    pub image: ImageSettings,
 }
 
-/// The endpoint suffix appended for each API when the URL has none.
-const ENDPOINT_SUFFIXES: [&str; 8] = [
-    "chat/completions",
-    "completions",
-    "responses",
-    "embeddings",
-    "reranks",
-    "rerank",
-    "systemone",
-    "decide",
-];
-
-/// Replaces characters that cannot be in a folder name (evalscope's rule).
-pub fn sanitize_name(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            '<' | '>' | ':' | '"' | '|' | '?' | '*' | '\\' | '/' | '\0' => '_',
-            c => c,
-        })
-        .collect()
-}
-
-/// `--url` with the endpoint appended when its path names none. Returns the URL and whether it changed.
-pub fn complete_url(raw: &str) -> Result<(Url, bool), UsageError> {
-    let mut url = Url::parse(raw).or_else(|e| {
-        usage(format!(
-            "--url {raw:?} is not a valid URL ({e}); expected e.g. http://127.0.0.1:8000/v1/chat/completions"
-        ))
-    })?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return usage(format!("--url {raw:?} must start with http:// or https://"));
-    }
-    let path = url.path().trim_end_matches('/').to_string();
-    if ENDPOINT_SUFFIXES.iter().any(|s| path.ends_with(s)) {
-        return Ok((url, false));
-    }
-    url.set_path(&format!("{path}/chat/completions"));
-    Ok((url, true))
-}
-
-fn read_at_file(flag: &str, value: &str) -> Result<String, UsageError> {
-    match value.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path)
-            .or_else(|e| usage(format!("{flag} @{path}: cannot read the file ({e})"))),
-        None => Ok(value.to_string()),
-    }
-}
-
-fn warmup_count(warmup_num: f64, number: u64) -> u64 {
-    if warmup_num <= 0.0 {
-        0
-    } else if warmup_num >= 1.0 {
-        warmup_num as u64
-    } else {
-        ((warmup_num * number as f64) as u64).max(1)
-    }
-}
-
-fn is_chat_url(url: &Url) -> bool {
-    url.path()
-        .trim_end_matches('/')
-        .ends_with("chat/completions")
-}
+/// The total timeout used for `--total-timeout 0` (none): a century.
+pub const NO_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 impl RunPlan {
     /// Validates `cli` into a plan. `now` names the timestamp folder.
@@ -282,16 +132,25 @@ impl RunPlan {
         let api = match cli.api.as_str() {
             "openai" => ApiKind::OpenAi,
             "mock" => ApiKind::Mock,
+            "openai_embedding" | "embedding" => ApiKind::Embedding,
+            "openai_rerank" | "rerank" => ApiKind::Rerank,
             other => {
                 return usage(format!(
-                    "--api {other:?} is not supported; use one of: openai, mock"
+                    "--api {other:?} is not supported; use one of: openai, openai_embedding (embedding), openai_rerank (rerank), mock"
                 ))
             }
         };
-        let (url, _) = complete_url(&cli.url)?;
+        let (mut url, _) = complete_url_for(&cli.url, api.endpoint_suffix())?;
 
         let mut headers: Vec<(String, String)> = Vec::new();
         for h in &cli.headers {
+            if h.malformed {
+                // Only the start of the item is shown: the rest may be a secret.
+                return usage(format!(
+                    "--headers: invalid key-value pair starting {:?}: expected KEY=VALUE, e.g. X-Team=infra or Authorization='Bearer …'",
+                    h.name
+                ));
+            }
             headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&h.name));
             headers.push((h.name.clone(), h.value.clone()));
         }
@@ -300,19 +159,36 @@ impl RunPlan {
             headers.push(("Authorization".into(), format!("Bearer {key}")));
         }
         for (k, v) in &headers {
-            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
-                || reqwest::header::HeaderValue::from_str(v).is_err()
-            {
+            // The value is never echoed: it may be a secret.
+            let is_key = cli.api_key.is_some() && k == "Authorization";
+            if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
                 return usage(format!(
-                    "--headers {k:?}: not a valid HTTP header name/value"
+                    "--headers {k:?}: not a valid HTTP header name (letters, digits and -_.!#$%&'*+^`|~ only, e.g. X-Team=infra)"
+                ));
+            }
+            if reqwest::header::HeaderValue::from_str(v).is_err() {
+                let subject = if is_key {
+                    "--api-key: the key".to_string()
+                } else {
+                    format!("--headers {k:?}: the value")
+                };
+                return usage(format!(
+                    "{subject} is not a valid HTTP header value (visible characters and spaces only, no line breaks)"
                 ));
             }
         }
 
+        // 0 means no timeout, as in evalscope (aiohttp ignores timeouts ≤ 0).
         let timeouts = Timeouts {
-            connect: cli.connect_timeout.map(Duration::from_secs),
-            read: cli.read_timeout.map(Duration::from_secs),
-            total: Duration::from_secs(cli.total_timeout.max(1)),
+            connect: cli
+                .connect_timeout
+                .filter(|&s| s > 0)
+                .map(Duration::from_secs),
+            read: cli.read_timeout.filter(|&s| s > 0).map(Duration::from_secs),
+            total: match cli.total_timeout {
+                0 => NO_TIMEOUT,
+                s => Duration::from_secs(s),
+            },
         };
 
         let mode = if cli.open_loop {
@@ -338,9 +214,9 @@ impl RunPlan {
                     ));
                 }
                 let rate = cli.rate[0];
-                if rate <= 0.0 && rate != -1.0 {
+                if !rate.is_finite() || (rate <= 0.0 && rate != -1.0) {
                     return usage(format!(
-                        "--rate {rate}: must be greater than 0, or -1 for no pacing"
+                        "--rate {rate}: must be a finite number of requests per second > 0, or -1 for no pacing"
                     ));
                 }
                 cli.number
@@ -352,6 +228,7 @@ impl RunPlan {
                         rate,
                         warmup: warmup_count(cli.warmup_num, number),
                         dir_name: format!("parallel_{parallel}_number_{number}"),
+                        dataset_offset: 0,
                     })
                     .collect::<Vec<_>>()
             }
@@ -384,10 +261,17 @@ impl RunPlan {
                             "rate_{}_number_{number}",
                             crate::pyjson::float_repr(rate)
                         ),
+                        dataset_offset: 0,
                     })
                     .collect()
             }
         };
+        let mut runs = runs;
+        let mut offset = cli.dataset_offset;
+        for r in &mut runs {
+            r.dataset_offset = offset;
+            offset = offset.wrapping_add(r.number);
+        }
         for (i, r) in runs.iter().enumerate() {
             if runs[..i].iter().any(|o| o.dir_name == r.dir_name) {
                 return usage(format!(
@@ -397,6 +281,12 @@ impl RunPlan {
             }
         }
 
+        if !cli.warmup_num.is_finite() {
+            return usage(format!(
+                "--warmup-num {}: must be a number (≥ 1: a count, between 0 and 1: a fraction of --number, ≤ 0: none)",
+                cli.warmup_num
+            ));
+        }
         let duration = match cli.duration {
             None => None,
             Some(d) if d > 0.0 && d.is_finite() => Some(Duration::from_secs_f64(d)),
@@ -423,31 +313,54 @@ impl RunPlan {
         let prompts = match &cli.prompt {
             Some(p) => PromptSource::Fixed(read_at_file("--prompt", p)?),
             None => {
-                let kind = match cli.dataset.as_str() {
-                    "openqa" => DatasetKind::OpenQa,
-                    "line_by_line" => DatasetKind::LineByLine,
-                    "custom" => DatasetKind::Custom,
-                    other => {
-                        return usage(format!(
-                            "--dataset {other:?} is not supported; use one of: openqa, line_by_line, custom (from --dataset-path), or --prompt"
-                        ))
-                    }
+                let Some(kind) = DATASETS
+                    .iter()
+                    .find(|(n, _)| *n == cli.dataset)
+                    .map(|(_, k)| *k)
+                else {
+                    let names: Vec<&str> = DATASETS.iter().map(|(n, _)| *n).collect();
+                    return usage(format!(
+                        "--dataset {:?} is not a known dataset; use one of: {}, or --prompt",
+                        cli.dataset,
+                        names.join(", ")
+                    ));
                 };
                 let path = match &cli.dataset_path {
-                    Some(p) => PathBuf::from(p),
+                    Some(p) => {
+                        let path = PathBuf::from(p);
+                        if !path.exists() {
+                            return usage(format!(
+                                "--dataset-path {}: no such file or folder",
+                                path.display()
+                            ));
+                        }
+                        if path.is_dir() && !kind.reads_folders() {
+                            return usage(format!(
+                                "--dataset-path {}: is a folder; --dataset {} reads one file, give that file",
+                                path.display(),
+                                kind.name()
+                            ));
+                        }
+                        Some(path)
+                    }
+                    None if kind.is_synthetic() => None,
                     None => {
+                        let hub = kind
+                            .hub_source()
+                            .map(|h| format!(" (evalscope downloads {h}: download it and point --dataset-path at the file or folder)"))
+                            .unwrap_or_default();
                         return usage(format!(
-                            "--dataset {} needs --dataset-path (a local file; llmperf downloads no datasets), or use --prompt",
+                            "--dataset {} needs --dataset-path: llmperf reads datasets from local files and downloads none{hub}; or use --prompt",
                             kind.name()
-                        ))
+                        ));
                     }
                 };
-                if !path.is_file() {
-                    return usage(format!("--dataset-path {}: no such file", path.display()));
-                }
                 PromptSource::Dataset { kind, path }
             }
         };
+        let tokens = token_settings(&cli, &prompts, api)?;
+        let dataset_args = dataset_args(&cli, &tokens)?;
+        let image = image_settings(&cli)?;
         let query_template = match &cli.query_template {
             Some(t) => {
                 let text = read_at_file("--query-template", t)?;
@@ -464,6 +377,20 @@ impl RunPlan {
         let apply_chat_template = cli
             .apply_chat_template_flag()
             .unwrap_or_else(|| is_chat_url(&url));
+        let speed_benchmark = matches!(
+            prompts,
+            PromptSource::Dataset {
+                kind: DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong,
+                ..
+            }
+        );
+        let apply_chat_template = apply_chat_template && !speed_benchmark;
+        if (tokens.tokenize_prompt || speed_benchmark) && is_chat_url(&url) {
+            // Token ids go to the completions endpoint (decided after the chat-template default, as evalscope).
+            let path = url.path().trim_end_matches('/').to_string();
+            let base = &path[..path.len() - "chat/completions".len()];
+            url.set_path(&format!("{base}completions"));
+        }
 
         let params = GenParams {
             max_tokens,
@@ -482,7 +409,13 @@ impl RunPlan {
             extra_args: cli.extra_args.clone(),
         };
 
-        let name = sanitize_name(cli.name.as_deref().unwrap_or(&model_id));
+        // An empty --name counts as none (Python-falsy, as evalscope).
+        let name = sanitize_name(
+            cli.name
+                .as_deref()
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or(&model_id),
+        );
         let mut output_root = PathBuf::from(&cli.outputs_dir);
         if !cli.no_timestamp {
             output_root.push(now.format("%Y%m%d_%H%M%S").to_string());
@@ -507,10 +440,21 @@ impl RunPlan {
                     itl: Duration::from_secs_f64(cli.mock_itl_ms / 1000.0),
                     output_tokens: cli.mock_output_tokens,
                     threads: cli.mock_threads,
+                    faults: cli.mock_fault.clone(),
                 })
             }
-            ApiKind::OpenAi => None,
+            ApiKind::OpenAi | ApiKind::Embedding | ApiKind::Rerank => {
+                if !cli.mock_fault.is_empty() {
+                    return usage(
+                        "--mock-fault configures the built-in simulator: add --api mock, or drop --mock-fault",
+                    );
+                }
+                None
+            }
         };
+
+        let visualizer = visualizer_settings(&cli)?;
+        let progress_tracker = cli.enable_progress_tracker;
 
         Ok(RunPlan {
             model,
@@ -534,8 +478,21 @@ impl RunPlan {
             log_every_n: cli.log_every_n_query.max(1) as u64,
             debug: cli.debug,
             mock,
+            visualizer,
+            progress_tracker,
+            tokens,
+            dataset_args,
+            image,
             cli,
         })
+    }
+
+    /// The dataset plugin, `None` with `--prompt`.
+    pub fn dataset_kind(&self) -> Option<DatasetKind> {
+        match &self.prompts {
+            PromptSource::Fixed(_) => None,
+            PromptSource::Dataset { kind, .. } => Some(*kind),
+        }
     }
 
     /// The dataset name shown in reports (`--dataset` even with `--prompt`, as evalscope).
@@ -550,137 +507,5 @@ impl RunPlan {
             Some(p) => format!("{host}:{p}"),
             None => host.to_string(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    fn plan(args: &[&str]) -> Result<RunPlan, UsageError> {
-        let mut v = vec!["llmperf", "--model", "org/my-model", "--prompt", "hi"];
-        v.extend_from_slice(args);
-        RunPlan::from_cli(Cli::try_parse_from(v).unwrap(), chrono::Local::now())
-    }
-
-    fn err(args: &[&str]) -> String {
-        plan(args).unwrap_err().to_string()
-    }
-
-    #[test]
-    fn url_gets_endpoint_appended() {
-        let (u, changed) = complete_url("http://h:1/v1").unwrap();
-        assert!(changed);
-        assert_eq!(u.as_str(), "http://h:1/v1/chat/completions");
-        let (u, _) = complete_url("http://h:1/v1/?x=1").unwrap();
-        assert_eq!(u.as_str(), "http://h:1/v1/chat/completions?x=1");
-        let (u, changed) = complete_url("http://h:1/v1/completions").unwrap();
-        assert!(!changed);
-        assert_eq!(u.path(), "/v1/completions");
-        assert!(complete_url("ftp://h/v1").is_err());
-    }
-
-    #[test]
-    fn sweep_runs_and_dir_names() {
-        let p = plan(&[
-            "--parallel",
-            "1",
-            "4",
-            "--number",
-            "10",
-            "20",
-            "--warmup-num",
-            "0.5",
-        ])
-        .unwrap();
-        let names: Vec<_> = p.runs.iter().map(|r| r.dir_name.as_str()).collect();
-        assert_eq!(names, ["parallel_1_number_10", "parallel_4_number_20"]);
-        assert_eq!(p.runs[0].warmup, 5);
-        assert_eq!(p.runs[1].warmup, 10);
-        assert_eq!(p.model_id, "my-model");
-        assert!(p.output_root.ends_with("my-model"));
-    }
-
-    #[test]
-    fn open_loop_uses_python_float_names() {
-        let p = plan(&["--open-loop", "--rate", "5", "0.5", "--number", "10", "20"]).unwrap();
-        assert_eq!(p.runs[0].dir_name, "rate_5.0_number_10");
-        assert_eq!(p.runs[1].dir_name, "rate_0.5_number_20");
-        assert_eq!(p.runs[0].parallel, -1);
-    }
-
-    #[test]
-    fn warmup_rules() {
-        assert_eq!(warmup_count(0.0, 100), 0);
-        assert_eq!(warmup_count(-1.0, 100), 0);
-        assert_eq!(warmup_count(5.9, 100), 5);
-        assert_eq!(warmup_count(0.001, 100), 1);
-        assert_eq!(warmup_count(0.25, 100), 25);
-    }
-
-    #[test]
-    fn usage_errors_name_the_flag() {
-        assert!(err(&["--parallel", "1", "2"]).contains("--number and --parallel"));
-        assert!(err(&["--parallel", "0"]).contains("--parallel"));
-        assert!(err(&["--open-loop", "--rate", "-1"]).contains("--rate"));
-        assert!(err(&["--open-loop", "--rate", "1", "2"]).contains("--rate"));
-        assert!(err(&["--max-tokens", "5", "2"]).contains("--max-tokens"));
-        assert!(err(&["--max-tokens", "1", "2", "3"]).contains("--max-tokens"));
-        assert!(err(&["--api", "nope"]).contains("--api"));
-        assert!(err(&["--url", "not a url"]).contains("--url"));
-        assert!(err(&["--duration", "0"]).contains("--duration"));
-        assert!(err(&["--parallel", "2", "2", "--number", "5", "5"]).contains("repeats"));
-        assert!(err(&["--query-template", "{bad"]).contains("--query-template"));
-        assert!(
-            err(&["--min-prompt-length", "9", "--max-prompt-length", "3"])
-                .contains("--min-prompt-length")
-        );
-        let no_model = RunPlan::from_cli(
-            Cli::try_parse_from(["llmperf"]).unwrap(),
-            chrono::Local::now(),
-        );
-        assert!(no_model.unwrap_err().to_string().contains("--model"));
-    }
-
-    #[test]
-    fn dataset_needs_a_path() {
-        let cli = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "openqa"]).unwrap();
-        let e = RunPlan::from_cli(cli, chrono::Local::now())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--dataset-path"), "{e}");
-        let cli = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "zzz"]).unwrap();
-        let e = RunPlan::from_cli(cli, chrono::Local::now())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--dataset"), "{e}");
-    }
-
-    #[test]
-    fn api_key_overrides_authorization_header() {
-        let p = plan(&["--headers", "authorization=x", "X-A=1", "--api-key", "sk-1"]).unwrap();
-        assert_eq!(
-            p.headers,
-            vec![
-                ("X-A".to_string(), "1".to_string()),
-                ("Authorization".to_string(), "Bearer sk-1".to_string())
-            ]
-        );
-    }
-
-    #[test]
-    fn chat_template_default_follows_url() {
-        assert!(plan(&[]).unwrap().apply_chat_template);
-        let p = plan(&["--url", "http://h/v1/completions"]).unwrap();
-        assert!(!p.apply_chat_template);
-        let p = plan(&["--url", "http://h/v1/completions", "--apply-chat-template"]).unwrap();
-        assert!(p.apply_chat_template);
-    }
-
-    #[test]
-    fn name_is_sanitized() {
-        let p = plan(&["--name", "a/b:c", "--no-timestamp", "--outputs-dir", "o"]).unwrap();
-        assert_eq!(p.output_root, PathBuf::from("o/a_b_c"));
     }
 }

@@ -1,0 +1,426 @@
+//! Fast decode/re-encode of random windows (text mode of `random`), same results as the tokenizer.
+//!
+//! Every window is a run of one long sequence `S` (the allowed vocabulary, repeated), so its text is a
+//! slice of `decode(S)` and its encoding is, away from the two ends, a slice of `encode(decode(S))`,
+//! computed once. A window is then encoded as: a fresh encoding of its head (plus any prefix), the
+//! precomputed tokens of the middle, and a fresh encoding of its tail. Each seam sits where the byte before
+//! is ASCII (so UTF-8 decoding is in step on both sides) at a token boundary, and is accepted only when the
+//! fresh encoding reproduces the precomputed tokens over [`MARGINS`] bytes beside it; otherwise the window
+//! is encoded whole. The convergence loop's later steps change only the end of the text, so they re-encode
+//! just the tail the same way. Only byte-level BPE tokenizers qualify (decoding = concatenating token
+//! bytes, checked at start); others use the plain loop.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::Result;
+use rand::Rng;
+
+use super::{Vocab, MAX_CORRECTIONS};
+
+/// Bytes beside a seam that a fresh encoding must reproduce: tried in turn until one agrees (short is
+/// fast; long gets through the giant "words" of scripts written without spaces).
+const MARGINS: [usize; 1] = [64];
+
+/// Largest sequence precomputed (tokens).
+const MAX_CORPUS_TOKENS: usize = 1_500_000;
+
+/// Tokens of a text with their byte spans.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Spans {
+    ids: Vec<u32>,
+    start: Vec<usize>,
+    end: Vec<usize>,
+}
+
+impl Spans {
+    fn push(&mut self, id: u32, start: usize, end: usize) {
+        self.ids.push(id);
+        self.start.push(start);
+        self.end.push(end);
+    }
+}
+
+/// The precomputed sequence and its encoding.
+pub(super) struct Corpus {
+    vocab: Vocab,
+    bytes: Vec<Vec<u8>>,
+    /// Tokens in the sequence.
+    len: usize,
+    /// Per sequence index `0..=len`: byte offset in the decoded sequence when it is a character boundary
+    /// there (`u32::MAX` otherwise).
+    clean: Vec<u32>,
+    /// `decode(S)`.
+    text: String,
+    /// `encode(decode(S))`.
+    enc: Spans,
+    /// Per token of `enc`: a seam candidate (token boundary on a character boundary).
+    seam: Vec<bool>,
+    /// Encodings stitched / done whole (windows and correction steps).
+    stitched: AtomicU64,
+    whole: AtomicU64,
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn to_spans(ids: Vec<u32>, offsets: Vec<crate::tokenizer::ByteSpan>) -> Spans {
+    let (start, end) = offsets.into_iter().unzip();
+    Spans { ids, start, end }
+}
+
+/// Whether token `j` of `s` starts a seam candidate in `text`: a token boundary on a character boundary
+/// (not inside a character that byte-level tokens split). Whether the encodings agree there is checked by
+/// the caller over [`MARGINS`] bytes.
+fn is_seam(s: &Spans, j: usize, text: &str) -> bool {
+    j > 0
+        && j < s.ids.len()
+        && s.start[j] == s.end[j - 1]
+        && s.start[j] > s.start[j - 1]
+        && text.is_char_boundary(s.start[j])
+}
+
+impl Corpus {
+    /// Precomputes the sequence for windows up to `max_window` tokens; `None` when the tokenizer is not
+    /// byte-level or the sequence would be too long.
+    pub fn build(vocab: &Vocab, max_window: usize) -> Result<Option<Corpus>> {
+        let n = vocab.allowed.len();
+        let len = n + max_window;
+        if len > MAX_CORPUS_TOKENS {
+            return Ok(None);
+        }
+        let Some(bytes) = vocab.tok.byte_table() else {
+            return Ok(None);
+        };
+        let mut all = Vec::new();
+        let mut pos = Vec::with_capacity(len + 1);
+        for i in 0..len {
+            pos.push(all.len());
+            all.extend_from_slice(&bytes[vocab.allowed[i % n] as usize]);
+        }
+        pos.push(all.len());
+        let text = lossy(&all);
+        let mut clean = vec![u32::MAX; len + 1];
+        clean[0] = 0;
+        let (mut b0, mut t0, mut i) = (0usize, 0usize, 1usize);
+        for chunk in all.utf8_chunks() {
+            let valid = chunk.valid().len();
+            while i <= len && pos[i] <= b0 + valid {
+                let t = t0 + pos[i] - b0;
+                if pos[i] > b0 && text.is_char_boundary(t) {
+                    clean[i] = t as u32;
+                }
+                i += 1;
+            }
+            b0 += valid + chunk.invalid().len();
+            t0 += valid + if chunk.invalid().is_empty() { 0 } else { 3 };
+            while i <= len && pos[i] <= b0 {
+                i += 1;
+            }
+        }
+        let (ids, offsets) = vocab.tok.encode_spans(&text)?;
+        let enc = to_spans(ids, offsets);
+        let seam = (0..enc.ids.len())
+            .map(|j| is_seam(&enc, j, &text))
+            .collect();
+        Ok(Some(Corpus {
+            vocab: vocab.clone(),
+            bytes,
+            len,
+            clean,
+            text,
+            enc,
+            seam,
+            stitched: AtomicU64::new(0),
+            whole: AtomicU64::new(0),
+        }))
+    }
+
+    /// `decode(ids)`: the tokens' bytes as UTF-8 with replacement.
+    pub fn decode(&self, ids: &[u32]) -> String {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            out.extend_from_slice(&self.bytes[id as usize]);
+        }
+        lossy(&out)
+    }
+
+    /// `(stitched, whole)` encodings so far.
+    pub fn stats(&self) -> (u64, u64) {
+        (
+            self.stitched.load(Ordering::Relaxed),
+            self.whole.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The stitched encoding, or the whole-text one when stitching declined.
+    fn counted(&self, stitched: Option<Spans>, text: &str) -> Result<Spans> {
+        match stitched {
+            Some(s) => {
+                self.stitched.fetch_add(1, Ordering::Relaxed);
+                Ok(s)
+            }
+            None => {
+                self.whole.fetch_add(1, Ordering::Relaxed);
+                self.full(text)
+            }
+        }
+    }
+
+    fn full(&self, text: &str) -> Result<Spans> {
+        let (ids, offsets) = self.vocab.tok.encode_spans(text)?;
+        Ok(to_spans(ids, offsets))
+    }
+
+    /// First precomputed seam at or after byte `at`.
+    fn seam_from(&self, at: usize) -> Option<usize> {
+        let mut j = self.enc.start.partition_point(|&s| s < at);
+        while j < self.seam.len() && !self.seam[j] {
+            j += 1;
+        }
+        (j < self.seam.len()).then_some(j)
+    }
+
+    /// Last precomputed seam at or before byte `at`.
+    fn seam_until(&self, at: usize) -> Option<usize> {
+        let mut j = self.enc.start.partition_point(|&s| s <= at);
+        while j > 0 {
+            j -= 1;
+            if self.seam[j] {
+                return Some(j);
+            }
+        }
+        None
+    }
+
+    /// The encoding of `text` = decode(`prefix` ++ S[s..s+len]), stitched; `None` when no seam holds.
+    fn encode_window(
+        &self,
+        text: &str,
+        prefix: &[u32],
+        s: usize,
+        len: usize,
+    ) -> Result<Option<Spans>> {
+        for margin in MARGINS {
+            if let Some(found) = self.encode_window_with(text, prefix, s, len, margin)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    fn encode_window_with(
+        &self,
+        text: &str,
+        prefix: &[u32],
+        s: usize,
+        len: usize,
+        margin: usize,
+    ) -> Result<Option<Spans>> {
+        if len < 64 || s + len > self.len {
+            return Ok(None);
+        }
+        // Anchor: a position where the window's text and the sequence's text are in step (the UTF-8 decoding
+        // of the window's first bytes may differ), and the last such position near the end.
+        let mut head_bytes = Vec::new();
+        for &id in prefix {
+            head_bytes.extend_from_slice(&self.bytes[id as usize]);
+        }
+        let mut anchor = None;
+        for i in s..(s + 64).min(s + len / 2) {
+            head_bytes.extend_from_slice(
+                &self.bytes[self.vocab.allowed[i % self.vocab.allowed.len()] as usize],
+            );
+            let i1 = i + 1;
+            if i1 < s + 2 || self.clean[i1] == u32::MAX {
+                continue;
+            }
+            let h = String::from_utf8_lossy(&head_bytes).len();
+            let a = self.clean[i1] as usize;
+            let probe = 16
+                .min(text.len().saturating_sub(h))
+                .min(self.text.len() - a);
+            if text.as_bytes()[h..h + probe] == self.text.as_bytes()[a..a + probe] {
+                anchor = Some((i1, h, a));
+                break;
+            }
+        }
+        let Some((i1, h, a)) = anchor else {
+            return Ok(None);
+        };
+        // At least 16 tokens from the end: the window's last bytes may decode differently (a character cut
+        // by the window's end) than the same bytes inside the long sequence.
+        let Some(i2) = (i1 + 1..=s + len - 16)
+            .rev()
+            .find(|&i| self.clean[i] != u32::MAX)
+        else {
+            return Ok(None);
+        };
+        let b = self.clean[i2] as usize;
+        if b <= a
+            || h + (b - a) > text.len()
+            || text.as_bytes()[h..h + (b - a)] != self.text.as_bytes()[a..b]
+        {
+            return Ok(None);
+        }
+        let to_text = |c: usize| h + c - a;
+        // Middle tokens: seams [lo, hi) well inside [a, b].
+        let (Some(lo), Some(hi)) = (
+            self.seam_from(a + margin),
+            self.seam_until(b.saturating_sub(margin)),
+        ) else {
+            return Ok(None);
+        };
+        let Some(check) = self.seam_from(self.enc.start[lo] + margin) else {
+            return Ok(None);
+        };
+        let Some(cut) = self.seam_from(self.enc.start[check] + margin) else {
+            return Ok(None);
+        };
+        if cut >= hi {
+            return Ok(None);
+        }
+        // Head: encode the text up to `cut` afresh; it must agree with the precomputed tokens on [lo, check).
+        let head_end = to_text(self.enc.start[cut]);
+        let fresh = self.full(&text[..head_end])?;
+        let Some(f0) = fresh
+            .start
+            .iter()
+            .position(|&x| x == to_text(self.enc.start[lo]))
+        else {
+            return Ok(None);
+        };
+        let k = check - lo;
+        if fresh.ids.len() < f0 + k + 1
+            || fresh.ids[f0..f0 + k] != self.enc.ids[lo..check]
+            || fresh.start[f0 + k] != to_text(self.enc.start[check])
+        {
+            return Ok(None);
+        }
+        let mut known = Spans::default();
+        for j in 0..f0 {
+            known.push(fresh.ids[j], fresh.start[j], fresh.end[j]);
+        }
+        for j in lo..hi {
+            known.push(
+                self.enc.ids[j],
+                to_text(self.enc.start[j]),
+                to_text(self.enc.end[j]),
+            );
+        }
+        let valid_upto = to_text(self.enc.start[hi]);
+        self.splice_tail_with(text, &known, valid_upto, margin)
+    }
+
+    /// The encoding of `text` whose tokens before byte `valid_upto` are `known`: keep them up to a seam
+    /// a margin before, encode the rest afresh from a seam a margin further back, and accept only when
+    /// the fresh tokens reproduce the known ones between the two seams.
+    fn splice_tail(&self, text: &str, known: &Spans, valid_upto: usize) -> Result<Option<Spans>> {
+        for margin in MARGINS {
+            if let Some(found) = self.splice_tail_with(text, known, valid_upto, margin)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    fn splice_tail_with(
+        &self,
+        text: &str,
+        known: &Spans,
+        valid_upto: usize,
+        margin: usize,
+    ) -> Result<Option<Spans>> {
+        let seam_before = |limit: usize, below: usize| {
+            (1..below.min(known.ids.len()))
+                .rev()
+                .find(|&j| known.start[j] <= limit && is_seam(known, j, text))
+        };
+        let Some(c) = seam_before(valid_upto.saturating_sub(margin), known.ids.len()) else {
+            return Ok(None);
+        };
+        let Some(v) = seam_before(known.start[c].saturating_sub(margin), c) else {
+            return Ok(None);
+        };
+        let base = known.start[v];
+        let fresh = self.full(&text[base..])?;
+        let k = c - v;
+        if fresh.ids.len() < k + 1
+            || fresh.ids[..k] != known.ids[v..c]
+            || (0..k).any(|j| fresh.start[j] + base != known.start[v + j])
+            || fresh.start[k] + base != known.start[c]
+        {
+            return Ok(None);
+        }
+        let mut out = Spans {
+            ids: known.ids[..c].to_vec(),
+            start: known.start[..c].to_vec(),
+            end: known.end[..c].to_vec(),
+        };
+        for j in k..fresh.ids.len() {
+            out.push(fresh.ids[j], fresh.start[j] + base, fresh.end[j] + base);
+        }
+        Ok(Some(out))
+    }
+
+    /// When `spans` decode to a valid UTF-8 text whose bytes are exactly the tokens' bytes, that text with
+    /// the spans re-anchored on it (`None`: the caller's text and spans stand).
+    fn decoded_spans(&self, spans: &Spans) -> Option<(String, Spans)> {
+        let mut bytes = Vec::new();
+        let mut out = Spans::default();
+        for &id in &spans.ids {
+            let start = bytes.len();
+            bytes.extend_from_slice(&self.bytes[id as usize]);
+            out.push(id, start, bytes.len());
+        }
+        String::from_utf8(bytes).ok().map(|t| (t, out))
+    }
+
+    /// The convergence loop of [`Vocab::converge`] for `prefix ++ S[s..s+len]`, with stitched encodings.
+    pub fn converge(
+        &self,
+        prefix: &[u32],
+        s: usize,
+        len: usize,
+        target: usize,
+        rng: &mut impl Rng,
+    ) -> Result<(String, i64)> {
+        let mut ids: Vec<u32> = prefix.to_vec();
+        ids.extend(self.vocab.allowed_window(s, len));
+        let mut text = self.decode(&ids);
+        let stitched = self.encode_window(&text, prefix, s, len)?;
+        let mut spans = self.counted(stitched, &text)?;
+        let mut attempt = 0;
+        loop {
+            let mismatch = spans.ids.len() as i64 - target as i64;
+            if mismatch == 0 || attempt == MAX_CORRECTIONS {
+                return Ok((text, mismatch));
+            }
+            let mut next = spans.ids.clone();
+            if mismatch > 0 {
+                next.truncate(target);
+            } else {
+                for _ in 0..(-mismatch) {
+                    next.push(self.vocab.draw(rng));
+                }
+            }
+            let new_text = self.decode(&next);
+            // The tokenizer's normalizer (NFC) may have changed characters: then the tokens describe their
+            // own decoded text, and that is what the next text shares a prefix with.
+            let own = self.decoded_spans(&spans);
+            let (base_text, base_spans) = match &own {
+                Some((t, sp)) => (t.as_str(), sp),
+                None => (text.as_str(), &spans),
+            };
+            let common = base_text
+                .bytes()
+                .zip(new_text.bytes())
+                .take_while(|(x, y)| x == y)
+                .count();
+            let stitched = self.splice_tail(&new_text, base_spans, common)?;
+            spans = self.counted(stitched, &new_text)?;
+            text = new_text;
+            attempt += 1;
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! `random` generation with the real Qwen3 tokenizer.
+
+use super::*;
+
+fn qwen3() -> Arc<Tokenizer> {
+    let root = std::env::var("LLMPERF_SHARED_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
+    Arc::new(Tokenizer::load(&format!("{root}/tokenizers/qwen3")).unwrap())
+}
+
+fn all(r: &RandomText, total: usize, offset: u64, seed: u64, threads: usize) -> Vec<Generated> {
+    let d = r.draws(total, offset, seed);
+    let mut out = Vec::new();
+    generate_batched(total, threads, |i| r.item(&d, i), |_, g| out.push(g)).unwrap();
+    out
+}
+
+#[test]
+fn token_windows_are_contiguous_with_a_shared_prefix() {
+    let vocab = Vocab::new(qwen3()).unwrap();
+    let allowed = vocab.allowed.clone();
+    let r = RandomText::new(vocab, (20, 30), 0, 5, 1, true).unwrap();
+    let items = all(&r, 40, 0, 7, 2);
+    let mut prefix = None;
+    for g in &items {
+        let RandomPrompt::Ids(ids) = &g.prompt else {
+            panic!("ids expected")
+        };
+        assert_eq!(ids.len() as u64, g.target_tokens);
+        assert!((25..=35).contains(&ids.len()), "{}", ids.len());
+        assert_eq!(*prefix.get_or_insert(ids[..5].to_vec()), ids[..5]);
+        // The input is a run of consecutive allowed ids (wrapping at the end of the vocabulary).
+        let pos: Vec<usize> = ids[5..]
+            .iter()
+            .map(|id| allowed.binary_search(id).unwrap())
+            .collect();
+        assert!(pos.windows(2).all(|w| w[1] == (w[0] + 1) % allowed.len()));
+    }
+}
+
+#[test]
+fn same_seed_same_prompts_and_threads_do_not_change_them() {
+    let vocab = Vocab::new(qwen3()).unwrap();
+    let r = RandomText::new(vocab, (30, 60), 0, 0, 1, false).unwrap();
+    let a = all(&r, 20, 0, 42, 1);
+    let b = all(&r, 20, 0, 42, 2);
+    assert_eq!(a, b);
+    let c = all(&r, 20, 20, 42, 2);
+    assert_ne!(a, c, "another --dataset-offset gives other windows");
+    let tok = qwen3();
+    for g in &a {
+        let RandomPrompt::Text(t) = &g.prompt else {
+            panic!("text expected")
+        };
+        assert_eq!(g.mismatch, 0);
+        assert_eq!(tok.count(t).unwrap() as u64, g.target_tokens);
+    }
+}
+
+#[test]
+fn distinct_prefixes_round_robin() {
+    let vocab = Vocab::new(qwen3()).unwrap();
+    let r = RandomText::new(vocab, (4, 4), 0, 3, 3, true).unwrap();
+    let items = all(&r, 6, 0, 1, 1);
+    let prefix = |i: usize| match &items[i].prompt {
+        RandomPrompt::Ids(ids) => ids[..3].to_vec(),
+        RandomPrompt::Text(_) => unreachable!(),
+    };
+    assert_eq!(prefix(0), prefix(3));
+    assert_eq!(prefix(1), prefix(4));
+    assert_ne!(prefix(0), prefix(1));
+    assert_ne!(prefix(1), prefix(2));
+}
+
+#[test]
+fn template_tokens_shrink_the_bounds() {
+    let vocab = Vocab::new(qwen3()).unwrap();
+    assert!(RandomText::new(vocab.clone(), (5, 10), 12, 0, 1, false).is_err());
+    let r = RandomText::new(vocab, (512, 512), 12, 0, 1, false).unwrap();
+    assert!(all(&r, 3, 0, 1, 1).iter().all(|g| g.target_tokens == 500));
+}
+
+fn smollm2() -> Arc<Tokenizer> {
+    let root = std::env::var("LLMPERF_SHARED_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
+    Arc::new(Tokenizer::load(&format!("{root}/tokenizers/smollm2-135m-instruct")).unwrap())
+}
+
+/// The stitched re-encoding gives exactly what decoding and re-encoding whole windows gives.
+#[test]
+fn fast_path_matches_whole_window_reencoding() {
+    for (tok, prefix) in [(qwen3(), 0), (smollm2(), 24), (qwen3(), 40)] {
+        let vocab = Vocab::new(tok).unwrap();
+        let fast = RandomText::new(vocab, (1, 2500), 0, prefix, 1, false).unwrap();
+        assert!(
+            fast.has_fast_path(),
+            "byte-level BPE tokenizers get the fast path"
+        );
+        let slow = fast.clone().without_fast_path();
+        for seed in [1, 2] {
+            let a = all(&fast, 24, 7, seed, 2);
+            let b = all(&slow, 24, 7, seed, 2);
+            assert_eq!(a, b, "seed {seed}");
+        }
+        let (stitched, whole) = fast.fast_path_stats();
+        assert!(
+            stitched > whole,
+            "most encodings are stitched: {stitched}/{whole}"
+        );
+    }
+}

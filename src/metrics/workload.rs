@@ -1,0 +1,282 @@
+//! Workload throughput: cumulative tokens against completion time, and the token rates over three windows
+//! (evalscope 1.14.1 `utils/workload_timeline.py`, spec §4.5 / §5.5).
+//!
+//! Every successful measured request appends one point `t = completed_time − wall_start` (wall_start is the
+//! first fed request's `start_time`, locked at the first feed) with the cumulative completion, new-prompt
+//! (`prompt − cached`, at least 0) and cached-prompt tokens. Rates are `Δtokens / Δt` from an anchor point to
+//! the last point: `Overall` from the origin, `Last 30s` from the latest point with `t ≤ wall − 30`
+//! (overall when the run is not longer than 30 s), `Steady (drop 20%)` from the latest point with
+//! `t ≤ 0.2·wall` (overall when that anchor is the last point). Feeding is O(1): one 32-byte point per
+//! success.
+
+use serde_json::{json, Map, Value};
+
+use crate::pyjson;
+use crate::record::RequestRecord;
+
+/// The tail window of the `Last 30s` column, seconds.
+pub const LAST_WINDOW_S: f64 = 30.0;
+/// The share of the wall time dropped by the `Steady (drop 20%)` column.
+pub const WARMUP_FRAC: f64 = 0.2;
+/// Row labels, in evalscope's order.
+pub const WORKLOAD_METRICS: [&str; 4] = [
+    "Total Prompt tok/s",
+    "New Prompt tok/s",
+    "Cached Prompt tok/s",
+    "Completion tok/s",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Point {
+    t: f64,
+    cum_completion: u64,
+    cum_new_prompt: u64,
+    cum_cached_prompt: u64,
+}
+
+const ORIGIN: Point = Point {
+    t: 0.0,
+    cum_completion: 0,
+    cum_new_prompt: 0,
+    cum_cached_prompt: 0,
+};
+
+/// Append-only timeline of cumulative tokens, keyed off completion time. One owner (the aggregator).
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadTimeline {
+    wall_start: Option<f64>,
+    points: Vec<Point>,
+}
+
+/// One row of the workload table: a rate over the three windows, tokens per second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkloadRow {
+    /// One of [`WORKLOAD_METRICS`].
+    pub metric: &'static str,
+    /// Over the whole run.
+    pub overall: f64,
+    /// Over the last [`LAST_WINDOW_S`] seconds.
+    pub last_window: f64,
+    /// After dropping the first [`WARMUP_FRAC`] of the wall time.
+    pub steady_state: f64,
+}
+
+/// `workload_throughput.json` (evalscope's `WorkloadThroughput`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadThroughput {
+    /// Points in the timeline (successful requests).
+    pub n_samples: u64,
+    /// Last point's `t`, `round(·, 4)`.
+    pub wall_time_s: f64,
+    /// [`LAST_WINDOW_S`].
+    pub last_window_s: f64,
+    /// [`WARMUP_FRAC`].
+    pub warmup_frac: f64,
+    /// The four rows, in [`WORKLOAD_METRICS`] order.
+    pub rows: Vec<WorkloadRow>,
+}
+
+impl WorkloadTimeline {
+    /// Feeds one finished record; warmup and failed records are skipped, as evalscope skips them.
+    pub fn feed_record(&mut self, r: &RequestRecord) {
+        if r.is_warmup || !r.success {
+            return;
+        }
+        self.feed(
+            r.start_time(),
+            r.completed_time(),
+            r.prompt_tokens(),
+            r.completion_tokens(),
+            r.usage.cached_tokens.unwrap_or(0),
+        );
+    }
+
+    /// Feeds one successful measured request given as stored numbers (seconds, tokens).
+    pub fn feed(
+        &mut self,
+        start_time: f64,
+        completed_time: f64,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        cached_tokens: u64,
+    ) {
+        if completed_time <= 0.0 || completed_time < start_time {
+            return;
+        }
+        let wall_start = *self.wall_start.get_or_insert(start_time);
+        let last = self.points.last().copied().unwrap_or(ORIGIN);
+        self.points.push(Point {
+            t: completed_time - wall_start,
+            cum_completion: last.cum_completion + completion_tokens,
+            cum_new_prompt: last.cum_new_prompt + prompt_tokens.saturating_sub(cached_tokens),
+            cum_cached_prompt: last.cum_cached_prompt + cached_tokens,
+        });
+    }
+
+    /// Points fed so far.
+    pub fn n_points(&self) -> usize {
+        self.points.len()
+    }
+
+    /// First start → last completion, seconds (0 without points).
+    pub fn wall_time(&self) -> f64 {
+        self.points.last().map_or(0.0, |p| p.t.max(0.0))
+    }
+
+    /// `(t, cumulative completion tokens)` of every point, in feed order.
+    pub fn completion_curve(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
+        self.points.iter().map(|p| (p.t, p.cum_completion))
+    }
+
+    fn rates_from(&self, anchor: Point) -> [f64; 4] {
+        let Some(last) = self.points.last() else {
+            return [0.0; 4];
+        };
+        let dt = last.t - anchor.t;
+        if dt <= 0.0 {
+            return [0.0; 4];
+        }
+        let d_new = (last.cum_new_prompt - anchor.cum_new_prompt) as f64;
+        let d_cached = (last.cum_cached_prompt - anchor.cum_cached_prompt) as f64;
+        let d_completion = (last.cum_completion - anchor.cum_completion) as f64;
+        [
+            (d_new + d_cached) / dt,
+            d_new / dt,
+            d_cached / dt,
+            d_completion / dt,
+        ]
+    }
+
+    /// The latest point with `t ≤ target`, or the first point. `None` without points.
+    fn find_anchor(&self, target: f64) -> Option<(usize, Point)> {
+        let first = *self.points.first()?;
+        if target <= first.t {
+            return Some((0, first));
+        }
+        // Points are in feed order; like evalscope, stop at the first point past the target.
+        let mut chosen = (0, first);
+        for (i, p) in self.points.iter().enumerate() {
+            if p.t <= target {
+                chosen = (i, *p);
+            } else {
+                break;
+            }
+        }
+        Some(chosen)
+    }
+
+    fn overall_rates(&self) -> [f64; 4] {
+        self.rates_from(ORIGIN)
+    }
+
+    fn last_window_rates(&self, window_s: f64) -> [f64; 4] {
+        if self.points.is_empty() || window_s <= 0.0 {
+            return [0.0; 4];
+        }
+        let wall = self.wall_time();
+        if wall <= window_s {
+            return self.overall_rates();
+        }
+        match self.find_anchor(wall - window_s) {
+            Some((_, anchor)) => self.rates_from(anchor),
+            None => [0.0; 4],
+        }
+    }
+
+    fn steady_state_rates(&self, warmup_frac: f64) -> [f64; 4] {
+        if self.points.is_empty() {
+            return [0.0; 4];
+        }
+        let wall = self.wall_time();
+        if wall <= 0.0 || warmup_frac <= 0.0 {
+            return self.overall_rates();
+        }
+        match self.find_anchor(wall * warmup_frac) {
+            Some((i, _)) if i + 1 == self.points.len() => self.overall_rates(),
+            Some((_, anchor)) => self.rates_from(anchor),
+            None => [0.0; 4],
+        }
+    }
+
+    /// The throughput table; `None` without points (evalscope then writes neither workload file).
+    pub fn throughput(&self) -> Option<WorkloadThroughput> {
+        if self.points.is_empty() {
+            return None;
+        }
+        let overall = self.overall_rates();
+        let last = self.last_window_rates(LAST_WINDOW_S);
+        let steady = self.steady_state_rates(WARMUP_FRAC);
+        let rows = WORKLOAD_METRICS
+            .iter()
+            .enumerate()
+            .map(|(i, metric)| WorkloadRow {
+                metric,
+                overall: overall[i],
+                last_window: last[i],
+                steady_state: steady[i],
+            })
+            .collect();
+        Some(WorkloadThroughput {
+            n_samples: self.points.len() as u64,
+            wall_time_s: pyjson::round(self.wall_time(), 4),
+            last_window_s: LAST_WINDOW_S,
+            warmup_frac: WARMUP_FRAC,
+            rows,
+        })
+    }
+
+    /// The exact text of `workload_timeline.json` (`t` rounded to 6 decimals).
+    pub fn to_json_string(&self) -> String {
+        let points: Vec<Value> = self
+            .points
+            .iter()
+            .map(|p| {
+                let mut m = Map::new();
+                m.insert("t".into(), json!(pyjson::round(p.t, 6)));
+                m.insert("cum_completion".into(), json!(p.cum_completion));
+                m.insert("cum_new_prompt".into(), json!(p.cum_new_prompt));
+                m.insert("cum_cached_prompt".into(), json!(p.cum_cached_prompt));
+                Value::Object(m)
+            })
+            .collect();
+        let mut m = Map::new();
+        m.insert("wall_start".into(), json!(self.wall_start));
+        m.insert("points".into(), Value::Array(points));
+        pyjson::dumps_indent4(&m)
+    }
+}
+
+impl WorkloadThroughput {
+    /// The exact text of `workload_throughput.json` (rates unrounded, as evalscope writes them).
+    pub fn to_json_string(&self) -> String {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut m = Map::new();
+                m.insert("metric".into(), json!(r.metric));
+                m.insert("overall".into(), json!(r.overall));
+                m.insert("last_window".into(), json!(r.last_window));
+                m.insert("steady_state".into(), json!(r.steady_state));
+                Value::Object(m)
+            })
+            .collect();
+        let mut m = Map::new();
+        m.insert("n_samples".into(), json!(self.n_samples));
+        m.insert("wall_time_s".into(), json!(self.wall_time_s));
+        m.insert("last_window_s".into(), json!(self.last_window_s));
+        m.insert("warmup_frac".into(), json!(self.warmup_frac));
+        m.insert("rows".into(), Value::Array(rows));
+        pyjson::dumps_indent4(&m)
+    }
+
+    /// `Last 30s`: the tail-window column header.
+    pub fn last_label(&self) -> String {
+        format!("Last {}s", self.last_window_s as i64)
+    }
+
+    /// `Steady (drop 20%)`: the steady-state column header.
+    pub fn steady_label(&self) -> String {
+        format!("Steady (drop {}%)", (self.warmup_frac * 100.0) as i64)
+    }
+}

@@ -1,0 +1,315 @@
+//! The typed values of a plan: API, load mode, prompt source, dataset kinds and their settings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which API plugin talks to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiKind {
+    /// OpenAI-compatible `/v1/chat/completions` or `/v1/completions`.
+    OpenAi,
+    /// The built-in simulator, started in-process; requests are OpenAI-shaped.
+    Mock,
+    /// `/v1/embeddings` (`openai_embedding`, `embedding`): `{"input": …}` bodies, input tokens only.
+    Embedding,
+    /// `/v1/reranks` (`openai_rerank`, `rerank`): `{"query": …, "documents": […]}` bodies, input tokens only.
+    Rerank,
+}
+
+impl ApiKind {
+    /// Embedding and rerank APIs measure input only: no connection test, input-only summary columns.
+    pub fn input_only(self) -> bool {
+        matches!(self, ApiKind::Embedding | ApiKind::Rerank)
+    }
+
+    /// The endpoint appended to a URL that names none.
+    pub fn endpoint_suffix(self) -> &'static str {
+        match self {
+            ApiKind::OpenAi | ApiKind::Mock => "chat/completions",
+            ApiKind::Embedding => "embeddings",
+            ApiKind::Rerank => "reranks",
+        }
+    }
+}
+
+/// Closed loop (fixed concurrency) or open loop (arrival rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadMode {
+    /// `--parallel` requests in flight; optional Poisson pacing by the first `--rate`.
+    Closed,
+    /// Poisson arrivals at `--rate`, no concurrency cap.
+    Open,
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptSource {
+    /// `--prompt`: one fixed prompt, one body reused by every request.
+    Fixed(String),
+    /// A dataset: a file or folder, or synthetic.
+    Dataset {
+        /// The dataset plugin.
+        kind: DatasetKind,
+        /// `--dataset-path` (`None` for synthetic datasets).
+        path: Option<PathBuf>,
+    },
+}
+
+/// The dataset plugins this build supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatasetKind {
+    /// JSONL with a `question` field per line.
+    OpenQa,
+    /// Plain lines, JSON message arrays or whole JSON bodies.
+    LineByLine,
+    /// Plain lines.
+    Custom,
+    /// Random token windows of exact length (spec §3.1).
+    Random,
+    /// `random` text plus random PNG images.
+    RandomVl,
+    /// Embedding inputs from a `.txt` / `.json` / `.jsonl` file, one string per request.
+    Embedding,
+    /// As `embedding`, `batch_size` strings per request.
+    EmbeddingBatch,
+    /// Random-token strings for embeddings.
+    RandomEmbedding,
+    /// As `random_embedding`, `batch_size` strings per request.
+    RandomEmbeddingBatch,
+    /// Query/documents records from a file.
+    Rerank,
+    /// Random query and documents.
+    RandomRerank,
+    /// LongAlpaca-12k JSON list (`instruction`).
+    LongAlpaca,
+    /// ShareGPT Chinese conversations (`common_zh_70k.jsonl`).
+    ShareGptZh,
+    /// ShareGPT English conversations (`common_en_70k.jsonl`).
+    ShareGptEn,
+    /// `'熵' * L` for L in 1, 6144, 14336, 30720.
+    SpeedBenchmark,
+    /// `'熵' * L` for L in 63488, 129024.
+    SpeedBenchmarkLong,
+    /// Flickr8k webdataset shards (jpg + txt).
+    Flickr8k,
+    /// Kontext-bench (image + instruction).
+    KontextBench,
+    /// MMMU questions with several images.
+    MmmuMultiImage,
+}
+
+/// Every dataset name `--dataset` accepts, with its kind.
+pub const DATASETS: [(&str, DatasetKind); 21] = [
+    ("openqa", DatasetKind::OpenQa),
+    ("line_by_line", DatasetKind::LineByLine),
+    ("custom", DatasetKind::Custom),
+    ("random", DatasetKind::Random),
+    ("random_vl", DatasetKind::RandomVl),
+    ("embedding", DatasetKind::Embedding),
+    ("embed", DatasetKind::Embedding),
+    ("embedding_batch", DatasetKind::EmbeddingBatch),
+    ("random_embedding", DatasetKind::RandomEmbedding),
+    ("random_embedding_batch", DatasetKind::RandomEmbeddingBatch),
+    ("rerank", DatasetKind::Rerank),
+    ("random_rerank", DatasetKind::RandomRerank),
+    ("longalpaca", DatasetKind::LongAlpaca),
+    ("share_gpt_zh", DatasetKind::ShareGptZh),
+    ("share_gpt_en", DatasetKind::ShareGptEn),
+    ("speed_benchmark", DatasetKind::SpeedBenchmark),
+    ("speed_benchmark_long", DatasetKind::SpeedBenchmarkLong),
+    ("flickr8k", DatasetKind::Flickr8k),
+    ("kontext_bench", DatasetKind::KontextBench),
+    ("mmmu_multi_image", DatasetKind::MmmuMultiImage),
+    ("open_qa", DatasetKind::OpenQa),
+];
+
+impl DatasetKind {
+    /// The `--dataset` name.
+    pub fn name(self) -> &'static str {
+        DATASETS
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// Datasets that also take a local copy of the hub dataset as a folder (image shards, ShareGPT files).
+    pub fn reads_folders(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::Flickr8k
+                | DatasetKind::KontextBench
+                | DatasetKind::MmmuMultiImage
+                | DatasetKind::ShareGptZh
+                | DatasetKind::ShareGptEn
+        )
+    }
+
+    /// Generated without a file.
+    pub fn is_synthetic(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::Random
+                | DatasetKind::RandomVl
+                | DatasetKind::RandomEmbedding
+                | DatasetKind::RandomEmbeddingBatch
+                | DatasetKind::RandomRerank
+                | DatasetKind::SpeedBenchmark
+                | DatasetKind::SpeedBenchmarkLong
+        )
+    }
+
+    /// Cannot run without `--tokenizer-path`.
+    pub fn needs_tokenizer(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::Random
+                | DatasetKind::RandomVl
+                | DatasetKind::RandomEmbedding
+                | DatasetKind::RandomEmbeddingBatch
+                | DatasetKind::RandomRerank
+        )
+    }
+
+    /// Where a user gets the files when there is no `--dataset-path` (the hub copy evalscope downloads).
+    pub fn hub_source(self) -> Option<&'static str> {
+        match self {
+            DatasetKind::OpenQa => Some("AI-ModelScope/HC3-Chinese (open_qa.jsonl)"),
+            DatasetKind::LongAlpaca => Some("Yukang/LongAlpaca-12k (LongAlpaca-12k.json)"),
+            DatasetKind::ShareGptZh => Some("swift/sharegpt (common_zh_70k.jsonl)"),
+            DatasetKind::ShareGptEn => Some("swift/sharegpt (common_en_70k.jsonl)"),
+            DatasetKind::Flickr8k => Some("clip-benchmark/wds_flickr8k (test/*.tar shards)"),
+            DatasetKind::KontextBench => Some("black-forest-labs/kontext-bench (parquet files)"),
+            DatasetKind::MmmuMultiImage => Some("MMMU/MMMU (<subject>/validation-*.parquet)"),
+            _ => None,
+        }
+    }
+}
+
+/// `input_len_mode` of `--dataset-args`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputLenMode {
+    /// Keep prompts shorter than `target_input_len` as they are.
+    Cap,
+    /// Drop prompts shorter than `target_input_len`.
+    Drop,
+}
+
+/// `prefix_role` of `--dataset-args`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixRole {
+    /// The prefix text becomes a system message (chat template on).
+    System,
+    /// The prefix text is put before the user's text.
+    User,
+}
+
+/// `--dataset-args`, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetArgs {
+    /// Fit each prompt to this many tokens.
+    pub target_input_len: Option<u64>,
+    /// What to do with shorter prompts.
+    pub input_len_mode: InputLenMode,
+    /// Real-text prefix file (read at load).
+    pub prefix_file: Option<PathBuf>,
+    /// Where the prefix goes.
+    pub prefix_role: PrefixRole,
+}
+
+impl Default for DatasetArgs {
+    fn default() -> Self {
+        DatasetArgs {
+            target_input_len: None,
+            input_len_mode: InputLenMode::Cap,
+            prefix_file: None,
+            prefix_role: PrefixRole::System,
+        }
+    }
+}
+
+/// `random_vl` image settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageSettings {
+    /// Pixels.
+    pub width: u32,
+    /// Pixels.
+    pub height: u32,
+    /// Channels per pixel: 1 (`L`), 3 (`RGB`), 4 (`RGBA`).
+    pub channels: u8,
+    /// Images per request.
+    pub num: u32,
+    /// Patch size for the token estimate.
+    pub patch_size: u32,
+}
+
+/// Token-exact prompt settings (`random`, `--tokenize-prompt`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenSettings {
+    /// `--tokenizer-path`.
+    pub tokenizer_path: Option<String>,
+    /// `--tokenize-prompt`.
+    pub tokenize_prompt: bool,
+    /// `--prefix-length`.
+    pub prefix_length: u64,
+    /// `--prefix-count`.
+    pub prefix_count: u64,
+}
+
+/// Generation parameters copied into every body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenParams {
+    /// `max_tokens` as `(min, max)`; equal when fixed.
+    pub max_tokens: (u64, u64),
+    /// `min_tokens`.
+    pub min_tokens: Option<u64>,
+    /// `frequency_penalty`.
+    pub frequency_penalty: Option<f64>,
+    /// `repetition_penalty`.
+    pub repetition_penalty: Option<f64>,
+    /// `logprobs: true` when set.
+    pub logprobs: bool,
+    /// `n`.
+    pub n_choices: Option<u64>,
+    /// `seed`.
+    pub seed: Option<u64>,
+    /// `stop`.
+    pub stop: Option<Vec<String>>,
+    /// `stream`.
+    pub stream: bool,
+    /// `stop_token_ids`.
+    pub stop_token_ids: Option<Vec<i64>>,
+    /// `temperature`.
+    pub temperature: f64,
+    /// `top_p`.
+    pub top_p: Option<f64>,
+    /// `top_k`.
+    pub top_k: Option<i64>,
+    /// `--extra-args`, merged last.
+    pub extra_args: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Request timeouts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timeouts {
+    /// `--connect-timeout`.
+    pub connect: Option<Duration>,
+    /// `--read-timeout` (between reads).
+    pub read: Option<Duration>,
+    /// `--total-timeout` (whole request; connection-test budget).
+    pub total: Duration,
+}
+
+/// Simulator settings for `--api mock`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockSettings {
+    /// Time to first token.
+    pub ttft: Duration,
+    /// Time between tokens.
+    pub itl: Duration,
+    /// Natural output length.
+    pub output_tokens: u32,
+    /// Simulator runtime threads.
+    pub threads: usize,
+    /// `--mock-fault` rules.
+    pub faults: Vec<crate::sim::FaultRule>,
+}

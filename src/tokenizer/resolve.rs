@@ -1,0 +1,199 @@
+//! Where `--tokenizer-path` points: a local directory, a `tokenizer.json` file, or a hub id (`org/name`)
+//! found in the local Hugging Face or ModelScope cache. llmperf never downloads: a hub id that is in
+//! neither cache is an error that lists every place looked at.
+//!
+//! Cache layouts searched for a hub id `org/name`:
+//! * Hugging Face: `$HF_HUB_CACHE`, else `$HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, else
+//!   `~/.cache/huggingface/hub`; inside it `models--org--name/snapshots/<revision>/`, the revision named by
+//!   `models--org--name/refs/main` first, then any other snapshot holding a `tokenizer.json` (newest first).
+//! * ModelScope: `$MODELSCOPE_CACHE` (and its `hub/` folder), else `~/.cache/modelscope/hub`; inside it
+//!   `models/org/name/` (ModelScope ≥ 1.17) or `org/name/` (older), each also with the dots of the name
+//!   written as `___` (how ModelScope stores e.g. `Qwen2.5` on disk).
+
+use std::path::{Path, PathBuf};
+
+/// The files a tokenizer is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenizerFiles {
+    /// `tokenizer.json`.
+    pub tokenizer_json: PathBuf,
+    /// The folder holding it (for `tokenizer_config.json`, `chat_template.jinja`).
+    pub dir: PathBuf,
+}
+
+/// Why `--tokenizer-path` could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// A local path that exists but holds no `tokenizer.json`.
+    #[error("--tokenizer-path {path}: no tokenizer.json in this folder (llmperf needs the fast-tokenizer file `tokenizer.json`)")]
+    NoTokenizerJson {
+        /// The folder.
+        path: String,
+    },
+    /// Neither a local path nor a cached hub id.
+    #[error("--tokenizer-path {spec:?}: not a local folder or file, and not found in the local model caches (llmperf does not download). Looked in:\n{}\nDownload it first (e.g. `huggingface-cli download {spec} tokenizer.json tokenizer_config.json`) or pass the folder holding tokenizer.json", looked.iter().map(|p| format!("  - {}", p.display())).collect::<Vec<_>>().join("\n"))]
+    NotFound {
+        /// What was given.
+        spec: String,
+        /// Every candidate folder checked.
+        looked: Vec<PathBuf>,
+    },
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from)
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The Hugging Face hub cache folder.
+pub fn hf_hub_cache() -> Option<PathBuf> {
+    env_path("HF_HUB_CACHE")
+        .or_else(|| env_path("HUGGINGFACE_HUB_CACHE"))
+        .or_else(|| env_path("HF_HOME").map(|h| h.join("hub")))
+        .or_else(|| home().map(|h| h.join(".cache/huggingface/hub")))
+}
+
+/// The ModelScope cache roots to search (the configured one and its `hub/` folder).
+pub fn modelscope_roots() -> Vec<PathBuf> {
+    match env_path("MODELSCOPE_CACHE") {
+        Some(root) => vec![root.join("hub"), root],
+        None => home()
+            .map(|h| vec![h.join(".cache/modelscope/hub")])
+            .unwrap_or_default(),
+    }
+}
+
+/// Resolves `spec` to tokenizer files.
+pub fn resolve(spec: &str) -> Result<TokenizerFiles, ResolveError> {
+    let path = Path::new(spec);
+    if path.is_file() {
+        let dir = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        return Ok(TokenizerFiles {
+            tokenizer_json: path.to_path_buf(),
+            dir,
+        });
+    }
+    if path.is_dir() {
+        let file = path.join("tokenizer.json");
+        if file.is_file() {
+            return Ok(TokenizerFiles {
+                tokenizer_json: file,
+                dir: path.to_path_buf(),
+            });
+        }
+        return Err(ResolveError::NoTokenizerJson {
+            path: spec.to_string(),
+        });
+    }
+    let mut looked = vec![path.to_path_buf()];
+    if let Some((org, name)) = hub_id(spec) {
+        if let Some(cache) = hf_hub_cache() {
+            let repo = cache.join(format!("models--{org}--{name}"));
+            if let Some(found) = hf_snapshot(&repo) {
+                return Ok(found);
+            }
+            looked.push(repo.join("snapshots"));
+        }
+        for root in modelscope_roots() {
+            for name in name_variants(name) {
+                for candidate in [
+                    root.join("models").join(org).join(&name),
+                    root.join(org).join(&name),
+                ] {
+                    if candidate.join("tokenizer.json").is_file() {
+                        return Ok(TokenizerFiles {
+                            tokenizer_json: candidate.join("tokenizer.json"),
+                            dir: candidate,
+                        });
+                    }
+                    if !looked.contains(&candidate) {
+                        looked.push(candidate);
+                    }
+                }
+            }
+        }
+    }
+    Err(ResolveError::NotFound {
+        spec: spec.to_string(),
+        looked,
+    })
+}
+
+/// `org/name` split in two, when `spec` has that shape.
+fn hub_id(spec: &str) -> Option<(&str, &str)> {
+    let (org, name) = spec.split_once('/')?;
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    (ok(org) && ok(name)).then_some((org, name))
+}
+
+/// The name as written, and with ModelScope's `.` → `___` escaping.
+fn name_variants(name: &str) -> Vec<String> {
+    let mut v = vec![name.to_string()];
+    if name.contains('.') {
+        v.push(name.replace('.', "___"));
+    }
+    v
+}
+
+/// The snapshot of a Hugging Face cache repo folder holding `tokenizer.json`: the one `refs/main` names,
+/// else the most recently modified one.
+fn hf_snapshot(repo: &Path) -> Option<TokenizerFiles> {
+    let snapshots = repo.join("snapshots");
+    let with_file = |dir: PathBuf| {
+        let file = dir.join("tokenizer.json");
+        file.is_file().then_some(TokenizerFiles {
+            tokenizer_json: file,
+            dir,
+        })
+    };
+    if let Ok(rev) = std::fs::read_to_string(repo.join("refs/main")) {
+        if let Some(found) = with_file(snapshots.join(rev.trim())) {
+            return Some(found);
+        }
+    }
+    let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&snapshots)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let modified = e.metadata().and_then(|m| m.modified()).ok()?;
+            Some((modified, e.path()))
+        })
+        .collect();
+    dirs.sort();
+    dirs.into_iter().rev().find_map(|(_, d)| with_file(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hub_ids_are_recognised() {
+        assert_eq!(hub_id("Qwen/Qwen3.5-4B"), Some(("Qwen", "Qwen3.5-4B")));
+        assert_eq!(hub_id("a/b/c"), None);
+        assert_eq!(hub_id("../x"), None);
+        assert_eq!(hub_id("plain"), None);
+        assert_eq!(name_variants("Qwen2.5-7B")[1], "Qwen2___5-7B");
+    }
+
+    #[test]
+    fn local_dir_without_tokenizer_json_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = resolve(dir.path().to_str().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("no tokenizer.json"), "{e}");
+    }
+}

@@ -1,0 +1,169 @@
+//! The seed recipes in `examples/*.sh` run against the built-in simulator, so they never rot.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+
+fn shared() -> PathBuf {
+    std::env::var("LLMPERF_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
+}
+
+fn script(name: &str, out: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    script_with_args(name, &[], out, env)
+}
+
+fn script_with_args(
+    name: &str,
+    args: &[&str],
+    out: &Path,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let mut cmd = Command::new("bash");
+    cmd.arg(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples")
+            .join(name),
+    )
+    .args(args)
+    .env("LLMPERF", env!("CARGO_BIN_EXE_llmperf"))
+    .env("OUTPUTS_DIR", out)
+    .env("EXTRA_FLAGS", "--sleep-interval 0");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("bash runs")
+}
+
+fn summaries(root: &Path) -> Vec<serde_json::Value> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "benchmark_summary.json") {
+                found.push(json_file(&p));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn vllm_baseline_recipe() {
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let qwen3 = shared().join("tokenizers/qwen3");
+    let o = script(
+        "vllm_baseline.sh",
+        out.path(),
+        &[
+            ("URL", &format!("{}/v1/chat/completions", sim.base_url())),
+            ("TOKENIZER", qwen3.to_str().unwrap()),
+            ("INPUT_TOKENS", "64"),
+            ("OUTPUT_TOKENS", "8"),
+            ("NUMBER", "3"),
+            ("WARMUP", "1"),
+        ],
+    );
+    ok(&o);
+    let s = summaries(out.path());
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["Success Requests"], 3);
+    assert_eq!(s[0]["Avg Output Tokens"], 8.0);
+    let body: serde_json::Value = serde_json::from_str(&sim.requests().last().unwrap().1).unwrap();
+    assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
+    assert_eq!(body["ignore_eos"], true);
+}
+
+#[test]
+fn xllm_recipe_sweeps_with_exact_token_prompts_and_validates_its_settings() {
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let qwen3 = shared().join("tokenizers/qwen3");
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    let env = [
+        ("URL", url.as_str()),
+        ("TOKENIZER", qwen3.to_str().unwrap()),
+        ("INPUT_TOKENS", "32"),
+        ("OUTPUT_TOKENS", "4"),
+        ("PREFIX_TOKENS", "16"),
+        ("TOKENIZE_PROMPT", "true"),
+        ("PARALLELS", "1 2"),
+        ("NUMBERS", "2 4"),
+        ("WARMUP", "1"),
+    ];
+    ok(&script("xllm_perf.sh", out.path(), &env));
+    let s = summaries(out.path());
+    assert_eq!(s.len(), 2, "one run per (parallel, number) pair");
+    let mut lengths = Vec::new();
+    for (path, body, _) in sim.requests() {
+        assert_eq!(
+            path, "/v1/completions",
+            "--tokenize-prompt rewrites the endpoint"
+        );
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        lengths.push(v["prompt"].as_array().expect("token ids").len());
+    }
+    // Per run: one connection test ("hello" as token ids), one warmup request, then the measured ones.
+    let exact = lengths.iter().filter(|n| **n == 48).count();
+    assert_eq!(
+        exact,
+        (1 + 2) + (1 + 4),
+        "prefix 16 + input 32 token ids: {lengths:?}"
+    );
+    assert_eq!(lengths.len(), exact + 2, "{lengths:?}");
+    for (k, v, msg) in [
+        (
+            "INPUT_TOKENS",
+            "abc",
+            "INPUT_TOKENS must be a positive integer",
+        ),
+        (
+            "TOKENIZE_PROMPT",
+            "yes",
+            "TOKENIZE_PROMPT must be true or false",
+        ),
+        (
+            "PREFIX_TOKENS",
+            "-1",
+            "PREFIX_TOKENS must be a non-negative integer",
+        ),
+    ] {
+        let o = script("xllm_perf.sh", out.path(), &[(k, v)]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(msg), "{k}={v}");
+    }
+}
+
+#[test]
+fn evalscope_examples_page_runs_every_example() {
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let smol = shared().join("tokenizers/smollm2-135m-instruct");
+    let o = script_with_args(
+        "evalscope_examples.sh",
+        &["all"],
+        out.path(),
+        &[
+            ("URL", &format!("{}/v1", sim.base_url())),
+            ("TOKENIZER", smol.to_str().unwrap()),
+            ("NUMBER", "2"),
+        ],
+    );
+    ok(&o);
+    // Ten runs: prompt (2), query_template, random, random_vl, embedding, rerank, open_loop (2), debug.
+    let s = summaries(out.path());
+    assert_eq!(s.len(), 10, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(s.iter().all(|s| s["Failed Requests"] == 0));
+    let paths: std::collections::BTreeSet<String> =
+        sim.requests().into_iter().map(|r| r.0).collect();
+    for p in ["/v1/chat/completions", "/v1/embeddings"] {
+        assert!(paths.contains(p), "{paths:?}");
+    }
+    assert!(paths.iter().any(|p| p.contains("rerank")), "{paths:?}");
+}

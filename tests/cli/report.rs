@@ -1,0 +1,246 @@
+//! `perf_report.html` in a real browser: a sweep against the simulator (with failing requests), then
+//! headless Chromium renders the report with every host name unresolvable, takes a screenshot, and the
+//! test fails on any console message, any fetched resource, or any chart that is missing or drew nothing.
+//!
+//! Chromium comes from `.ci/install-chromium.sh` (Debian `chromium`). Without it the test fails when `CI` is
+//! set and prints a skip note otherwise. `LLMPERF_CHROMIUM` names another binary; `LLMPERF_SAVE_SCREENSHOT`
+//! copies the screenshot to that path (how `docs/report.png` is made).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::*;
+
+fn find_chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("LLMPERF_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .find(|p| p.is_file())
+}
+
+/// Chromium, or `None` (with a note) when it is missing outside CI.
+fn chromium() -> Option<PathBuf> {
+    match find_chromium() {
+        Some(p) => Some(p),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("chromium not found and CI is set: run .ci/install-chromium.sh (Debian package `chromium`)")
+        }
+        None => {
+            eprintln!(
+                "SKIPPED browser test: no chromium on PATH. Install it (sudo .ci/install-chromium.sh) to run it."
+            );
+            None
+        }
+    }
+}
+
+/// Runs headless Chromium with `args` and `url`; returns (stdout, the console lines of stderr).
+fn headless(chromium: &Path, profile: &Path, args: &[&str], url: &str) -> (String, Vec<String>) {
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            // No network: every host name fails to resolve.
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--enable-logging=stderr",
+            "--v=0",
+            &format!("--user-data-dir={}", profile.display()),
+        ])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("chromium runs");
+    assert!(out.status.success(), "chromium failed: {out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let console = stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
+}
+
+/// A page that loads `report` in a frame and writes what it finds as JSON into `<pre id="out">`.
+const PROBE: &str = r#"<!DOCTYPE html><html><body><pre id="out">pending</pre>
+<iframe id="f" src="REPORT" style="width:1280px;height:2000px"></iframe>
+<script>
+document.getElementById('f').addEventListener('load', () => {
+  const out = document.getElementById('out');
+  try {
+    const w = document.getElementById('f').contentWindow;
+    const doc = w.document;
+    const charts = Array.from(doc.querySelectorAll('svg.chart')).map(svg => {
+      const marks = svg.querySelector('g.marks');
+      const box = marks ? marks.getBBox() : {width: 0, height: 0};
+      const rect = svg.getBoundingClientRect();
+      return {id: svg.dataset.chart, empty: svg.hasAttribute('data-empty'),
+              marks: marks ? marks.childElementCount : 0,
+              area: box.width * box.height, width: rect.width, height: rect.height};
+    });
+    const resources = w.performance.getEntriesByType('resource').map(e => e.name);
+    const regions = Array.from(doc.querySelectorAll('.table-wrap')).map(d => d.tabIndex);
+    out.textContent = JSON.stringify({charts, resources, regions,
+      tables: doc.querySelectorAll('table').length, title: doc.title});
+  } catch (e) { out.textContent = 'ERROR ' + e; }
+});
+</script></body></html>"#;
+
+fn probe(chromium: &Path, dir: &Path, report: &Path) -> (Value, Vec<String>) {
+    let page = dir.join("probe.html");
+    let url = format!("file://{}", report.display());
+    std::fs::write(&page, PROBE.replace("REPORT", &url)).unwrap();
+    let (dom, console) = headless(
+        chromium,
+        &dir.join("profile-probe"),
+        &[
+            "--allow-file-access-from-files",
+            "--window-size=1280,2000",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+        ],
+        &format!("file://{}", page.display()),
+    );
+    let start = dom.find(r#"<pre id="out">"#).expect("probe output") + 14;
+    let end = start + dom[start..].find("</pre>").unwrap();
+    let text = dom[start..end]
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">");
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("probe said {text:?}: {e}"));
+    (v, console)
+}
+
+/// A line_by_line dataset where one line in four asks for no usage, so that request fails.
+fn dataset(dir: &Path) -> PathBuf {
+    let path = dir.join("prompts.txt");
+    let bad = r#"{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": false}}"#;
+    std::fs::write(&path, format!("one two\nthree four five\nsix\n{bad}\n")).unwrap();
+    path
+}
+
+#[test]
+fn the_html_report_renders_offline_with_every_chart_and_no_console_error() {
+    let sim = fast_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dataset(dir.path());
+    let out = dir.path().join("o");
+    ok(&llmperf(
+        &out,
+        &[
+            "--url",
+            &format!("{}/v1", sim.base_url()),
+            "--model",
+            "m",
+            "--dataset",
+            "line_by_line",
+            "--dataset-path",
+            data.to_str().unwrap(),
+            "--parallel",
+            "1",
+            "3",
+            "--number",
+            "12",
+            "24",
+            "--max-tokens",
+            "6",
+        ],
+    ));
+    let root = run_root(&out, "m");
+    let report = root.join("perf_report.html");
+    let html = std::fs::read_to_string(&report).expect("perf_report.html at the run root");
+    for run in ["parallel_1_number_12", "parallel_3_number_24"] {
+        assert!(html.contains(run), "{run}");
+    }
+    assert!(html.contains("bad_response"), "failures by kind");
+    assert!(!html.contains("<script"), "no script in the report");
+
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    // The console detector works: a page that logs must be caught.
+    let noisy = dir.path().join("noisy.html");
+    std::fs::write(&noisy, "<script>console.error('detector-check')</script>").unwrap();
+    let (_, console) = headless(
+        &chromium,
+        &dir.path().join("profile-noisy"),
+        &["--dump-dom"],
+        &format!("file://{}", noisy.display()),
+    );
+    assert!(
+        console.iter().any(|l| l.contains("detector-check")),
+        "{console:?}"
+    );
+
+    let (v, console) = probe(&chromium, dir.path(), &report);
+    assert!(console.is_empty(), "console messages: {console:?}");
+    assert_eq!(
+        v["resources"],
+        Value::Array(vec![]),
+        "the report fetched something"
+    );
+    assert_eq!(v["title"], "llmperf report: m");
+    assert!(v["tables"].as_u64().unwrap() >= 5);
+    assert!(
+        v["regions"].as_array().unwrap().iter().all(|t| t == 0),
+        "focusable table regions"
+    );
+    let charts = v["charts"].as_array().unwrap();
+    let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let mut want = vec![
+        "throughput-rps",
+        "throughput-tok",
+        "latency-ttft",
+        "latency-itl",
+        "latency-tpot",
+        "latency-latency",
+    ];
+    let per_run = ["ttft-hist", "itl-hist", "timeline", "tok-rate"];
+    let run_charts: Vec<String> = (0..2)
+        .flat_map(|i| per_run.iter().map(move |k| format!("{k}-{i}")))
+        .collect();
+    want.extend(run_charts.iter().map(String::as_str));
+    for id in &want {
+        assert!(ids.contains(id), "chart {id} missing: {ids:?}");
+    }
+    for c in charts {
+        assert_eq!(c["empty"], false, "{c}");
+        assert!(c["marks"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["area"].as_f64().unwrap() > 100.0, "drawn: {c}");
+        assert!(c["width"].as_f64().unwrap() > 200.0, "laid out: {c}");
+    }
+
+    let shot = dir.path().join("report.png");
+    headless(
+        &chromium,
+        &dir.path().join("profile-shot"),
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2200",
+        ],
+        &format!("file://{}", report.display()),
+    );
+    let png = std::fs::read(&shot).expect("screenshot");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // A blank page compresses to a few KB; charts and tables do not.
+    assert!(
+        png.len() > 40_000,
+        "screenshot looks blank: {} bytes",
+        png.len()
+    );
+    if let Some(dest) = std::env::var_os("LLMPERF_SAVE_SCREENSHOT") {
+        std::fs::copy(&shot, dest).unwrap();
+    }
+}

