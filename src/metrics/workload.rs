@@ -9,6 +9,7 @@
 //! `t ≤ 0.2·wall` (overall when that anchor is the last point). Feeding is O(1): one 32-byte point per
 //! success.
 
+use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
 
 use crate::pyjson;
@@ -225,24 +226,43 @@ impl WorkloadTimeline {
         })
     }
 
-    /// The exact text of `workload_timeline.json` (`t` rounded to 6 decimals).
+    /// The exact text of `workload_timeline.json` (`t` rounded to 6 decimals). Points are serialised as
+    /// they are read (no JSON object per point), so writing a 100,000-request timeline costs only its text.
     pub fn to_json_string(&self) -> String {
-        let points: Vec<Value> = self
-            .points
-            .iter()
-            .map(|p| {
-                let mut m = Map::new();
-                m.insert("t".into(), json!(pyjson::round(p.t, 6)));
-                m.insert("cum_completion".into(), json!(p.cum_completion));
-                m.insert("cum_new_prompt".into(), json!(p.cum_new_prompt));
-                m.insert("cum_cached_prompt".into(), json!(p.cum_cached_prompt));
-                Value::Object(m)
-            })
-            .collect();
-        let mut m = Map::new();
-        m.insert("wall_start".into(), json!(self.wall_start));
-        m.insert("points".into(), Value::Array(points));
-        pyjson::dumps_indent4(&m)
+        pyjson::dumps_indent4(&TimelineJson {
+            wall_start: self.wall_start,
+            points: PointsJson(&self.points),
+        })
+    }
+}
+
+/// `workload_timeline.json`, keys in evalscope's order.
+#[derive(Serialize)]
+struct TimelineJson<'a> {
+    wall_start: Option<f64>,
+    points: PointsJson<'a>,
+}
+
+/// The points array, each point written as `{"t", "cum_completion", "cum_new_prompt", "cum_cached_prompt"}`.
+struct PointsJson<'a>(&'a [Point]);
+
+/// One point as written.
+#[derive(Serialize)]
+struct PointJson {
+    t: f64,
+    cum_completion: u64,
+    cum_new_prompt: u64,
+    cum_cached_prompt: u64,
+}
+
+impl Serialize for PointsJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|p| PointJson {
+            t: pyjson::round(p.t, 6),
+            cum_completion: p.cum_completion,
+            cum_new_prompt: p.cum_new_prompt,
+            cum_cached_prompt: p.cum_cached_prompt,
+        }))
     }
 }
 
