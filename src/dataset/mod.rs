@@ -7,8 +7,10 @@
 
 mod conversations;
 mod embedding;
+mod hub_vision;
 pub mod image;
 mod line_by_line;
+mod parquet_rows;
 pub mod random;
 mod synthetic;
 mod text_lines;
@@ -22,6 +24,8 @@ use serde_json::{json, Map, Value};
 
 use crate::plan::{DatasetKind, InputLenMode, PrefixRole, PromptSource, RunPlan};
 use crate::tokenizer::Tokenizer;
+
+pub use hub_vision::cached_dataset as cached_vision_dataset;
 
 /// One request's input, before the API plugin turns it into a body.
 #[derive(Debug, Clone, PartialEq)]
@@ -377,15 +381,11 @@ fn load_file(
     if matches!(kind, DatasetKind::Flickr8k) {
         return webdataset::flickr8k(path, limit);
     }
-    if matches!(
-        kind,
-        DatasetKind::KontextBench | DatasetKind::MmmuMultiImage
-    ) {
-        bail!(
-            "--dataset {}: its hub copy ({}) is stored as parquet files, which this build of llmperf cannot read yet; use --dataset flickr8k, random_vl, or line_by_line with image_url messages",
-            kind.name(),
-            kind.hub_source().unwrap_or("")
-        );
+    if matches!(kind, DatasetKind::KontextBench) {
+        return hub_vision::kontext_bench(path, limit);
+    }
+    if matches!(kind, DatasetKind::MmmuMultiImage) {
+        return hub_vision::mmmu_multi_image(path, limit);
     }
     let read = || {
         std::fs::read_to_string(path)

@@ -1,11 +1,11 @@
-//! Image datasets from local copies of their hub files:
+//! Webdataset image datasets from local copies of their hub files:
 //! * `flickr8k`: the webdataset shards of `clip-benchmark/wds_flickr8k` — `--dataset-path` is a `.tar` shard
 //!   or a folder searched recursively for `.tar` shards (the hub copy keeps the test split as
 //!   `test/<n>.tar`). Files of one sample share a key (the name up to the first dot of its base name); a
 //!   sample with an image (`.jpg`, `.jpeg`, `.png`, `.webp`) and a caption (`.txt`) becomes one user message
 //!   `[text, image as a base64 data URL]`, as evalscope sends it (chat template or not).
-//! * `kontext_bench`, `mmmu_multi_image`: their hub copies are parquet files, which this build cannot read;
-//!   they fail with a clear message before any request.
+//!
+//! `kontext_bench` and `mmmu_multi_image` (parquet hub copies) live in `hub_vision.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -344,6 +344,18 @@ impl RunPlan {
                         Some(path)
                     }
                     None if kind.is_synthetic() => None,
+                    None if matches!(
+                        kind,
+                        DatasetKind::KontextBench | DatasetKind::MmmuMultiImage
+                    ) =>
+                    {
+                        match crate::dataset::cached_vision_dataset(
+                            kind == DatasetKind::KontextBench,
+                        ) {
+                            Ok(found) => Some(found),
+                            Err(message) => return usage(message),
+                        }
+                    }
                     None => {
                         let hub = kind
                             .hub_source()
@@ -358,6 +370,17 @@ impl RunPlan {
                 PromptSource::Dataset { kind, path }
             }
         };
+        if cli.tokenize_prompt
+            && matches!(
+                prompts,
+                PromptSource::Dataset {
+                    kind: DatasetKind::MmmuMultiImage,
+                    ..
+                }
+            )
+        {
+            return usage("--tokenize-prompt is not supported with --dataset mmmu_multi_image: its multimodal messages cannot be sent as a flat token-id list");
+        }
         let tokens = token_settings(&cli, &prompts, api)?;
         let dataset_args = dataset_args(&cli, &tokens)?;
         let image = image_settings(&cli)?;

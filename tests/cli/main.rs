@@ -15,6 +15,7 @@ mod interrupt_trials;
 mod keepalive;
 mod media;
 mod outputs;
+mod parquet_sets;
 mod report;
 mod requests;
 mod secrets;

@@ -1,0 +1,250 @@
+//! Rows of Hugging Face parquet datasets, read with the `parquet` crate's record API (no Arrow), and where
+//! their files are: a `--dataset-path` (one `.parquet` file, or a folder searched recursively) or, without
+//! one, the local Hugging Face / ModelScope cache of the hub copy evalscope downloads.
+//!
+//! Only the cell shapes the image datasets use are kept apart: strings, binary, `null`, and the
+//! `datasets.Image` struct `{bytes, path}`; any other value is kept as its display text.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use parquet::file::reader::SerializedFileReader;
+use parquet::record::{Field, Row};
+
+use crate::tokenizer::{hf_hub_cache, modelscope_roots};
+
+/// One cell of a row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// `null` (or a missing column).
+    Null,
+    /// A UTF-8 string column.
+    Text(String),
+    /// A binary column.
+    Bytes(Vec<u8>),
+    /// A `datasets.Image` value: encoded image bytes, or a path to the image file.
+    Image {
+        /// The encoded file (PNG, JPEG, …), when stored inline.
+        bytes: Option<Vec<u8>>,
+        /// The file path, when the image is stored by reference.
+        path: Option<String>,
+    },
+    /// Any other value, as text.
+    Other(String),
+}
+
+/// One row: column name → cell.
+pub type Record = BTreeMap<String, Cell>;
+
+impl Cell {
+    fn from_field(field: &Field) -> Cell {
+        match field {
+            Field::Null => Cell::Null,
+            Field::Str(s) => Cell::Text(s.clone()),
+            Field::Bytes(b) => Cell::Bytes(b.data().to_vec()),
+            Field::Group(group) => {
+                let mut bytes = None;
+                let mut path = None;
+                let mut other = false;
+                for (name, value) in group.get_column_iter() {
+                    match (name.as_str(), value) {
+                        ("bytes", Field::Bytes(b)) => bytes = Some(b.data().to_vec()),
+                        ("path", Field::Str(s)) => path = Some(s.clone()),
+                        ("bytes" | "path", Field::Null) => {}
+                        _ => other = true,
+                    }
+                }
+                if other {
+                    Cell::Other(field.to_string())
+                } else {
+                    Cell::Image { bytes, path }
+                }
+            }
+            other => Cell::Other(other.to_string()),
+        }
+    }
+
+    /// The text of a string cell (`None` for `null`; other values as their display text).
+    pub fn text(&self) -> Option<String> {
+        match self {
+            Cell::Null => None,
+            Cell::Text(s) | Cell::Other(s) => Some(s.clone()),
+            Cell::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            Cell::Image { .. } => None,
+        }
+    }
+}
+
+fn record(row: &Row) -> Record {
+    row.get_column_iter()
+        .map(|(name, field)| (name.clone(), Cell::from_field(field)))
+        .collect()
+}
+
+/// The rows of `files`, in file order, read lazily (one row group at a time).
+pub fn rows(files: Vec<PathBuf>) -> impl Iterator<Item = Result<Record>> {
+    files.into_iter().flat_map(|file| {
+        let opened = File::open(&file)
+            .with_context(|| format!("reading {}", file.display()))
+            .and_then(|f| {
+                SerializedFileReader::new(f)
+                    .with_context(|| format!("{}: not a readable parquet file", file.display()))
+            });
+        let iter: Box<dyn Iterator<Item = Result<Record>>> = match opened {
+            Ok(reader) => {
+                let name = file.display().to_string();
+                Box::new(reader.into_iter().map(move |row| {
+                    row.map(|r| record(&r))
+                        .with_context(|| format!("{name}: reading a row"))
+                }))
+            }
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        };
+        iter
+    })
+}
+
+/// Every `.parquet` file under `path` (or `path` itself when it is a file), sorted by path.
+pub fn parquet_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut found = Vec::new();
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let p = e?.path();
+            let hidden = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'));
+            if hidden {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().and_then(|x| x.to_str()) == Some("parquet") {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The files of one split, named the way the hub names them: a folder called `split` on the way from
+/// `root`, or a file name starting `split-`, `split_` or `split.`. When no file is named after any split,
+/// all files are that split (a folder holding only the split's files, or a single file).
+pub fn split_files(root: &Path, files: Vec<PathBuf>, split: &str) -> Vec<PathBuf> {
+    let named = |f: &PathBuf| {
+        let rel = f.strip_prefix(root).unwrap_or(f);
+        let mut parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let file = parts.pop().unwrap_or_default();
+        parts.iter().any(|p| p == split)
+            || [
+                format!("{split}-"),
+                format!("{split}_"),
+                format!("{split}."),
+            ]
+            .iter()
+            .any(|p| file.starts_with(p.as_str()))
+    };
+    const SPLITS: [&str; 4] = ["train", "test", "validation", "dev"];
+    let any_split_named = files.iter().any(|f| {
+        SPLITS.iter().any(|s| {
+            let rel = f.strip_prefix(root).unwrap_or(f).to_string_lossy();
+            rel.split('/')
+                .any(|p| p == *s || p.starts_with(&format!("{s}-")))
+        })
+    });
+    if !any_split_named {
+        return files;
+    }
+    files.into_iter().filter(named).collect()
+}
+
+/// Where the hub copy of dataset `org/name` may sit in the local caches, best first: the Hugging Face
+/// cache's `datasets--org--name/snapshots/<rev>` (`pinned` revision, then `refs/main`, then newest first),
+/// then ModelScope's `datasets/org/name`. Returns the first folder holding parquet files, or every place
+/// looked at.
+pub fn cached_copy(
+    hf_id: &str,
+    ms_id: &str,
+    pinned: Option<&str>,
+) -> std::result::Result<PathBuf, Vec<PathBuf>> {
+    let has_parquet = |dir: &Path| dir.is_dir() && parquet_files(dir).is_ok_and(|f| !f.is_empty());
+    let mut looked = Vec::new();
+    if let Some(cache) = hf_hub_cache() {
+        let repo = cache.join(format!("datasets--{}", hf_id.replace('/', "--")));
+        let snapshots = repo.join("snapshots");
+        let mut candidates = Vec::new();
+        if let Some(rev) = pinned {
+            candidates.push(snapshots.join(rev));
+        }
+        if let Ok(rev) = std::fs::read_to_string(repo.join("refs/main")) {
+            candidates.push(snapshots.join(rev.trim()));
+        }
+        let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&snapshots)
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .filter_map(|e| Some((e.metadata().and_then(|m| m.modified()).ok()?, e.path())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        dirs.sort();
+        candidates.extend(dirs.into_iter().rev().map(|(_, d)| d));
+        if let Some(found) = candidates.into_iter().find(|d| has_parquet(d)) {
+            return Ok(found);
+        }
+        looked.push(snapshots);
+    }
+    if let Some((org, name)) = ms_id.split_once('/') {
+        for root in modelscope_roots() {
+            let mut names = vec![name.to_string()];
+            if name.contains('.') {
+                names.push(name.replace('.', "___"));
+            }
+            for n in names {
+                let dir = root.join("datasets").join(org).join(n);
+                if has_parquet(&dir) {
+                    return Ok(dir);
+                }
+                looked.push(dir);
+            }
+        }
+    }
+    Err(looked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_files_follow_hub_names() {
+        let root = Path::new("/d");
+        let files: Vec<PathBuf> = [
+            "/d/Art/dev-00000-of-00001.parquet",
+            "/d/Art/validation-00000-of-00001.parquet",
+            "/d/Art/test-00000-of-00001.parquet",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(
+            split_files(root, files.clone(), "validation"),
+            vec![PathBuf::from("/d/Art/validation-00000-of-00001.parquet")]
+        );
+        let nested = vec![PathBuf::from("/d/test/0000.parquet")];
+        assert_eq!(split_files(root, nested.clone(), "test"), nested);
+        let plain = vec![PathBuf::from("/d/kontext.parquet")];
+        assert_eq!(split_files(root, plain.clone(), "test"), plain);
+        let train_only = vec![PathBuf::from("/d/data/train-0.parquet")];
+        assert!(split_files(root, train_only, "test").is_empty());
+    }
+}
