@@ -87,7 +87,7 @@ pub async fn aggregate(
             feed.log(&acc.running_message_json());
         }
         progress.finished(record.success);
-        if acc.total() % log_every_n == 0 {
+        if acc.total().is_multiple_of(log_every_n) {
             tracing::info!("{}", acc.running_log_json());
         }
         batch.push(record);

@@ -173,7 +173,7 @@ pub struct FaultRule {
 impl FaultRule {
     /// Whether request number `id` (1-based) gets this fault.
     pub fn applies_to(&self, id: u64) -> bool {
-        id % self.every.max(1) == 0
+        id.is_multiple_of(self.every.max(1))
     }
 }
 

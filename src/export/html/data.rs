@@ -203,7 +203,7 @@ pub fn load(db: &Path, percentiles: &PercentileTable) -> Result<RunData> {
             }
             rate.spread(first, end, tokens.unwrap_or(0).max(0) as f64);
         }
-        let sampled = i % stride == 0;
+        let sampled = i.is_multiple_of(stride);
         if sampled || (!ok && extra_failures < max_extra_failures) {
             if !sampled {
                 extra_failures += 1;
