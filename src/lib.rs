@@ -21,6 +21,7 @@ pub mod pyjson;
 pub mod record;
 pub mod resources;
 pub mod runner;
+pub mod secret;
 pub mod shutdown;
 pub mod sim;
 pub mod store;

@@ -42,7 +42,7 @@ pub struct Cli {
     /// API key, sent as `Authorization: Bearer <KEY>` (overrides an Authorization header). Never written
     /// to any file or log.
     #[arg(long, help_heading = "Endpoint")]
-    pub api_key: Option<String>,
+    pub api_key: Option<crate::secret::Secret>,
 
     /// TCP connect timeout in seconds; 0 = none [default: none].
     #[arg(long, value_name = "SECONDS", value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Endpoint")]
@@ -336,12 +336,12 @@ pub struct Cli {
     /// Deprecated (use `--visualizer wandb` and `WANDB_API_KEY`): W&B API key; implies `--visualizer
     /// wandb`. Handed to the tracker through its environment only, never written to a file or log.
     #[arg(long, value_name = "KEY", help_heading = "Visualizer")]
-    pub wandb_api_key: Option<String>,
+    pub wandb_api_key: Option<crate::secret::Secret>,
 
     /// Deprecated (use `--visualizer swanlab` and `SWANLAB_API_KEY`): SwanLab API key, or `local` for
     /// SwanLab's local mode; implies `--visualizer swanlab`. Never written to a file or log.
     #[arg(long, value_name = "KEY", help_heading = "Visualizer")]
-    pub swanlab_api_key: Option<String>,
+    pub swanlab_api_key: Option<crate::secret::Secret>,
 
     /// SwanLab server for a self-hosted SwanLab (with `--visualizer swanlab`).
     #[arg(long, value_name = "URL", help_heading = "Visualizer")]

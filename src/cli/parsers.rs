@@ -1,7 +1,7 @@
 //! Per-value parsers for flags whose values have structure (`KEY=VALUE`, JSON).
 
-/// One `--headers` item.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One `--headers` item. `Debug` masks the value of a secret header (`Authorization`, `*-key`, …).
+#[derive(Clone, PartialEq, Eq)]
 pub struct HeaderPair {
     /// Header name, trimmed.
     pub name: String,
@@ -11,6 +11,24 @@ pub struct HeaderPair {
     /// `value` is empty, so the plan can reject it without echoing a secret typed with the wrong
     /// separator (`Authorization: Bearer sk-…`); clap would echo the whole item.
     pub malformed: bool,
+}
+
+impl std::fmt::Debug for HeaderPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret = crate::engine::client::is_secret_header(&self.name);
+        f.debug_struct("HeaderPair")
+            .field("name", &self.name)
+            .field(
+                "value",
+                &if secret {
+                    crate::secret::MASK
+                } else {
+                    &self.value
+                },
+            )
+            .field("malformed", &self.malformed)
+            .finish()
+    }
 }
 
 /// `KEY=VALUE`, split on the first `=`, both sides trimmed (evalscope's `ParseKVAction`). Never fails: a

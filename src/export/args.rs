@@ -7,7 +7,7 @@ use crate::engine::client::is_secret_header;
 use crate::plan::{RunPlan, RunSpec};
 
 /// What a masked secret is written as.
-pub const MASK: &str = "**********";
+pub use crate::secret::MASK;
 
 /// The arguments object for one run; `url` is the endpoint actually used, `run_dir` the run's folder.
 pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Map<String, Value> {

@@ -66,7 +66,7 @@ pub struct RunPlan {
     /// Endpoint URL after auto-append (for `--api mock`, host and port are replaced at start).
     pub url: Url,
     /// Headers sent with every request (Authorization included when `--api-key` is set).
-    pub headers: Vec<(String, String)>,
+    pub headers: crate::secret::Headers,
     /// Timeouts.
     pub timeouts: Timeouts,
     /// Send a test request before each run.
@@ -156,7 +156,7 @@ impl RunPlan {
         }
         if let Some(key) = &cli.api_key {
             headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
-            headers.push(("Authorization".into(), format!("Bearer {key}")));
+            headers.push(("Authorization".into(), format!("Bearer {}", key.expose())));
         }
         for (k, v) in &headers {
             // The value is never echoed: it may be a secret.
@@ -484,7 +484,7 @@ impl RunPlan {
             model_id,
             api,
             url,
-            headers,
+            headers: crate::secret::Headers::new(headers),
             timeouts,
             test_connection: !cli.no_test_connection,
             mode,

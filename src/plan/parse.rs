@@ -111,8 +111,8 @@ pub(super) fn visualizer_settings(cli: &Cli) -> Result<Option<VisualizerSettings
     }
     Ok(Some(VisualizerSettings {
         kind,
-        wandb_api_key: cli.wandb_api_key.clone(),
-        swanlab_api_key: cli.swanlab_api_key.clone(),
+        wandb_api_key: cli.wandb_api_key.as_ref().map(|k| k.expose().to_string()),
+        swanlab_api_key: cli.swanlab_api_key.as_ref().map(|k| k.expose().to_string()),
         swanlab_host: cli.swanlab_host.clone(),
         implied_by_key: named.is_none(),
     }))

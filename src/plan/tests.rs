@@ -106,7 +106,7 @@ fn dataset_needs_a_path() {
 fn api_key_overrides_authorization_header() {
     let p = plan(&["--headers", "authorization=x", "X-A=1", "--api-key", "sk-1"]).unwrap();
     assert_eq!(
-        p.headers,
+        p.headers.to_vec(),
         vec![
             ("X-A".to_string(), "1".to_string()),
             ("Authorization".to_string(), "Bearer sk-1".to_string())
@@ -264,4 +264,22 @@ fn visualizer_flags_follow_evalscope_and_reject_misplaced_keys() {
             .unwrap()
             .progress_tracker
     );
+}
+
+#[test]
+fn debug_of_the_plan_never_shows_a_secret() {
+    let p = plan(&[
+        "--api-key",
+        "sk-plan-1",
+        "--headers",
+        "X-Api-Key=sk-plan-2",
+        "X-Team=infra",
+        "--wandb-api-key",
+        "sk-plan-3",
+    ])
+    .unwrap();
+    let shown = format!("{p:?}");
+    assert!(shown.contains("infra"), "{shown}");
+    assert!(!shown.contains("sk-plan"), "{shown}");
+    assert!(shown.contains(crate::secret::MASK));
 }
