@@ -5,7 +5,7 @@
 //! exactly as `BenchmarkData.finalize` does (spec §4).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::clock;
 
@@ -104,6 +104,10 @@ pub struct RequestRecord {
     pub response_spans: Vec<(u32, u32)>,
     /// Prompt tokens llmperf meant the server to count (token-exact datasets), set by the aggregator.
     pub intended_prompt_tokens: Option<u64>,
+    /// The longest time bytes of this response waited in the socket before the client read them (kernel
+    /// receive stamp to read); zero where the kernel gives no stamps. Not a timing error — chunks are
+    /// timed at arrival — but a measure of how far behind the client was.
+    pub read_lag: Duration,
 }
 
 impl RequestRecord {
@@ -128,6 +132,7 @@ impl RequestRecord {
             response_bytes: Vec::new(),
             response_spans: Vec::new(),
             intended_prompt_tokens: None,
+            read_lag: Duration::ZERO,
         }
     }
 

@@ -344,6 +344,7 @@ impl HttpClient {
             }
             read
         };
+        record.read_lag = conn.read_lag();
         if let Ok(true) = result {
             self.inner.pool.checkin(conn);
         }

@@ -118,6 +118,14 @@ fn client_rows(rows: &mut Vec<(String, String)>, c: &ClientDiagnostics) {
             fmt_num(c.send_lag_p99_ms, 3)
         ),
     ));
+    rows.push((
+        "Read lag p50 / p99 (ms)".to_string(),
+        format!(
+            "{} / {}",
+            fmt_num(c.read_lag_p50_ms, 3),
+            fmt_num(c.read_lag_p99_ms, 3)
+        ),
+    ));
     if let Some(f) = &c.from_schedule {
         rows.push((
             "TTFT from sched. avg/p99".to_string(),

@@ -506,6 +506,7 @@ fn print_client_diagnostics(doc: &mut Doc, runs: &[&RunReport]) {
         "Sched ms",
         "Lag p50 ms",
         "Lag p99 ms",
+        "Read lag p99 ms",
         "Limited",
     ]
     .map(right);
@@ -520,6 +521,7 @@ fn print_client_diagnostics(doc: &mut Doc, runs: &[&RunReport]) {
             fmt_num(c.sched_delay_ms, 3),
             fmt_num(c.send_lag_p50_ms, 3),
             fmt_num(c.send_lag_p99_ms, 3),
+            fmt_num(c.read_lag_p99_ms, 3),
             if c.limits.is_empty() { "no" } else { "YES" }.to_string(),
         ]);
     }

@@ -39,6 +39,8 @@ pub const LAG_LIMIT_OPEN: Duration = Duration::from_millis(1);
 pub(crate) struct ClientTiming {
     /// Send lag of every measured request.
     send_lag: Vec<f64>,
+    /// Read lag of every measured request.
+    read_lag: Vec<f64>,
     /// Successful requests: first output (or the whole response, non-stream) − intended send time.
     ttft_from_schedule: Vec<f64>,
     /// Successful requests: completion − intended send time.
@@ -49,6 +51,7 @@ impl ClientTiming {
     /// Notes one measured record.
     pub fn add(&mut self, r: &RequestRecord) {
         self.send_lag.push(r.send_lag_s());
+        self.read_lag.push(r.read_lag.as_secs_f64());
         if r.success {
             let lead = r
                 .sent_at
@@ -114,6 +117,10 @@ pub struct ClientDiagnostics {
     pub send_lag_p50_ms: f64,
     /// Send lag p99, ms.
     pub send_lag_p99_ms: f64,
+    /// Read lag (bytes waiting in the socket before the client read them) median, ms.
+    pub read_lag_p50_ms: f64,
+    /// Read lag p99, ms.
+    pub read_lag_p99_ms: f64,
     /// Open loop: TTFT and latency from the intended send time.
     pub from_schedule: Option<FromSchedule>,
     /// Why the client limited the run (empty when it did not).
@@ -172,6 +179,7 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
     let lag = sorted(&t.send_lag);
     let lag_p50 = nearest_rank(&lag, 50) * 1e3;
     let lag_p99 = nearest_rank(&lag, 99) * 1e3;
+    let read_lag = sorted(&t.read_lag);
     let from_schedule = open_loop.then(|| {
         let ttft = sorted(&t.ttft_from_schedule);
         let latency = sorted(&t.latency_from_schedule);
@@ -223,6 +231,8 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
         busiest_thread: busiest.map(|(n, p)| (n, pyjson::round(p, 2))),
         send_lag_p50_ms: pyjson::round(lag_p50, 4),
         send_lag_p99_ms: pyjson::round(lag_p99, 4),
+        read_lag_p50_ms: pyjson::round(nearest_rank(&read_lag, 50) * 1e3, 4),
+        read_lag_p99_ms: pyjson::round(nearest_rank(&read_lag, 99) * 1e3, 4),
         from_schedule,
         limits,
     }
@@ -235,6 +245,7 @@ mod tests {
     fn timing(lags_ms: &[f64]) -> ClientTiming {
         ClientTiming {
             send_lag: lags_ms.iter().map(|l| l / 1e3).collect(),
+            read_lag: vec![0.001, 0.002, 0.030],
             ttft_from_schedule: vec![0.050, 0.060, 0.070],
             latency_from_schedule: vec![0.5, 0.6, 0.7],
         }
@@ -280,6 +291,7 @@ mod tests {
         assert_eq!(d.cpu_pct_all_cores, 25.0);
         assert_eq!(d.send_lag_p50_ms, 0.02);
         assert_eq!(d.send_lag_p99_ms, 0.03);
+        assert_eq!((d.read_lag_p50_ms, d.read_lag_p99_ms), (2.0, 30.0));
         assert!(d.from_schedule.is_none());
         assert_eq!(d.warning(), None);
     }

@@ -114,6 +114,8 @@ pub(crate) mod keys {
     pub const CLIENT_BUSIEST_THREAD: &str = "Client Busiest Thread (%)";
     pub const SEND_LAG_P50: &str = "Send Lag P50 (ms)";
     pub const SEND_LAG_P99: &str = "Send Lag P99 (ms)";
+    pub const READ_LAG_P50: &str = "Read Lag P50 (ms)";
+    pub const READ_LAG_P99: &str = "Read Lag P99 (ms)";
     pub const AVG_TTFT_FROM_INTENDED: &str = "Avg TTFT From Intended Send (ms)";
     pub const P50_TTFT_FROM_INTENDED: &str = "P50 TTFT From Intended Send (ms)";
     pub const P99_TTFT_FROM_INTENDED: &str = "P99 TTFT From Intended Send (ms)";
@@ -317,6 +319,8 @@ impl BenchmarkSummary {
             }
             put(keys::SEND_LAG_P50, c.send_lag_p50_ms.into());
             put(keys::SEND_LAG_P99, c.send_lag_p99_ms.into());
+            put(keys::READ_LAG_P50, c.read_lag_p50_ms.into());
+            put(keys::READ_LAG_P99, c.read_lag_p99_ms.into());
             if let Some(f) = c.from_schedule.filter(|f| f.avg_ttft_ms.is_finite()) {
                 put(keys::AVG_TTFT_FROM_INTENDED, f.avg_ttft_ms.into());
                 put(keys::P50_TTFT_FROM_INTENDED, f.p50_ttft_ms.into());

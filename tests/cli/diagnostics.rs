@@ -46,12 +46,14 @@ fn ms(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("a number: {v}"))
 }
 
-const CLIENT_KEYS: [&str; 6] = [
+const CLIENT_KEYS: [&str; 8] = [
     "Client CPU (% of one core)",
     "Client CPU (% of all cores)",
     "Client Scheduling Delay (ms)",
     "Send Lag P50 (ms)",
     "Send Lag P99 (ms)",
+    "Read Lag P50 (ms)",
+    "Read Lag P99 (ms)",
     "Client Limited",
 ];
 
@@ -110,6 +112,58 @@ fn every_stored_request_joins_its_ground_truth() {
         let error = row.ttft_s().unwrap() - true_ttft;
         assert!((0.0..1.0).contains(&error), "TTFT error {error} s");
     }
+}
+
+/// A client that reads late (its thread blocked 45 ms before every socket read, as a busy or descheduled
+/// client would be) still times each chunk when it arrived: the kernel's receive stamps. Timed at the
+/// read instead, every TTFT would be ~15 ms too long (first chunk written at 30 ms, read at 45 ms).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_late_reader_still_times_chunks_at_arrival() {
+    let sim = sim(30, 100);
+    let out = tempfile::tempdir().unwrap();
+    let o = llmperf_env(
+        out.path(),
+        &[
+            "--url",
+            &format!("{}/v1/chat/completions", sim.base_url()),
+            "--model",
+            "m",
+            "--prompt",
+            "x",
+            "--parallel",
+            "1",
+            "--number",
+            "6",
+            "--max-tokens",
+            "3",
+            "--extra-args",
+            r#"{"ignore_eos": true}"#,
+        ],
+        &[("LLMPERF_INJECT_READ_DELAY_US", "45000")],
+    );
+    ok(&o);
+    let run = run_root(out.path(), "m").join("parallel_1_number_6");
+    let rows = join::read_client_rows(&run.join("benchmark_data.db")).unwrap();
+    let joined = join::join(rows, &sim.truth());
+    assert_eq!(joined.pairs.len(), 6);
+    for (row, t) in &joined.pairs {
+        assert!(row.success);
+        for (client, server) in row.chunk_times_s.iter().zip(&t.chunk_times_s) {
+            assert!(
+                client >= server,
+                "timed before written: {client} < {server}"
+            );
+        }
+        let true_ttft = t.first_token_s.unwrap() - t.received_s;
+        let error_ms = (row.ttft_s().unwrap() - true_ttft) * 1e3;
+        // The read came ≥ 15 ms after the first chunk; the stamp is its arrival (generous bound).
+        assert!(error_ms < 8.0, "TTFT error {error_ms:.2} ms");
+    }
+    let s = json_file(&run.join("benchmark_summary.json"));
+    let read_lag_p99 = ms(&s["Read Lag P99 (ms)"]);
+    assert!(read_lag_p99 >= 10.0, "the wait is visible: {s}");
+    assert!(ms(&s["Read Lag P50 (ms)"]) <= read_lag_p99);
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //! status), proxies are not used.
 
 mod decode;
+mod rx_stamp;
 mod stream;
 
 use std::io;
@@ -41,7 +42,14 @@ pub struct Endpoint {
     read_timeout: Option<Duration>,
     /// `host:port` for messages.
     authority: String,
+    /// Test hook: the connection's thread sleeps this long before every read ([`INJECT_READ_DELAY_ENV`]).
+    inject_read_delay: Option<Duration>,
 }
+
+/// Environment variable (a test and diagnostic hook, not a flag): block the reading thread this many
+/// microseconds before every socket read, as a client that is busy or descheduled would be, to see that
+/// chunks are still timed at arrival (kernel stamps) and that the read lag shows the delay.
+pub const INJECT_READ_DELAY_ENV: &str = "LLMPERF_INJECT_READ_DELAY_US";
 
 impl Endpoint {
     /// An endpoint for `url` sending `headers` (name, value; already validated) on every request.
@@ -115,6 +123,11 @@ impl Endpoint {
             head_prefix,
             connect_timeout,
             read_timeout,
+            inject_read_delay: std::env::var(INJECT_READ_DELAY_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|us| *us > 0)
+                .map(Duration::from_micros),
         })
     }
 
@@ -170,16 +183,20 @@ pub struct Conn {
     buf: Vec<u8>,
     start: usize,
     end: usize,
-    /// When the most recent read returned.
+    /// When the bytes of the most recent read arrived (kernel stamp), or else when the read returned.
     last_read: Instant,
     /// Request bytes (reused).
     out: Vec<u8>,
     /// Response bytes have been read on this connection for the current request.
     got_bytes: bool,
+    /// The current request's longest wait between bytes arriving and the client reading them.
+    read_lag: Duration,
+    /// [`INJECT_READ_DELAY_ENV`].
+    inject_read_delay: Option<Duration>,
 }
 
 impl Conn {
-    fn new(stream: Stream) -> Conn {
+    fn new(stream: Stream, inject_read_delay: Option<Duration>) -> Conn {
         Conn {
             stream,
             buf: vec![0; READ_BUF_BYTES],
@@ -188,6 +205,8 @@ impl Conn {
             last_read: Instant::now(),
             out: Vec::new(),
             got_bytes: false,
+            read_lag: Duration::ZERO,
+            inject_read_delay,
         }
     }
 
@@ -195,6 +214,12 @@ impl Conn {
     /// can be retried on a fresh one).
     pub fn got_bytes(&self) -> bool {
         self.got_bytes
+    }
+
+    /// The current request's longest wait between bytes arriving (kernel stamp) and the client reading
+    /// them; zero where the kernel gives no stamps.
+    pub fn read_lag(&self) -> Duration {
+        self.read_lag
     }
 
     /// Writes one request: the endpoint's head, the body's length, the body.
@@ -237,6 +262,7 @@ impl Conn {
     /// Builds the request bytes for `body` (the endpoint's head, the length, the body).
     pub fn prepare(&mut self, endpoint: &Endpoint, body: &[u8]) {
         self.got_bytes = false;
+        self.read_lag = Duration::ZERO;
         self.out.clear();
         self.out.extend_from_slice(&endpoint.head_prefix);
         let mut digits = [0u8; 20];
@@ -269,6 +295,9 @@ impl Conn {
             let grown = self.buf.len() * 2;
             self.buf.resize(grown, 0);
         }
+        if let Some(delay) = self.inject_read_delay {
+            std::thread::sleep(delay);
+        }
         let read = self.stream.read(&mut self.buf[self.end..]);
         let n = match read_timeout {
             None => read.await,
@@ -278,7 +307,15 @@ impl Conn {
             },
         }
         .map_err(Error::Io)?;
-        self.last_read = Instant::now();
+        // The kernel's arrival stamp when there is one (never before an earlier read's time).
+        let now = Instant::now();
+        self.last_read = match self.stream.arrived() {
+            Some(at) => {
+                self.read_lag = self.read_lag.max(now.saturating_duration_since(at));
+                at.max(self.last_read)
+            }
+            None => now,
+        };
         if n == 0 {
             return Ok(false);
         }
@@ -381,7 +418,7 @@ impl Pool {
         let stream = stream::connect(&e.host, e.port, e.tls.as_ref(), e.connect_timeout)
             .await
             .map_err(Error::Connect)?;
-        Ok(Conn::new(stream))
+        Ok(Conn::new(stream, e.inject_read_delay))
     }
 
     /// Returns a connection whose last response was read completely.

@@ -1,6 +1,7 @@
 //! The byte stream under a connection: plain TCP or TLS (rustls, the Mozilla roots of `webpki-roots` plus
 //! any PEM certificates named by `SSL_CERT_FILE`), always with `TCP_NODELAY` (without it a small request or
-//! SSE frame can wait for a delayed ACK: +25 ms TTFT measured on loopback).
+//! SSE frame can wait for a delayed ACK: +25 ms TTFT measured on loopback), and with the kernel's receive
+//! time stamps where the platform has them ([`super::rx_stamp`]).
 
 use std::io;
 use std::pin::Pin;
@@ -8,18 +9,103 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use std::time::Instant;
+
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer, ServerName};
 
+use super::rx_stamp;
+
 /// Plain TCP or TLS over TCP.
 pub enum Stream {
     /// `http://`.
-    Plain(TcpStream),
+    Plain(Tcp),
     /// `https://`.
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<Tcp>>),
+}
+
+impl Stream {
+    /// When the bytes of the last read from the socket arrived (the kernel's stamp), if known. Under TLS,
+    /// the last read of encrypted bytes: decrypted data handed out later arrived then.
+    pub fn arrived(&self) -> Option<Instant> {
+        match self {
+            Stream::Plain(t) => t.arrived,
+            Stream::Tls(s) => s.get_ref().0.arrived,
+        }
+    }
+}
+
+/// A TCP connection whose reads carry the kernel's receive time stamp.
+pub struct Tcp {
+    io: TcpStream,
+    /// The kernel agreed to stamp what arrives.
+    stamped: bool,
+    /// When the bytes of the last read arrived, if the kernel said.
+    arrived: Option<Instant>,
+}
+
+impl Tcp {
+    fn new(io: TcpStream) -> Tcp {
+        let stamped = rx_stamp::enable(&io);
+        Tcp {
+            io,
+            stamped,
+            arrived: None,
+        }
+    }
+
+    /// Writes what the socket takes now without waiting (`WouldBlock` when it takes nothing).
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.try_write(buf)
+    }
+}
+
+impl AsyncRead for Tcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let me = self.get_mut();
+        if !me.stamped {
+            return Pin::new(&mut me.io).poll_read(cx, buf);
+        }
+        loop {
+            std::task::ready!(me.io.poll_read_ready(cx))?;
+            let unfilled = buf.initialize_unfilled();
+            let io = &me.io;
+            match io.try_io(Interest::READABLE, || rx_stamp::recv(io, unfilled)) {
+                Ok((n, arrived)) => {
+                    buf.advance(n);
+                    me.arrived = arrived;
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Tcp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
 }
 
 impl AsyncRead for Stream {
@@ -121,6 +207,7 @@ pub async fn connect(
     let attempt = async {
         let tcp = TcpStream::connect((host, port)).await?;
         tcp.set_nodelay(true)?;
+        let tcp = Tcp::new(tcp);
         match tls {
             None => Ok(Stream::Plain(tcp)),
             Some(tls) => {
