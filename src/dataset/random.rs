@@ -343,6 +343,7 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+mod bytes;
 mod corpus;
 #[cfg(test)]
 mod tests;
