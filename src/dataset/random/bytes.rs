@@ -67,9 +67,31 @@ impl TokenBytes {
 /// `bytes` as UTF-8 with replacement characters (Python's `errors="replace"`, what decoding does), without
 /// copying when they are valid.
 pub(super) fn utf8_lossy(bytes: Vec<u8>) -> String {
-    match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    let e = match String::from_utf8(bytes) {
+        Ok(s) => return s,
+        Err(e) => e,
+    };
+    let bytes = e.into_bytes();
+    let mut out = String::with_capacity(bytes.len() + 16);
+    let mut rest = &bytes[..];
+    // Valid stretches are checked by `from_utf8` (fast); each invalid sequence, as long as `error_len`
+    // says (what `from_utf8_lossy` replaces as one), becomes one U+FFFD.
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                return out;
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                out.push(char::REPLACEMENT_CHARACTER);
+                match e.error_len() {
+                    Some(n) => rest = &after[n..],
+                    None => return out,
+                }
+            }
+        }
     }
 }
 
@@ -119,6 +141,26 @@ mod tests {
         assert_eq!(utf8_lossy(b"ok".to_vec()), "ok");
         assert_eq!(utf8_lossy(vec![b'a', 0xe4, 0xb8]), "a\u{fffd}");
         assert_eq!(utf8_lossy(vec![0xff, b'b']), "\u{fffd}b");
+        // Every kind of invalid sequence, as std's from_utf8_lossy replaces it.
+        let mut mixed = Vec::new();
+        for chunk in [
+            &b"ab"[..],
+            &[0xe4, 0xb8, b'c'],
+            &[0xf0, 0x9f, 0x98],
+            &[0x80, 0x80],
+            "\u{4e2d}".as_bytes(),
+            &[0xed, 0xa0, 0x80],
+            &[0xc0, 0xaf, b'z'],
+            &[0xf4, 0x90, 0x80, 0x80],
+            &[0xe4, 0xb8],
+        ] {
+            mixed.extend_from_slice(chunk);
+            assert_eq!(
+                utf8_lossy(mixed.clone()),
+                String::from_utf8_lossy(&mixed),
+                "{mixed:x?}"
+            );
+        }
         let a: Vec<u8> = (0..200u8).collect();
         let mut b = a.clone();
         assert_eq!(common_prefix(&a, &b), 200);

@@ -317,38 +317,47 @@ impl Corpus {
             );
         }
         let valid_upto = to_text(self.enc.start[hi]);
-        self.splice_tail_with(text, &known, valid_upto, margin)
+        Ok(self
+            .splice_tail_with(text, &mut known, valid_upto, margin)?
+            .then_some(known))
     }
 
     /// The encoding of `text` whose tokens before byte `valid_upto` are `known`: keep them up to a seam
     /// a margin before, encode the rest afresh from a seam a margin further back, and accept only when
     /// the fresh tokens reproduce the known ones between the two seams.
-    fn splice_tail(&self, text: &str, known: &Spans, valid_upto: usize) -> Result<Option<Spans>> {
+    fn splice_tail(
+        &self,
+        text: &str,
+        mut known: Spans,
+        valid_upto: usize,
+    ) -> Result<Option<Spans>> {
         for margin in MARGINS {
-            if let Some(found) = self.splice_tail_with(text, known, valid_upto, margin)? {
-                return Ok(Some(found));
+            if self.splice_tail_with(text, &mut known, valid_upto, margin)? {
+                return Ok(Some(known));
             }
         }
         Ok(None)
     }
 
+    /// [`Corpus::splice_tail`] with one margin: `known` becomes the encoding of `text` when the seams hold
+    /// (`true`), and is left as it is otherwise.
     fn splice_tail_with(
         &self,
         text: &str,
-        known: &Spans,
+        known: &mut Spans,
         valid_upto: usize,
         margin: usize,
-    ) -> Result<Option<Spans>> {
+    ) -> Result<bool> {
         let seam_before = |limit: usize, below: usize| {
             (1..below.min(known.ids.len()))
                 .rev()
                 .find(|&j| known.start[j] <= limit && is_seam(known, j, text))
         };
         let Some(c) = seam_before(valid_upto.saturating_sub(margin), known.ids.len()) else {
-            return Ok(None);
+            return Ok(false);
         };
         let Some(v) = seam_before(known.start[c].saturating_sub(margin), c) else {
-            return Ok(None);
+            return Ok(false);
         };
         let base = known.start[v];
         let fresh = self.full(&text[base..])?;
@@ -358,16 +367,15 @@ impl Corpus {
             || (0..k).any(|j| fresh.start[j] + base != known.start[v + j])
             || fresh.start[k] + base != known.start[c]
         {
-            return Ok(None);
+            return Ok(false);
         }
-        let mut out = Spans::with_capacity(c + fresh.ids.len() - k);
-        out.ids.extend_from_slice(&known.ids[..c]);
-        out.start.extend_from_slice(&known.start[..c]);
-        out.end.extend_from_slice(&known.end[..c]);
+        known.ids.truncate(c);
+        known.start.truncate(c);
+        known.end.truncate(c);
         for j in k..fresh.ids.len() {
-            out.push(fresh.ids[j], fresh.start[j] + base, fresh.end[j] + base);
+            known.push(fresh.ids[j], fresh.start[j] + base, fresh.end[j] + base);
         }
-        Ok(Some(out))
+        Ok(true)
     }
 
     /// When `spans` decode to a valid UTF-8 text whose bytes are exactly the tokens' bytes, that text with
@@ -386,19 +394,21 @@ impl Corpus {
     /// Whether `spans` are `text` token by token: contiguous from byte 0 to the end, each token's bytes
     /// exactly the text's there — then [`Corpus::decoded_spans`] would give back `text` and `spans`.
     fn spells(&self, spans: &Spans, text: &str) -> bool {
-        let t = text.as_bytes();
         let mut pos = 0;
         for (j, &id) in spans.ids.iter().enumerate() {
-            let b = self.bytes.get(id);
-            if spans.start[j] != pos
-                || spans.end[j] != pos + b.len()
-                || t.get(pos..pos + b.len()) != Some(b)
-            {
+            let n = self.bytes.len_of(id);
+            if spans.start[j] != pos || spans.end[j] != pos + n {
                 return false;
             }
-            pos += b.len();
+            pos += n;
         }
-        pos == t.len()
+        if pos != text.len() {
+            return false;
+        }
+        // One copy and one comparison beat a comparison call per token.
+        let mut bytes = Vec::with_capacity(pos + 16);
+        self.bytes.extend(&mut bytes, &spans.ids);
+        bytes == text.as_bytes()
     }
 
     /// `spans` with the text their tokens spell (`Err` with them back when their bytes are not UTF-8).
@@ -465,7 +475,7 @@ impl Corpus {
                     (new_text, spans, common)
                 }
             };
-            let stitched = self.splice_tail(&new_text, &base_spans, common)?;
+            let stitched = self.splice_tail(&new_text, base_spans, common)?;
             spans = self.counted(stitched, &new_text)?;
             text = new_text;
             attempt += 1;
