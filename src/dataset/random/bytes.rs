@@ -67,30 +67,19 @@ impl TokenBytes {
 /// `bytes` as UTF-8 with replacement characters (Python's `errors="replace"`, what decoding does), without
 /// copying when they are valid.
 pub(super) fn utf8_lossy(bytes: Vec<u8>) -> String {
-    let e = match String::from_utf8(bytes) {
-        Ok(s) => return s,
-        Err(e) => e,
-    };
-    let bytes = e.into_bytes();
-    let mut out = String::with_capacity(bytes.len() + 16);
-    let mut rest = &bytes[..];
-    // Valid stretches are checked by `from_utf8` (fast); each invalid sequence, as long as `error_len`
-    // says (what `from_utf8_lossy` replaces as one), becomes one U+FFFD.
-    loop {
-        match std::str::from_utf8(rest) {
-            Ok(s) => {
-                out.push_str(s);
-                return out;
-            }
-            Err(e) => {
-                let (valid, after) = rest.split_at(e.valid_up_to());
-                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                out.push(char::REPLACEMENT_CHARACTER);
-                match e.error_len() {
-                    Some(n) => rest = &after[n..],
-                    None => return out,
+    match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => {
+            // `String::from_utf8_lossy`'s own loop, written into one buffer (no second copy).
+            let bytes = e.into_bytes();
+            let mut out = String::with_capacity(bytes.len() + 16);
+            for chunk in bytes.utf8_chunks() {
+                out.push_str(chunk.valid());
+                if !chunk.invalid().is_empty() {
+                    out.push(char::REPLACEMENT_CHARACTER);
                 }
             }
+            out
         }
     }
 }
