@@ -16,6 +16,7 @@
 //! order, the prefix pool, the lengths, the offsets and one seed per request; each request's corrections use
 //! its own seed, so batches can be generated on several threads with the same result as one thread.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
@@ -293,8 +294,10 @@ impl RandomText {
     }
 }
 
-/// Runs `make(i)` for `i` in `0..total` on up to `threads` threads, in batches of [`BATCH`], and hands the
-/// results to `sink` in index order. Memory holds one batch of results at a time.
+/// Runs `make(i)` for `i` in `0..total` on up to `threads` threads, in batches of [`BATCH`] per thread, and
+/// hands the results to `sink` in index order. Within a batch the threads take the next index as they
+/// finish (a thread slowed by other work on the machine does not hold the others up), and the previous
+/// batch goes to `sink` while the next one is generated: memory holds two batches of results at most.
 pub fn generate_batched<T: Send>(
     total: usize,
     threads: usize,
@@ -302,38 +305,57 @@ pub fn generate_batched<T: Send>(
     mut sink: impl FnMut(usize, T),
 ) -> Result<()> {
     let threads = threads.max(1);
+    if threads == 1 || total <= 1 {
+        for i in 0..total {
+            sink(i, make(i)?);
+        }
+        return Ok(());
+    }
+    let mut ready: Vec<T> = Vec::new();
+    let mut ready_start = 0;
     let mut start = 0;
     while start < total {
         let end = (start + BATCH * threads).min(total);
-        let chunk = (end - start).div_ceil(threads);
-        let results: Vec<Result<Vec<T>>> = if threads == 1 || end - start <= 1 {
-            vec![(start..end).map(&make).collect()]
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (start..end)
-                    .step_by(chunk)
-                    .map(|a| {
-                        let make = &make;
-                        s.spawn(move || (a..(a + chunk).min(end)).map(make).collect())
+        let next = AtomicUsize::new(start);
+        let batch: Result<Vec<T>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (make, next) = (&make, &next);
+                    s.spawn(move || -> Result<Vec<(usize, T)>> {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            if i >= end {
+                                return Ok(out);
+                            }
+                            out.push((i, make(i)?));
+                        }
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|_| bail!("a generator thread panicked"))
-                    })
-                    .collect()
-            })
-        };
-        let mut i = start;
-        for part in results {
-            for item in part? {
-                sink(i, item);
-                i += 1;
+                })
+                .collect();
+            for (k, item) in std::mem::take(&mut ready).into_iter().enumerate() {
+                sink(ready_start + k, item);
             }
-        }
+            let mut slots: Vec<Option<T>> = (start..end).map(|_| None).collect();
+            for h in handles {
+                let part = h
+                    .join()
+                    .unwrap_or_else(|_| bail!("a generator thread panicked"))?;
+                for (i, item) in part {
+                    slots[i - start] = Some(item);
+                }
+            }
+            slots
+                .into_iter()
+                .collect::<Option<Vec<T>>>()
+                .ok_or_else(|| anyhow::anyhow!("a generated item went missing"))
+        });
+        ready = batch?;
+        ready_start = start;
         start = end;
+    }
+    for (k, item) in ready.into_iter().enumerate() {
+        sink(ready_start + k, item);
     }
     Ok(())
 }
@@ -343,6 +365,7 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+mod bytes;
 mod corpus;
 #[cfg(test)]
 mod tests;

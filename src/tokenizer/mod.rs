@@ -28,6 +28,11 @@ const SPECIAL_KEYS: [&str; 7] = [
     "mask_token",
 ];
 
+/// Words the BPE model keeps merged (the `tokenizers` default is 10,000). Text-mode `random` prompts re-encode
+/// pieces of one long text encoded once beforehand ([`crate::dataset::random`]): with every word of it
+/// remembered, those pieces skip the merges. Bounded: about 100 bytes a word.
+const BPE_CACHE_WORDS: usize = 1 << 18;
+
 /// A token's `(start, end)` byte offsets in the encoded text.
 pub type ByteSpan = (usize, usize);
 
@@ -97,8 +102,13 @@ impl Tokenizer {
 
     /// Loads `files`; `source` names it in messages.
     pub fn from_files(files: &TokenizerFiles, source: &str) -> Result<Tokenizer> {
-        let inner = tokenizers::Tokenizer::from_file(&files.tokenizer_json)
+        let mut inner = tokenizers::Tokenizer::from_file(&files.tokenizer_json)
             .map_err(|e| anyhow!("cannot load {}: {e}", files.tokenizer_json.display()))?;
+        if let tokenizers::ModelWrapper::BPE(_) = inner.get_model() {
+            let mut model = inner.get_model().clone();
+            model.resize_cache(BPE_CACHE_WORDS);
+            inner.with_model(model);
+        }
         let config_path = files.dir.join("tokenizer_config.json");
         let config = if config_path.is_file() {
             read_json(&config_path)?

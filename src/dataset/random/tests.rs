@@ -109,3 +109,43 @@ fn fast_path_matches_whole_window_reencoding() {
         );
     }
 }
+
+/// Several batches, threads taking indexes as they finish: the sink still sees every index once, in order.
+#[test]
+fn batches_reach_the_sink_in_index_order() {
+    let total = BATCH * 3 * 4 + 5;
+    let mut seen = Vec::new();
+    generate_batched(
+        total,
+        3,
+        |i| {
+            if i % 7 == 0 {
+                // Uneven work: some items take longer, so threads finish out of order.
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            Ok(i * 2)
+        },
+        |i, v| seen.push((i, v)),
+    )
+    .unwrap();
+    assert_eq!(seen, (0..total).map(|i| (i, i * 2)).collect::<Vec<_>>());
+
+    let mut sunk = 0;
+    let err = generate_batched(
+        total,
+        2,
+        |i| {
+            if i == BATCH * 2 + 3 {
+                bail!("item {i} failed")
+            }
+            Ok(i)
+        },
+        |_, _| sunk += 1,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("failed"), "{err}");
+    assert!(
+        sunk <= BATCH * 2,
+        "nothing past the failing batch is sunk: {sunk}"
+    );
+}
