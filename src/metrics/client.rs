@@ -9,6 +9,8 @@
 //!   saturated, whoever held the other CPUs: reads then wait in socket buffers before they are stamped), or
 //! * its threads waited on average more than [`SCHED_DELAY_LIMIT`] for a CPU each time they became ready
 //!   to run (Linux schedstat: other processes held the CPUs), so its time stamps were taken late, or
+//! * the median request had bytes waiting more than [`READ_LAG_LIMIT`] in its socket before the client
+//!   read them (it was falling behind its streams), or
 //! * send lag p99 exceeds [`LAG_LIMIT_CLOSED`] in closed loop / [`LAG_LIMIT_OPEN`] in open loop. Closed loop:
 //!   the intended time is when a worker's previous response had been read, so the lag is the client's own
 //!   turnaround (delivering the record, taking the next request), normally microseconds; 5 ms of it is a
@@ -33,6 +35,11 @@ pub const LAG_LIMIT_CLOSED: Duration = Duration::from_millis(5);
 
 /// Send lag p99 above which an open-loop run counts as client-limited.
 pub const LAG_LIMIT_OPEN: Duration = Duration::from_millis(1);
+
+/// Median read lag (per request, its longest wait between bytes arriving and the client reading them)
+/// above which a run counts as client-limited: chunks are timed at their arrival, but chunks that wait
+/// to be read together share the last one's arrival time, which blurs ITL and can delay TTFT.
+pub const READ_LAG_LIMIT: Duration = Duration::from_millis(5);
 
 /// Per-request timings kept for the diagnostics (seconds), measured requests only.
 #[derive(Debug, Clone, Default)]
@@ -180,6 +187,7 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
     let lag_p50 = nearest_rank(&lag, 50) * 1e3;
     let lag_p99 = nearest_rank(&lag, 99) * 1e3;
     let read_lag = sorted(&t.read_lag);
+    let read_lag_p50 = nearest_rank(&read_lag, 50) * 1e3;
     let from_schedule = open_loop.then(|| {
         let ttft = sorted(&t.ttft_from_schedule);
         let latency = sorted(&t.latency_from_schedule);
@@ -223,6 +231,13 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
             "send lag p99 {lag_p99:.2} ms > {lag_limit_ms:.0} ms"
         ));
     }
+    let read_limit_ms = READ_LAG_LIMIT.as_secs_f64() * 1e3;
+    if read_lag_p50 > read_limit_ms {
+        limits.push(format!(
+            "read lag p50 {read_lag_p50:.2} ms > {read_limit_ms:.0} ms (responses waited in the socket \
+             for the client; chunks read together share one time stamp)"
+        ));
+    }
     ClientDiagnostics {
         cpu_pct_one_core: pyjson::round(one_core, 2),
         cpu_pct_all_cores: pyjson::round(all_cores, 2),
@@ -231,7 +246,7 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
         busiest_thread: busiest.map(|(n, p)| (n, pyjson::round(p, 2))),
         send_lag_p50_ms: pyjson::round(lag_p50, 4),
         send_lag_p99_ms: pyjson::round(lag_p99, 4),
-        read_lag_p50_ms: pyjson::round(nearest_rank(&read_lag, 50) * 1e3, 4),
+        read_lag_p50_ms: pyjson::round(read_lag_p50, 4),
         read_lag_p99_ms: pyjson::round(nearest_rank(&read_lag, 99) * 1e3, 4),
         from_schedule,
         limits,
@@ -282,6 +297,16 @@ mod tests {
             w.contains("client thread llmperf-store was running or waiting for a CPU 95%"),
             "{w}"
         );
+    }
+
+    #[test]
+    fn responses_waiting_to_be_read_are_flagged() {
+        let mut t = timing(&[0.01]);
+        t.read_lag = vec![0.004, 0.005, 0.005];
+        assert!(diagnose(&t, cpu(100, 1000, 2), false).limits.is_empty());
+        t.read_lag = vec![0.002, 0.009, 0.300];
+        let w = diagnose(&t, cpu(100, 1000, 2), false).warning().unwrap();
+        assert!(w.contains("read lag p50 9.00 ms > 5 ms"), "{w}");
     }
 
     #[test]

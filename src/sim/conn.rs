@@ -1,26 +1,67 @@
 //! The simulator's side of one TCP connection: a thin wrapper that can end the connection with a reset
-//! (RST, via `SO_LINGER` 0 at close) instead of a clean FIN, for the `reset` fault.
+//! (RST, via `SO_LINGER` 0 at close) instead of a clean FIN, for the `reset` fault, and that — when the
+//! simulator records ground truth — reads with the kernel's receive stamps and publishes when the last
+//! bytes read arrived, so a request's truth can start at its arrival at the socket.
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::fault::ResetFlag;
+use crate::clock;
+use crate::engine::rx_stamp;
+
+/// When the bytes of a connection's last read arrived (kernel stamp), as `f64` bits of monotonic seconds
+/// ([`clock::secs`]); NaN when unknown.
+#[derive(Clone)]
+pub(crate) struct Arrival(Arc<AtomicU64>);
+
+impl Arrival {
+    fn new() -> Self {
+        Arrival(Arc::new(AtomicU64::new(f64::NAN.to_bits())))
+    }
+
+    fn set(&self, secs: Option<f64>) {
+        let v = secs.unwrap_or(f64::NAN);
+        self.0.store(v.to_bits(), Ordering::Relaxed);
+    }
+
+    /// The arrival of the last bytes read, in monotonic seconds, if known.
+    pub(crate) fn get(&self) -> Option<f64> {
+        Some(f64::from_bits(self.0.load(Ordering::Relaxed))).filter(|v| v.is_finite())
+    }
+}
 
 /// A TCP stream that is reset, not closed, when dropped after its flag was set.
 pub(crate) struct FaultConn {
     stream: TcpStream,
     reset: ResetFlag,
+    /// Reads carry kernel receive stamps, published in `arrival`.
+    stamped: bool,
+    arrival: Arrival,
 }
 
 impl FaultConn {
-    /// Wraps `stream`; setting `reset` makes the close a reset.
-    pub(crate) fn new(stream: TcpStream, reset: ResetFlag) -> Self {
-        FaultConn { stream, reset }
+    /// Wraps `stream`; setting `reset` makes the close a reset. With `stamp_arrivals`, reads take the
+    /// kernel's receive stamps (where the platform has them) and publish them in [`FaultConn::arrival`].
+    pub(crate) fn new(stream: TcpStream, reset: ResetFlag, stamp_arrivals: bool) -> Self {
+        let stamped = stamp_arrivals && rx_stamp::enable(&stream);
+        FaultConn {
+            stream,
+            reset,
+            stamped,
+            arrival: Arrival::new(),
+        }
+    }
+
+    /// When the bytes of this connection's last read arrived.
+    pub(crate) fn arrival(&self) -> Arrival {
+        self.arrival.clone()
     }
 }
 
@@ -39,7 +80,26 @@ impl AsyncRead for FaultConn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+        let me = self.get_mut();
+        if !me.stamped {
+            return Pin::new(&mut me.stream).poll_read(cx, buf);
+        }
+        loop {
+            std::task::ready!(me.stream.poll_read_ready(cx))?;
+            let unfilled = buf.initialize_unfilled();
+            let stream = &me.stream;
+            match stream.try_io(Interest::READABLE, || rx_stamp::recv(stream, unfilled)) {
+                Ok((n, arrived)) => {
+                    buf.advance(n);
+                    if n > 0 {
+                        me.arrival.set(arrived.map(clock::secs));
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
     }
 }
 

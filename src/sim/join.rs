@@ -143,6 +143,7 @@ mod tests {
     fn truth(id: u64) -> TruthRecord {
         TruthRecord {
             received_s: 1.0,
+            arrived_s: None,
             first_token_s: Some(1.05),
             last_token_s: Some(1.05),
             prompt_tokens: 1,

@@ -366,8 +366,11 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let shared = shared.clone();
         tokio::spawn(async move {
             let reset = fault::ResetFlag::default();
-            let conn = conn::FaultConn::new(stream, reset.clone());
-            let service = service_fn(move |req| routes::handle(shared.clone(), reset.clone(), req));
+            let conn = conn::FaultConn::new(stream, reset.clone(), shared.cfg.record_truth);
+            let arrival = conn.arrival();
+            let service = service_fn(move |req| {
+                routes::handle(shared.clone(), reset.clone(), arrival.get(), req)
+            });
             let result = http1::Builder::new()
                 .keep_alive(true)
                 .timer(TokioTimer::new())

@@ -33,14 +33,18 @@ pub(crate) const DEFAULT_MODEL: &str = "mock-model";
 /// The request header that picks a fault for one request.
 pub const FAULT_HEADER: &str = "x-llmperf-fault";
 
-/// Answers one request; `reset` is the connection's reset-on-close flag (for the `reset` fault).
+/// Answers one request; `reset` is the connection's reset-on-close flag (for the `reset` fault),
+/// `arrived_s` when the last bytes read on the connection reached its socket (kernel stamp, recorded in
+/// the ground truth), if known.
 pub(crate) async fn handle(
     shared: Arc<Shared>,
     reset: ResetFlag,
+    arrived_s: Option<f64>,
     req: Request<Incoming>,
 ) -> Result<Response<SimBody>, Infallible> {
     let received = Instant::now();
     let received_s = clock::secs(received);
+    let arrived_s = arrived_s.filter(|a| *a <= received_s);
     let (parts, body) = req.into_parts();
     let body = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -64,7 +68,7 @@ pub(crate) async fn handle(
             return Ok(match serde_json::from_slice::<GenRequest>(&body) {
                 Ok(request) => {
                     let model = shared.note_model(request.model.as_deref());
-                    rerank(&shared, &request, &model, received, received_s).await
+                    rerank(&shared, &request, &model, received, (received_s, arrived_s)).await
                 }
                 Err(e) => error(
                     StatusCode::BAD_REQUEST,
@@ -111,7 +115,7 @@ pub(crate) async fn handle(
     };
     let model = shared.note_model(request.model.as_deref());
     let Some(api) = api else {
-        return Ok(embeddings(&shared, &request, &model, received, received_s).await);
+        return Ok(embeddings(&shared, &request, &model, received, (received_s, arrived_s)).await);
     };
     let prompt_tokens = match api {
         Api::Chat if request.messages.is_some() => request.chat_prompt_tokens(),
@@ -168,7 +172,9 @@ pub(crate) async fn handle(
         fault,
     };
     if request.is_stream() {
-        let truth = cfg.record_truth.then(|| (shared.truth.clone(), received_s));
+        let truth = cfg
+            .record_truth
+            .then(|| (shared.truth.clone(), received_s, arrived_s));
         let body = SimBody::Sse(Box::new(SseBody::new(plan, truth)));
         let mut resp = Response::new(with_transport_fault(body, fault, reset));
         let h = resp.headers_mut();
@@ -212,6 +218,7 @@ pub(crate) async fn handle(
         let at = (tokens > 0).then_some(sent_s);
         shared.truth.push(TruthRecord {
             received_s,
+            arrived_s,
             first_token_s: at,
             last_token_s: at,
             prompt_tokens,
@@ -262,7 +269,7 @@ async fn embeddings(
     request: &GenRequest,
     model: &str,
     received: Instant,
-    received_s: f64,
+    (received_s, arrived_s): (f64, Option<f64>),
 ) -> Response<SimBody> {
     let Some(input) = request.input else {
         return missing("input");
@@ -293,6 +300,7 @@ async fn embeddings(
         let t = clock::now_s();
         shared.truth.push(TruthRecord {
             received_s,
+            arrived_s,
             first_token_s: Some(t),
             last_token_s: Some(t),
             prompt_tokens: p,
@@ -313,7 +321,7 @@ async fn rerank(
     request: &GenRequest,
     model: &str,
     received: Instant,
-    received_s: f64,
+    (received_s, arrived_s): (f64, Option<f64>),
 ) -> Response<SimBody> {
     let (Some(query), Some(docs)) = (request.query, request.documents) else {
         return missing(if request.query.is_none() {
@@ -341,6 +349,7 @@ async fn rerank(
         let t = clock::now_s();
         shared.truth.push(TruthRecord {
             received_s,
+            arrived_s,
             first_token_s: Some(t),
             last_token_s: Some(t),
             prompt_tokens: total,

@@ -190,14 +190,15 @@ pub(crate) struct SseBody {
     sleep: Option<Pin<Box<Sleep>>>,
     /// The chunk the armed `sleep` waits for.
     armed_for: Option<u32>,
-    truth: Option<(Arc<TruthLog>, f64)>,
+    truth: Option<(Arc<TruthLog>, f64, Option<f64>)>,
     /// A content fault ended the stream early.
     ended: bool,
 }
 
 impl SseBody {
-    /// A stream for `plan`; when `truth` is given (log, received_s), its record is pushed on drop.
-    pub(crate) fn new(plan: Plan, truth: Option<(Arc<TruthLog>, f64)>) -> SseBody {
+    /// A stream for `plan`; when `truth` is given (log, received_s, arrived_s), its record is pushed on
+    /// drop.
+    pub(crate) fn new(plan: Plan, truth: Option<(Arc<TruthLog>, f64, Option<f64>)>) -> SseBody {
         let per = plan.tokens_per_chunk.max(1);
         let chunks = plan.tokens.div_ceil(per).max(1);
         let mut prefix = String::with_capacity(160);
@@ -359,9 +360,10 @@ pub(crate) fn write_text_fault(w: &mut BytesMut, fault: Option<Fault>) {
 
 impl Drop for SseBody {
     fn drop(&mut self) {
-        if let Some((log, received_s)) = self.truth.take() {
+        if let Some((log, received_s, arrived_s)) = self.truth.take() {
             log.push(TruthRecord {
                 received_s,
+                arrived_s,
                 first_token_s: self.first_token_s,
                 last_token_s: self.last_token_s,
                 prompt_tokens: self.plan.prompt_tokens,

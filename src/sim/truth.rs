@@ -17,6 +17,11 @@ use serde::{Deserialize, Serialize};
 pub struct TruthRecord {
     /// When the request head had been parsed (the start of the response timeline).
     pub received_s: f64,
+    /// When the request's last bytes reached the simulator's socket (kernel receive stamp), if known: the
+    /// simulator's own wake-up and parsing come after it, so a true TTFT measured from here counts them as
+    /// the server's, not the client's.
+    #[serde(default)]
+    pub arrived_s: Option<f64>,
     /// When the frame carrying the first output token was handed to the connection; for non-stream and
     /// embedding responses, when the whole body was. `None` when no token was sent.
     pub first_token_s: Option<f64>,
@@ -88,6 +93,7 @@ mod tests {
     fn rec(id: u64, received_s: f64) -> TruthRecord {
         TruthRecord {
             received_s,
+            arrived_s: None,
             first_token_s: Some(received_s + 0.05),
             last_token_s: None,
             prompt_tokens: 3,
@@ -119,7 +125,7 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(
             lines[0],
-            r#"{"received_s":1.5,"first_token_s":1.55,"last_token_s":null,"prompt_tokens":3,"completion_tokens":0,"path":"/v1/completions","stream":true,"request_id":1,"chunk_times_s":[1.55]}"#
+            r#"{"received_s":1.5,"arrived_s":null,"first_token_s":1.55,"last_token_s":null,"prompt_tokens":3,"completion_tokens":0,"path":"/v1/completions","stream":true,"request_id":1,"chunk_times_s":[1.55]}"#
         );
         let back: TruthRecord = serde_json::from_str(lines[1]).unwrap();
         assert_eq!(back, rec(2, 2.5));

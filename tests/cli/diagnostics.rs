@@ -98,7 +98,15 @@ fn every_stored_request_joins_its_ground_truth() {
         joined.unmatched_truth, 5,
         "warmup and connection test are not stored"
     );
+    let mut with_arrival = 0;
     for (row, t) in &joined.pairs {
+        if let Some(arrived) = t.arrived_s {
+            // The kernel stamps the request's arrival during the client's write, before the simulator
+            // parses it (1 ms of slack for reading two clocks).
+            with_arrival += 1;
+            assert!(arrived + 0.001 >= row.send_s, "{row:?} {t:?}");
+            assert!(arrived <= t.received_s, "{t:?}");
+        }
         assert!(row.success);
         assert_eq!(row.chunk_times_s.len(), 8);
         assert_eq!(t.chunk_times_s.len(), 8, "one truth time per output chunk");
@@ -111,6 +119,13 @@ fn every_stored_request_joins_its_ground_truth() {
         assert!(true_ttft >= 0.020);
         let error = row.ttft_s().unwrap() - true_ttft;
         assert!((0.0..1.0).contains(&error), "TTFT error {error} s");
+    }
+    // Linux stamps arrivals (the first segments after stamping is first turned on may carry none).
+    if cfg!(target_os = "linux") {
+        assert!(
+            with_arrival >= 20,
+            "{with_arrival} of 24 requests had an arrival stamp"
+        );
     }
 }
 
@@ -164,6 +179,10 @@ fn a_late_reader_still_times_chunks_at_arrival() {
     let read_lag_p99 = ms(&s["Read Lag P99 (ms)"]);
     assert!(read_lag_p99 >= 10.0, "the wait is visible: {s}");
     assert!(ms(&s["Read Lag P50 (ms)"]) <= read_lag_p99);
+    // Falling behind its streams is the client's own limit, and it says so.
+    assert_eq!(s["Client Limited"], true);
+    let warning = s["Client Warning"].as_str().unwrap();
+    assert!(warning.contains("read lag p50"), "{warning}");
 }
 
 #[test]

@@ -12,7 +12,6 @@
 //! status), proxies are not used.
 
 mod decode;
-mod rx_stamp;
 mod stream;
 
 use std::io;
