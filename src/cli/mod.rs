@@ -167,7 +167,8 @@ pub struct Cli {
     /// Tokenizer for token-exact datasets (`random*`), `--tokenize-prompt` and counting tokens when the
     /// server reports no usage: a folder holding `tokenizer.json` (and `tokenizer_config.json` with the chat
     /// template), a `tokenizer.json` file, or a hub id such as `Qwen/Qwen3-4B` found in the local Hugging
-    /// Face or ModelScope cache (llmperf does not download).
+    /// Face or ModelScope cache, else downloaded from the Hugging Face hub (`$HF_ENDPOINT`, `$HF_TOKEN`)
+    /// into its cache unless `HF_HUB_OFFLINE=1`.
     #[arg(long, value_name = "PATH|ORG/NAME", help_heading = "Prompts")]
     pub tokenizer_path: Option<String>,
 

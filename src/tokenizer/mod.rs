@@ -6,6 +6,7 @@
 //! Encoding never adds special tokens (`add_special_tokens=False`); decoding keeps them
 //! (`skip_special_tokens=False`), as evalscope's random dataset does.
 
+mod download;
 mod resolve;
 mod template;
 

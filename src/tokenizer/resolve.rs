@@ -1,6 +1,7 @@
 //! Where `--tokenizer-path` points: a local directory, a `tokenizer.json` file, or a hub id (`org/name`)
-//! found in the local Hugging Face or ModelScope cache. llmperf never downloads: a hub id that is in
-//! neither cache is an error that lists every place looked at.
+//! found in the local Hugging Face or ModelScope cache, else downloaded from the Hugging Face hub into its
+//! cache ([`super::download`]) unless `HF_HUB_OFFLINE=1`. A hub id that is nowhere and cannot be
+//! downloaded is an error that lists every place looked at and why the download failed.
 //!
 //! Cache layouts searched for a hub id `org/name`:
 //! * Hugging Face: `$HF_HUB_CACHE`, else `$HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, else
@@ -30,13 +31,15 @@ pub enum ResolveError {
         /// The folder.
         path: String,
     },
-    /// Neither a local path nor a cached hub id.
-    #[error("--tokenizer-path {spec:?}: not a local folder or file, and not found in the local model caches (llmperf does not download). Looked in:\n{}\nDownload it first (e.g. `huggingface-cli download {spec} tokenizer.json tokenizer_config.json`) or pass the folder holding tokenizer.json", looked.iter().map(|p| format!("  - {}", p.display())).collect::<Vec<_>>().join("\n"))]
+    /// Neither a local path nor a cached hub id, and not downloadable.
+    #[error("--tokenizer-path {spec:?}: not a local folder or file, and not found in the local model caches. Looked in:\n{}\n{download}. Download it first (e.g. `huggingface-cli download {spec} tokenizer.json tokenizer_config.json`) or pass the folder holding tokenizer.json", looked.iter().map(|p| format!("  - {}", p.display())).collect::<Vec<_>>().join("\n"))]
     NotFound {
         /// What was given.
         spec: String,
         /// Every candidate folder checked.
         looked: Vec<PathBuf>,
+        /// Why it was not downloaded.
+        download: String,
     },
 }
 
@@ -121,9 +124,27 @@ pub fn resolve(spec: &str) -> Result<TokenizerFiles, ResolveError> {
             }
         }
     }
+    let download = match (hub_id(spec), hf_hub_cache()) {
+        (None, _) => "Not a hub id (org/name), so nothing to download".to_string(),
+        (Some(_), _) if super::download::offline() => {
+            "Not downloaded: HF_HUB_OFFLINE is set".to_string()
+        }
+        (Some(_), None) => "Not downloaded: no Hugging Face cache folder (set HF_HOME)".to_string(),
+        (Some((org, name)), Some(cache)) => match super::download::download(org, name, &cache) {
+            Ok(files) => {
+                tracing::info!(
+                    "--tokenizer-path {spec}: downloaded into {}",
+                    files.dir.display()
+                );
+                return Ok(files);
+            }
+            Err(e) => format!("Download from the Hugging Face hub failed: {e}"),
+        },
+    };
     Err(ResolveError::NotFound {
         spec: spec.to_string(),
         looked,
+        download,
     })
 }
 

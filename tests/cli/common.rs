@@ -18,9 +18,10 @@ pub fn fast_sim() -> SimServer {
     .expect("simulator starts")
 }
 
-/// `llmperf` with `args`, writing under `out`.
+/// `llmperf` with `args`, writing under `out`. Hub downloads are off (tests never reach the internet).
 pub fn llmperf(out: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
+    cmd.env("HF_HUB_OFFLINE", "1");
     cmd.args(args).args([
         "--outputs-dir",
         out.to_str().unwrap(),

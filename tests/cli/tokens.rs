@@ -36,6 +36,8 @@ pub fn count(tok: &tokenizers::Tokenizer, text: &str) -> usize {
 /// `llmperf` with extra environment variables.
 pub fn llmperf_env(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
+    // Hub downloads are off unless a test turns them on (tests never reach the internet).
+    cmd.env("HF_HUB_OFFLINE", "1");
     cmd.args(args).args([
         "--outputs-dir",
         out.to_str().unwrap(),
