@@ -29,6 +29,7 @@ fn script_with_args(
     )
     .args(args)
     .env("LLMPERF", env!("CARGO_BIN_EXE_llmperf"))
+    .env("HF_HUB_OFFLINE", "1")
     .env("OUTPUTS_DIR", out)
     .env("EXTRA_FLAGS", "--sleep-interval 0");
     for (k, v) in env {
