@@ -12,6 +12,7 @@ pub mod clock;
 pub mod dataset;
 pub mod engine;
 pub mod export;
+pub mod hub;
 pub mod jsonscan;
 pub mod logging;
 pub mod metrics;

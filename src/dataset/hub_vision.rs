@@ -62,15 +62,17 @@ const MMMU_MIN_IMAGES: usize = 2;
 const MMMU_MAX_IMAGES: usize = 7;
 const JPEG_QUALITY: u8 = 75;
 
-/// Where the hub copy of `kontext_bench` / `mmmu_multi_image` sits in the local caches, or a usage
-/// message naming every place looked at.
+/// Where the hub copy of `kontext_bench` / `mmmu_multi_image` sits in the local caches — downloaded from
+/// the Hugging Face hub into its cache first when it is in none and downloading is allowed
+/// ([`crate::hub`]) — or a usage message naming every place looked at and why nothing was downloaded.
 pub fn cached_dataset(kontext: bool) -> std::result::Result<std::path::PathBuf, String> {
-    let (name, hf, ms, pinned) = if kontext {
+    let (name, hf, ms, pinned, keep): (_, _, _, _, fn(&str) -> bool) = if kontext {
         (
             "kontext_bench",
             "black-forest-labs/kontext-bench",
             "black-forest-labs/kontext-bench",
             None,
+            kontext_file,
         )
     } else {
         (
@@ -78,18 +80,51 @@ pub fn cached_dataset(kontext: bool) -> std::result::Result<std::path::PathBuf, 
             "MMMU/MMMU",
             "AI-ModelScope/MMMU",
             Some(MMMU_REVISION),
+            mmmu_file,
         )
     };
-    cached_copy(hf, ms, pinned).map_err(|looked| {
-        format!(
-            "--dataset {name} needs --dataset-path: no local copy of {hf} (parquet files) was found and llmperf downloads none. Looked in:\n{}\nDownload it first (e.g. `huggingface-cli download --repo-type dataset {hf}`) or point --dataset-path at the folder or a .parquet file",
-            looked
-                .iter()
-                .map(|p| format!("  - {}", p.display()))
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    })
+    let looked = match cached_copy(hf, ms, pinned) {
+        Ok(found) => return Ok(found),
+        Err(looked) => looked,
+    };
+    let download = match crate::tokenizer::hf_hub_cache() {
+        _ if crate::hub::offline() => "Not downloaded: HF_HUB_OFFLINE is set".to_string(),
+        None => "Not downloaded: no Hugging Face cache folder (set HF_HOME)".to_string(),
+        Some(cache) => {
+            tracing::info!("--dataset {name}: downloading {hf} from the Hugging Face hub");
+            match crate::hub::download_dataset(hf, pinned.unwrap_or("main"), keep, &cache) {
+                Ok(dir) => return Ok(dir),
+                Err(e) => format!("Download from the Hugging Face hub failed: {e}"),
+            }
+        }
+    };
+    Err(format!(
+        "--dataset {name}: no local copy of {hf} (parquet files) was found. Looked in:\n{}\n{download}. Download it first (e.g. `huggingface-cli download --repo-type dataset {hf}`) or point --dataset-path at the folder or a .parquet file",
+        looked
+            .iter()
+            .map(|p| format!("  - {}", p.display()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ))
+}
+
+/// A file of the hub copy of `kontext_bench` that evalscope reads: the `test` split's parquet files.
+fn kontext_file(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    path.ends_with(".parquet")
+        && (path.split('/').any(|p| p == "test") || base.starts_with("test-"))
+}
+
+/// A file of the hub copy of `MMMU/MMMU` that evalscope reads: `<Subject>/validation-*.parquet`.
+fn mmmu_file(path: &str) -> bool {
+    match path.split_once('/') {
+        Some((subject, file)) => {
+            MMMU_SUBJECTS.contains(&subject)
+                && file.starts_with("validation-")
+                && file.ends_with(".parquet")
+        }
+        None => false,
+    }
 }
 
 /// `image` bytes as evalscope's `PIL_to_base64(image, 'JPEG', add_header=True)`.
@@ -326,6 +361,18 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
+
+    #[test]
+    fn only_the_files_evalscope_reads_are_downloaded() {
+        assert!(kontext_file("data/test-00000-of-00001.parquet"));
+        assert!(kontext_file("test/0000.parquet"));
+        assert!(!kontext_file("data/train-00000-of-00001.parquet"));
+        assert!(!kontext_file("README.md"));
+        assert!(mmmu_file("Art/validation-00000-of-00001.parquet"));
+        assert!(!mmmu_file("Art/dev-00000-of-00001.parquet"));
+        assert!(!mmmu_file("Unknown/validation-00000-of-00001.parquet"));
+        assert!(!mmmu_file("validation-00000-of-00001.parquet"));
+    }
 
     fn png(w: u32, h: u32, rgba: bool) -> Vec<u8> {
         let img = if rgba {

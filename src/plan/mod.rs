@@ -362,7 +362,7 @@ impl RunPlan {
                             .map(|h| format!(" (evalscope downloads {h}: download it and point --dataset-path at the file or folder)"))
                             .unwrap_or_default();
                         return usage(format!(
-                            "--dataset {} needs --dataset-path: llmperf reads datasets from local files and downloads none{hub}; or use --prompt",
+                            "--dataset {} needs --dataset-path: llmperf reads this dataset from local files only{hub}; or use --prompt",
                             kind.name()
                         ));
                     }

@@ -1,6 +1,6 @@
 //! Where `--tokenizer-path` points: a local directory, a `tokenizer.json` file, or a hub id (`org/name`)
 //! found in the local Hugging Face or ModelScope cache, else downloaded from the Hugging Face hub into its
-//! cache ([`super::download`]) unless `HF_HUB_OFFLINE=1`. A hub id that is nowhere and cannot be
+//! cache ([`crate::hub`]) unless `HF_HUB_OFFLINE=1`. A hub id that is nowhere and cannot be
 //! downloaded is an error that lists every place looked at and why the download failed.
 //!
 //! Cache layouts searched for a hub id `org/name`:
@@ -126,7 +126,7 @@ pub fn resolve(spec: &str) -> Result<TokenizerFiles, ResolveError> {
     }
     let download = match (hub_id(spec), hf_hub_cache()) {
         (None, _) => "Not a hub id (org/name), so nothing to download".to_string(),
-        (Some(_), _) if super::download::offline() => {
+        (Some(_), _) if crate::hub::offline() => {
             "Not downloaded: HF_HUB_OFFLINE is set".to_string()
         }
         (Some(_), None) => "Not downloaded: no Hugging Face cache folder (set HF_HOME)".to_string(),

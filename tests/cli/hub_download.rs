@@ -1,7 +1,9 @@
-//! `--tokenizer-path org/name` that is in no local cache: downloaded from the hub named by `HF_ENDPOINT` (here
-//! a small fake hub on 127.0.0.1) into the Hugging Face cache layout, then found there offline; a hub that
-//! refuses gives a clear error before any request. `HF_TOKEN` is sent to the hub and written nowhere.
+//! A tokenizer (`--tokenizer-path org/name`) or a hub dataset (`--dataset kontext_bench`) that is in no
+//! local cache: downloaded from the hub named by `HF_ENDPOINT` (here a small fake hub on 127.0.0.1) into the
+//! Hugging Face cache layout, then found there offline; a hub that refuses gives a clear error before any
+//! request. `HF_TOKEN` is sent to the hub and written nowhere.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -17,8 +19,8 @@ use crate::tokens::shared_dir;
 const REPO: &str = "HuggingFaceTB/SmolLM2-135M-Instruct";
 const COMMIT: &str = "0123abcdef";
 
-/// A fake Hugging Face hub: serves `<repo>/resolve/main/<file>` from a folder (404 for files it lacks),
-/// or answers every request with `status`; records each request's path and headers. Stops when dropped.
+/// A fake Hugging Face hub: serves the bytes of each known path (404 for others), or answers every request
+/// with `status`; records each request's head. Stops when dropped.
 struct FakeHub {
     port: u16,
     requests: Arc<Mutex<Vec<String>>>,
@@ -27,7 +29,7 @@ struct FakeHub {
 }
 
 impl FakeHub {
-    fn start(files: PathBuf, status: u16) -> FakeHub {
+    fn start(routes: HashMap<String, Vec<u8>>, status: u16) -> FakeHub {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -37,7 +39,7 @@ impl FakeHub {
         let thread = std::thread::spawn(move || {
             while !halt.load(Ordering::Relaxed) {
                 match listener.accept() {
-                    Ok((conn, _)) => serve(conn, &files, status, &log),
+                    Ok((conn, _)) => serve(conn, &routes, status, &log),
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
@@ -69,7 +71,12 @@ impl Drop for FakeHub {
 }
 
 /// Answers one request (one per connection).
-fn serve(mut conn: TcpStream, files: &Path, status: u16, log: &Mutex<Vec<String>>) {
+fn serve(
+    mut conn: TcpStream,
+    routes: &HashMap<String, Vec<u8>>,
+    status: u16,
+    log: &Mutex<Vec<String>>,
+) {
     conn.set_nonblocking(false).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut head = Vec::new();
@@ -83,10 +90,7 @@ fn serve(mut conn: TcpStream, files: &Path, status: u16, log: &Mutex<Vec<String>
     let head = String::from_utf8_lossy(&head).to_string();
     log.lock().unwrap().push(head.clone());
     let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
-    let prefix = format!("/{REPO}/resolve/main/");
-    let body = path
-        .strip_prefix(&prefix)
-        .and_then(|file| std::fs::read(files.join(file)).ok());
+    let body = routes.get(&path).cloned();
     let (code, body) = match (status, body) {
         (200, Some(b)) => (200, b),
         (200, None) => (404, b"Entry not found".to_vec()),
@@ -166,7 +170,16 @@ fn a_hub_tokenizer_is_downloaded_into_the_cache_then_used_offline() {
     let sim = fast_sim();
     let url = format!("{}/v1/chat/completions", sim.base_url());
     let source = shared_dir().join("tokenizers/smollm2-135m-instruct");
-    let hub = FakeHub::start(source.clone(), 200);
+    let routes = ["tokenizer.json", "tokenizer_config.json"]
+        .map(|f| {
+            (
+                format!("/{REPO}/resolve/main/{f}"),
+                std::fs::read(source.join(f)).unwrap(),
+            )
+        })
+        .into_iter()
+        .collect();
+    let hub = FakeHub::start(routes, 200);
     let cache = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let secret = "hf_secret_token_4711";
@@ -228,7 +241,7 @@ fn a_hub_tokenizer_is_downloaded_into_the_cache_then_used_offline() {
 fn a_hub_that_refuses_is_a_clear_error_before_any_request() {
     let sim = fast_sim();
     let url = format!("{}/v1/chat/completions", sim.base_url());
-    let hub = FakeHub::start(PathBuf::new(), 401);
+    let hub = FakeHub::start(HashMap::new(), 401);
     let cache = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let o = run(out.path(), cache.path(), &hub.endpoint(), &[], &url);
@@ -247,4 +260,85 @@ fn a_hub_that_refuses_is_a_clear_error_before_any_request() {
             .exists(),
         "nothing half-written"
     );
+}
+
+#[test]
+fn a_hub_dataset_is_downloaded_into_the_cache_then_used_offline() {
+    // The hub copy of kontext-bench: a test split to read, a train split and a README to leave alone.
+    let fixture = tempfile::tempdir().unwrap();
+    crate::parquet_sets::kontext_fixture(fixture.path());
+    let test_split =
+        std::fs::read(fixture.path().join("data/test-00000-of-00001.parquet")).unwrap();
+    let repo = "black-forest-labs/kontext-bench";
+    let sha = "feedbeef01";
+    let listing = serde_json::json!({
+        "sha": sha,
+        "siblings": [
+            {"rfilename": "README.md"},
+            {"rfilename": "data/test-00000-of-00001.parquet"},
+            {"rfilename": "data/train-00000-of-00001.parquet"},
+        ],
+    });
+    let routes: HashMap<String, Vec<u8>> = [
+        (
+            format!("/api/datasets/{repo}/revision/main"),
+            listing.to_string().into_bytes(),
+        ),
+        (
+            format!("/datasets/{repo}/resolve/{sha}/data/test-00000-of-00001.parquet"),
+            test_split.clone(),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let hub = FakeHub::start(routes, 200);
+    let cache = tempfile::tempdir().unwrap();
+    let sim = fast_sim();
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    let dataset_run = |env: &[(&str, &str)], hub_url: &str| {
+        let out = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
+        cmd.env_remove("HF_HUB_OFFLINE")
+            .env("HF_ENDPOINT", hub_url)
+            .env("HF_HUB_CACHE", cache.path())
+            .env("MODELSCOPE_CACHE", cache.path().join("modelscope"))
+            .envs(env.iter().copied())
+            .args(["--url", &url, "--model", "vl", "--dataset", "kontext_bench"])
+            .args([
+                "--number",
+                "2",
+                "--no-test-connection",
+                "--sleep-interval",
+                "0",
+            ])
+            .args(["--outputs-dir", out.path().to_str().unwrap()]);
+        cmd.output().expect("llmperf runs")
+    };
+    ok(&dataset_run(&[], &hub.endpoint()));
+    let snapshot = cache
+        .path()
+        .join("datasets--black-forest-labs--kontext-bench/snapshots")
+        .join(sha);
+    assert_eq!(
+        std::fs::read(snapshot.join("data/test-00000-of-00001.parquet")).unwrap(),
+        test_split
+    );
+    assert!(!snapshot.join("data/train-00000-of-00001.parquet").exists());
+    assert!(!snapshot.join("README.md").exists());
+    let seen = hub.requests();
+    assert_eq!(seen.len(), 2, "the listing and the one test file: {seen:?}");
+    let bodies = sim.requests();
+    assert_eq!(bodies.len(), 2);
+    let first: serde_json::Value = serde_json::from_str(&bodies[0].1).unwrap();
+    assert_eq!(
+        first["messages"][0]["content"][0]["text"],
+        "Make the sky purple"
+    );
+    // Offline, with the hub gone: read from the cache.
+    drop(hub);
+    ok(&dataset_run(
+        &[("HF_HUB_OFFLINE", "1")],
+        "http://127.0.0.1:9",
+    ));
+    assert_eq!(sim.requests().len(), 4);
 }

@@ -138,7 +138,7 @@ fn bodies(sim: &llmperf::sim::SimServer) -> Vec<Value> {
         .collect()
 }
 
-fn kontext_fixture(root: &Path) {
+pub fn kontext_fixture(root: &Path) {
     write_parquet(
         &root.join("data/test-00000-of-00001.parquet"),
         &[
