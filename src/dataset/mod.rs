@@ -26,6 +26,7 @@ use crate::plan::{DatasetKind, InputLenMode, PrefixRole, PromptSource, RunPlan};
 use crate::tokenizer::Tokenizer;
 
 pub use hub_vision::cached_dataset as cached_vision_dataset;
+pub use webdataset::cached_flickr8k;
 
 /// One request's input, before the API plugin turns it into a body.
 #[derive(Debug, Clone, PartialEq)]

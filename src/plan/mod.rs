@@ -344,6 +344,12 @@ impl RunPlan {
                         Some(path)
                     }
                     None if kind.is_synthetic() => None,
+                    None if kind == DatasetKind::Flickr8k => {
+                        match crate::dataset::cached_flickr8k() {
+                            Ok(found) => Some(found),
+                            Err(message) => return usage(message),
+                        }
+                    }
                     None if matches!(
                         kind,
                         DatasetKind::KontextBench | DatasetKind::MmmuMultiImage

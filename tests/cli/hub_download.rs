@@ -342,3 +342,65 @@ fn a_hub_dataset_is_downloaded_into_the_cache_then_used_offline() {
     ));
     assert_eq!(sim.requests().len(), 4);
 }
+
+#[test]
+fn flickr8k_shards_are_downloaded_from_the_hub() {
+    let mut tar = Vec::new();
+    crate::media::tar_entry(&mut tar, "s000.jpg", b"\xff\xd8\xff\xe0fakejpeg");
+    crate::media::tar_entry(&mut tar, "s000.txt", b"A dog runs on the grass.");
+    tar.extend(vec![0u8; 1024]);
+    let repo = "clip-benchmark/wds_flickr8k";
+    let sha = "c0ffee42";
+    let listing = serde_json::json!({
+        "sha": sha,
+        "siblings": [
+            {"rfilename": "README.md"},
+            {"rfilename": "test/0.tar"},
+            {"rfilename": "train/0.tar"},
+        ],
+    });
+    let routes: HashMap<String, Vec<u8>> = [
+        (
+            format!("/api/datasets/{repo}/revision/main"),
+            listing.to_string().into_bytes(),
+        ),
+        (
+            format!("/datasets/{repo}/resolve/{sha}/test/0.tar"),
+            tar.clone(),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let hub = FakeHub::start(routes, 200);
+    let cache = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let sim = fast_sim();
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    let o = Command::new(env!("CARGO_BIN_EXE_llmperf"))
+        .env_remove("HF_HUB_OFFLINE")
+        .env("HF_ENDPOINT", hub.endpoint())
+        .env("HF_HUB_CACHE", cache.path())
+        .args(["--url", &url, "--model", "vl", "--dataset", "flickr8k"])
+        .args([
+            "--number",
+            "2",
+            "--no-test-connection",
+            "--sleep-interval",
+            "0",
+        ])
+        .args(["--outputs-dir", out.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    ok(&o);
+    let snapshot = cache
+        .path()
+        .join("datasets--clip-benchmark--wds_flickr8k/snapshots")
+        .join(sha);
+    assert_eq!(std::fs::read(snapshot.join("test/0.tar")).unwrap(), tar);
+    assert!(!snapshot.join("train/0.tar").exists());
+    let first: serde_json::Value = serde_json::from_str(&sim.requests()[0].1).unwrap();
+    assert_eq!(
+        first["messages"][0]["content"][0]["text"],
+        "A dog runs on the grass."
+    );
+}

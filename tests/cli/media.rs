@@ -75,7 +75,7 @@ fn random_vl_sends_png_data_urls_of_the_requested_size() {
     );
 }
 
-fn tar_entry(tar: &mut Vec<u8>, name: &str, data: &[u8]) {
+pub fn tar_entry(tar: &mut Vec<u8>, name: &str, data: &[u8]) {
     let mut h = vec![0u8; 512];
     h[..name.len()].copy_from_slice(name.as_bytes());
     h[100..108].copy_from_slice(b"0000644\0");
