@@ -9,8 +9,11 @@
 //! Linux only; elsewhere, and wherever the kernel sends no stamp, reads are timed when they return.
 
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use tokio::io::{AsyncRead, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 /// A stamp older than this is not trusted (the real-time clock was stepped): the read time is used.
@@ -47,6 +50,32 @@ pub fn enable(tcp: &TcpStream) -> bool {
 #[cfg(not(target_os = "linux"))]
 pub fn enable(_tcp: &TcpStream) -> bool {
     false
+}
+
+/// `AsyncRead::poll_read` for `tcp`, with the arrival of the bytes read when the kernel stamps them
+/// (`stamped`: [`enable`] agreed). `Ready(Ok(None))` for a read without a stamp (unstamped socket, EOF).
+pub fn poll_read(
+    tcp: &mut TcpStream,
+    stamped: bool,
+    cx: &mut Context<'_>,
+    buf: &mut ReadBuf<'_>,
+) -> Poll<io::Result<Option<Instant>>> {
+    if !stamped {
+        return Pin::new(tcp).poll_read(cx, buf).map_ok(|()| None);
+    }
+    loop {
+        std::task::ready!(tcp.poll_read_ready(cx))?;
+        let unfilled = buf.initialize_unfilled();
+        let io = &*tcp;
+        match io.try_io(Interest::READABLE, || recv(io, unfilled)) {
+            Ok((n, arrived)) => {
+                buf.advance(n);
+                return Poll::Ready(Ok(arrived));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Poll::Ready(Err(e)),
+        }
+    }
 }
 
 /// One read: the bytes read, and when the last of them arrived, if the kernel said.

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::fault::ResetFlag;
@@ -81,25 +81,12 @@ impl AsyncRead for FaultConn {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let me = self.get_mut();
-        if !me.stamped {
-            return Pin::new(&mut me.stream).poll_read(cx, buf);
+        let filled = buf.filled().len();
+        let arrived = std::task::ready!(rx_stamp::poll_read(&mut me.stream, me.stamped, cx, buf))?;
+        if buf.filled().len() > filled {
+            me.arrival.set(arrived.map(clock::secs));
         }
-        loop {
-            std::task::ready!(me.stream.poll_read_ready(cx))?;
-            let unfilled = buf.initialize_unfilled();
-            let stream = &me.stream;
-            match stream.try_io(Interest::READABLE, || rx_stamp::recv(stream, unfilled)) {
-                Ok((n, arrived)) => {
-                    buf.advance(n);
-                    if n > 0 {
-                        me.arrival.set(arrived.map(clock::secs));
-                    }
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        Poll::Ready(Ok(()))
     }
 }
 

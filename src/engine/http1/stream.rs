@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use std::time::Instant;
 
-use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls;
@@ -70,23 +70,9 @@ impl AsyncRead for Tcp {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let me = self.get_mut();
-        if !me.stamped {
-            return Pin::new(&mut me.io).poll_read(cx, buf);
-        }
-        loop {
-            std::task::ready!(me.io.poll_read_ready(cx))?;
-            let unfilled = buf.initialize_unfilled();
-            let io = &me.io;
-            match io.try_io(Interest::READABLE, || rx_stamp::recv(io, unfilled)) {
-                Ok((n, arrived)) => {
-                    buf.advance(n);
-                    me.arrived = arrived;
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        let arrived = std::task::ready!(rx_stamp::poll_read(&mut me.io, me.stamped, cx, buf))?;
+        me.arrived = arrived;
+        Poll::Ready(Ok(()))
     }
 }
 
