@@ -30,6 +30,47 @@ pub fn offline() -> bool {
         .unwrap_or(false)
 }
 
+/// Runs `fetch` with the Hugging Face cache folder when downloading is allowed. `Err` says why nothing
+/// was downloaded, as a sentence to follow a "Looked in" list.
+pub fn try_download<T>(fetch: impl FnOnce(&Path) -> Result<T, String>) -> Result<T, String> {
+    if offline() {
+        return Err("Not downloaded: HF_HUB_OFFLINE is set".to_string());
+    }
+    let Some(cache) = crate::tokenizer::hf_hub_cache() else {
+        return Err("Not downloaded: no Hugging Face cache folder (set HF_HOME)".to_string());
+    };
+    fetch(&cache).map_err(|e| format!("Download from the Hugging Face hub failed: {e}"))
+}
+
+/// The snapshot folders of a Hugging Face cache repo folder (`models--…`, `datasets--…`), best first: the
+/// `pinned` revision, the one `refs/main` names, then the others, newest first (possibly repeated).
+pub fn snapshots(repo: &Path, pinned: Option<&str>) -> Vec<PathBuf> {
+    let root = repo.join("snapshots");
+    let mut candidates: Vec<PathBuf> = pinned.iter().map(|rev| root.join(rev)).collect();
+    if let Ok(rev) = std::fs::read_to_string(repo.join("refs/main")) {
+        candidates.push(root.join(rev.trim()));
+    }
+    let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&root)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter_map(|e| Some((e.metadata().and_then(|m| m.modified()).ok()?, e.path())))
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    candidates.extend(dirs.into_iter().rev().map(|(_, d)| d));
+    candidates
+}
+
+/// Each path on a line of its own, as `  - path` (the "Looked in" lists of the not-found errors).
+pub fn bullet_list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| format!("  - {}", p.display()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The hub's base URL.
 fn endpoint() -> String {
     std::env::var("HF_ENDPOINT")
@@ -40,7 +81,7 @@ fn endpoint() -> String {
         .to_string()
 }
 
-/// A GET against the hub; `Ok(None)` for a 404 when the file is optional.
+/// A client for the hub (endpoint, token).
 pub(crate) struct Hub {
     base: String,
     client: reqwest::blocking::Client,
@@ -65,32 +106,50 @@ impl Hub {
         })
     }
 
-    /// `GET {endpoint}/{path}`: the response, `None` for a 404 when `optional`, or why it failed.
-    pub(crate) fn get(
+    /// `GET {endpoint}/{path}`: a successful response, or why it failed.
+    pub(crate) fn get(&self, path: &str) -> Result<reqwest::blocking::Response, String> {
+        let (url, resp) = self.send(path)?;
+        success(&url, resp)
+    }
+
+    /// As [`Hub::get`], but a file the repo does not have (404) is `None`.
+    pub(crate) fn get_optional(
         &self,
         path: &str,
-        optional: bool,
     ) -> Result<Option<reqwest::blocking::Response>, String> {
+        let (url, resp) = self.send(path)?;
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        success(&url, resp).map(Some)
+    }
+
+    fn send(&self, path: &str) -> Result<(String, reqwest::blocking::Response), String> {
         let url = format!("{}/{path}", self.base);
         let mut req = self.client.get(&url);
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
         let resp = req.send().map_err(|e| format!("GET {url}: {e}"))?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(Some(resp));
-        }
-        if optional && status == reqwest::StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        let hint = match status.as_u16() {
-            401 | 403 => " (a gated or private repo: set HF_TOKEN)",
-            404 => " (no such repo or file)",
-            _ => "",
-        };
-        Err(format!("GET {url}: HTTP {status}{hint}"))
+        Ok((url, resp))
     }
+}
+
+/// `resp` when it succeeded, else why (with a hint for the usual statuses).
+fn success(
+    url: &str,
+    resp: reqwest::blocking::Response,
+) -> Result<reqwest::blocking::Response, String> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let hint = match status.as_u16() {
+        401 | 403 => " (a gated or private repo: set HF_TOKEN)",
+        404 => " (no such repo or file)",
+        _ => "",
+    };
+    Err(format!("GET {url}: HTTP {status}{hint}"))
 }
 
 /// Runs `f` with a hub client on a thread of its own.
@@ -136,8 +195,7 @@ pub fn download_dataset(
     let (repo, revision, cache) = (repo.to_string(), revision.to_string(), cache.to_path_buf());
     with_hub(move |hub| {
         let listing = hub
-            .get(&format!("api/datasets/{repo}/revision/{revision}"), false)?
-            .expect("not optional")
+            .get(&format!("api/datasets/{repo}/revision/{revision}"))?
             .bytes()
             .map_err(|e| format!("the hub's file list for {repo}: {e}"))?;
         let info: serde_json::Value = serde_json::from_slice(&listing)
@@ -167,8 +225,7 @@ pub fn download_dataset(
             }
             tracing::info!("downloading {repo} {file} ({} of {})", i + 1, files.len());
             let bytes = hub
-                .get(&format!("datasets/{repo}/resolve/{sha}/{file}"), false)?
-                .expect("not optional")
+                .get(&format!("datasets/{repo}/resolve/{sha}/{file}"))?
                 .bytes()
                 .map_err(|e| format!("{repo} {file}: {e}"))?;
             write_atomic(&dest, &bytes)?;

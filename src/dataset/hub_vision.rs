@@ -87,24 +87,16 @@ pub fn cached_dataset(kontext: bool) -> std::result::Result<std::path::PathBuf, 
         Ok(found) => return Ok(found),
         Err(looked) => looked,
     };
-    let download = match crate::tokenizer::hf_hub_cache() {
-        _ if crate::hub::offline() => "Not downloaded: HF_HUB_OFFLINE is set".to_string(),
-        None => "Not downloaded: no Hugging Face cache folder (set HF_HOME)".to_string(),
-        Some(cache) => {
-            tracing::info!("--dataset {name}: downloading {hf} from the Hugging Face hub");
-            match crate::hub::download_dataset(hf, pinned.unwrap_or("main"), keep, &cache) {
-                Ok(dir) => return Ok(dir),
-                Err(e) => format!("Download from the Hugging Face hub failed: {e}"),
-            }
-        }
+    let download = match crate::hub::try_download(|cache| {
+        tracing::info!("--dataset {name}: downloading {hf} from the Hugging Face hub");
+        crate::hub::download_dataset(hf, pinned.unwrap_or("main"), keep, cache)
+    }) {
+        Ok(dir) => return Ok(dir),
+        Err(why) => why,
     };
     Err(format!(
         "--dataset {name}: no local copy of {hf} (parquet files) was found. Looked in:\n{}\n{download}. Download it first (e.g. `huggingface-cli download --repo-type dataset {hf}`) or point --dataset-path at the folder or a .parquet file",
-        looked
-            .iter()
-            .map(|p| format!("  - {}", p.display()))
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::hub::bullet_list(&looked)
     ))
 }
 

@@ -181,27 +181,13 @@ pub fn cached_copy(
     let mut looked = Vec::new();
     if let Some(cache) = hf_hub_cache() {
         let repo = cache.join(format!("datasets--{}", hf_id.replace('/', "--")));
-        let snapshots = repo.join("snapshots");
-        let mut candidates = Vec::new();
-        if let Some(rev) = pinned {
-            candidates.push(snapshots.join(rev));
-        }
-        if let Ok(rev) = std::fs::read_to_string(repo.join("refs/main")) {
-            candidates.push(snapshots.join(rev.trim()));
-        }
-        let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&snapshots)
-            .map(|rd| {
-                rd.filter_map(Result::ok)
-                    .filter_map(|e| Some((e.metadata().and_then(|m| m.modified()).ok()?, e.path())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        dirs.sort();
-        candidates.extend(dirs.into_iter().rev().map(|(_, d)| d));
-        if let Some(found) = candidates.into_iter().find(|d| has_parquet(d)) {
+        if let Some(found) = crate::hub::snapshots(&repo, pinned)
+            .into_iter()
+            .find(|d| has_parquet(d))
+        {
             return Ok(found);
         }
-        looked.push(snapshots);
+        looked.push(repo.join("snapshots"));
     }
     if let Some((org, name)) = ms_id.split_once('/') {
         for root in modelscope_roots() {

@@ -87,49 +87,27 @@ fn flickr8k_file(path: &str) -> bool {
 /// usage message naming where it looked and why nothing was downloaded.
 pub fn cached_flickr8k() -> std::result::Result<PathBuf, String> {
     let mut looked = Vec::new();
-    let cache = crate::tokenizer::hf_hub_cache();
-    if let Some(cache) = &cache {
+    if let Some(cache) = crate::tokenizer::hf_hub_cache() {
         let repo = cache.join(format!("datasets--{}", FLICKR8K_REPO.replace('/', "--")));
-        let snapshots = repo.join("snapshots");
-        let mut candidates = Vec::new();
-        if let Ok(rev) = std::fs::read_to_string(repo.join("refs/main")) {
-            candidates.push(snapshots.join(rev.trim()));
-        }
-        let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&snapshots)
-            .map(|rd| {
-                rd.filter_map(std::result::Result::ok)
-                    .filter_map(|e| Some((e.metadata().and_then(|m| m.modified()).ok()?, e.path())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        dirs.sort();
-        candidates.extend(dirs.into_iter().rev().map(|(_, d)| d));
         let with_shards = |d: &Path| shards(&d.join("test")).is_ok_and(|s| !s.is_empty());
-        if let Some(found) = candidates.into_iter().find(|d| with_shards(d)) {
+        if let Some(found) = crate::hub::snapshots(&repo, None)
+            .into_iter()
+            .find(|d| with_shards(d))
+        {
             return Ok(found.join("test"));
         }
-        looked.push(snapshots);
+        looked.push(repo.join("snapshots"));
     }
-    let download = match cache {
-        _ if crate::hub::offline() => "Not downloaded: HF_HUB_OFFLINE is set".to_string(),
-        None => "Not downloaded: no Hugging Face cache folder (set HF_HOME)".to_string(),
-        Some(cache) => {
-            tracing::info!(
-                "--dataset flickr8k: downloading {FLICKR8K_REPO} from the Hugging Face hub"
-            );
-            match crate::hub::download_dataset(FLICKR8K_REPO, "main", flickr8k_file, &cache) {
-                Ok(dir) => return Ok(dir.join("test")),
-                Err(e) => format!("Download from the Hugging Face hub failed: {e}"),
-            }
-        }
+    let download = match crate::hub::try_download(|cache| {
+        tracing::info!("--dataset flickr8k: downloading {FLICKR8K_REPO} from the Hugging Face hub");
+        crate::hub::download_dataset(FLICKR8K_REPO, "main", flickr8k_file, cache)
+    }) {
+        Ok(dir) => return Ok(dir.join("test")),
+        Err(why) => why,
     };
     Err(format!(
         "--dataset flickr8k: no local copy of {FLICKR8K_REPO} (test/*.tar shards) was found. Looked in:\n{}\n{download}. Point --dataset-path at the shards folder (e.g. after `huggingface-cli download --repo-type dataset {FLICKR8K_REPO}`)",
-        looked
-            .iter()
-            .map(|p| format!("  - {}", p.display()))
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::hub::bullet_list(&looked)
     ))
 }
 

@@ -24,9 +24,14 @@ pub fn download(org: &str, name: &str, cache: &Path) -> Result<TokenizerFiles, S
         let repo = cache.join(format!("models--{org}--{name}"));
         let mut snapshot: Option<PathBuf> = None;
         for (file, required) in FILES {
-            let Some(resp) = hub.get(&format!("{org}/{name}/resolve/main/{file}"), !required)?
-            else {
-                continue;
+            let path = format!("{org}/{name}/resolve/main/{file}");
+            let resp = if required {
+                hub.get(&path)?
+            } else {
+                match hub.get_optional(&path)? {
+                    Some(resp) => resp,
+                    None => continue,
+                }
             };
             let dir = match &snapshot {
                 Some(d) => d.clone(),

@@ -32,7 +32,7 @@ pub enum ResolveError {
         path: String,
     },
     /// Neither a local path nor a cached hub id, and not downloadable.
-    #[error("--tokenizer-path {spec:?}: not a local folder or file, and not found in the local model caches. Looked in:\n{}\n{download}. Download it first (e.g. `huggingface-cli download {spec} tokenizer.json tokenizer_config.json`) or pass the folder holding tokenizer.json", looked.iter().map(|p| format!("  - {}", p.display())).collect::<Vec<_>>().join("\n"))]
+    #[error("--tokenizer-path {spec:?}: not a local folder or file, and not found in the local model caches. Looked in:\n{}\n{download}. Download it first (e.g. `huggingface-cli download {spec} tokenizer.json tokenizer_config.json`) or pass the folder holding tokenizer.json", crate::hub::bullet_list(looked))]
     NotFound {
         /// What was given.
         spec: String,
@@ -124,22 +124,20 @@ pub fn resolve(spec: &str) -> Result<TokenizerFiles, ResolveError> {
             }
         }
     }
-    let download = match (hub_id(spec), hf_hub_cache()) {
-        (None, _) => "Not a hub id (org/name), so nothing to download".to_string(),
-        (Some(_), _) if crate::hub::offline() => {
-            "Not downloaded: HF_HUB_OFFLINE is set".to_string()
-        }
-        (Some(_), None) => "Not downloaded: no Hugging Face cache folder (set HF_HOME)".to_string(),
-        (Some((org, name)), Some(cache)) => match super::download::download(org, name, &cache) {
-            Ok(files) => {
-                tracing::info!(
-                    "--tokenizer-path {spec}: downloaded into {}",
-                    files.dir.display()
-                );
-                return Ok(files);
+    let download = match hub_id(spec) {
+        None => "Not a hub id (org/name), so nothing to download".to_string(),
+        Some((org, name)) => {
+            match crate::hub::try_download(|cache| super::download::download(org, name, cache)) {
+                Ok(files) => {
+                    tracing::info!(
+                        "--tokenizer-path {spec}: downloaded into {}",
+                        files.dir.display()
+                    );
+                    return Ok(files);
+                }
+                Err(why) => why,
             }
-            Err(e) => format!("Download from the Hugging Face hub failed: {e}"),
-        },
+        }
     };
     Err(ResolveError::NotFound {
         spec: spec.to_string(),
@@ -173,29 +171,15 @@ fn name_variants(name: &str) -> Vec<String> {
 /// The snapshot of a Hugging Face cache repo folder holding `tokenizer.json`: the one `refs/main` names,
 /// else the most recently modified one.
 fn hf_snapshot(repo: &Path) -> Option<TokenizerFiles> {
-    let snapshots = repo.join("snapshots");
-    let with_file = |dir: PathBuf| {
-        let file = dir.join("tokenizer.json");
-        file.is_file().then_some(TokenizerFiles {
-            tokenizer_json: file,
-            dir,
+    crate::hub::snapshots(repo, None)
+        .into_iter()
+        .find_map(|dir| {
+            let file = dir.join("tokenizer.json");
+            file.is_file().then_some(TokenizerFiles {
+                tokenizer_json: file,
+                dir,
+            })
         })
-    };
-    if let Ok(rev) = std::fs::read_to_string(repo.join("refs/main")) {
-        if let Some(found) = with_file(snapshots.join(rev.trim())) {
-            return Some(found);
-        }
-    }
-    let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&snapshots)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let modified = e.metadata().and_then(|m| m.modified()).ok()?;
-            Some((modified, e.path()))
-        })
-        .collect();
-    dirs.sort();
-    dirs.into_iter().rev().find_map(|(_, d)| with_file(d))
 }
 
 #[cfg(test)]
