@@ -18,8 +18,9 @@ pub fn fast_sim() -> SimServer {
     .expect("simulator starts")
 }
 
-/// `llmperf` with `args`, writing under `out`. Hub downloads are off (tests never reach the internet).
-pub fn llmperf(out: &Path, args: &[&str]) -> Output {
+/// The `llmperf` command with `args`, writing under `out`, not pausing between runs. Hub downloads are off
+/// (tests never reach the internet; a test that serves a fake hub removes `HF_HUB_OFFLINE`).
+pub fn llmperf_command(out: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
     cmd.env("HF_HUB_OFFLINE", "1");
     cmd.args(args).args([
@@ -28,7 +29,20 @@ pub fn llmperf(out: &Path, args: &[&str]) -> Output {
         "--sleep-interval",
         "0",
     ]);
-    cmd.output().expect("llmperf runs")
+    cmd
+}
+
+/// `llmperf` with `args`, writing under `out`.
+pub fn llmperf(out: &Path, args: &[&str]) -> Output {
+    llmperf_env(out, args, &[])
+}
+
+/// `llmperf` with `args` and extra environment variables, writing under `out`.
+pub fn llmperf_env(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    llmperf_command(out, args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("llmperf runs")
 }
 
 /// Asserts success and returns stdout.

@@ -3,28 +3,13 @@
 //! the client-limited warning on a deliberately starved client, and the open-file limit.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use crate::common::*;
 use llmperf::metrics::nearest_rank;
 use llmperf::sim::{join, SimConfig, SimServer};
 use serde_json::Value;
-
-/// `llmperf` with `args` and extra environment variables, writing under `out`.
-fn llmperf_env(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
-    cmd.args(args).args([
-        "--outputs-dir",
-        out.to_str().unwrap(),
-        "--sleep-interval",
-        "0",
-    ]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("llmperf runs")
-}
 
 fn sim(ttft_ms: u64, itl_ms: u64) -> SimServer {
     SimServer::start(SimConfig {
@@ -346,13 +331,7 @@ fn a_starved_client_warns_that_it_limited_the_run() {
 /// Runs llmperf with its open-file limit set to `soft` / `hard` before exec.
 fn with_file_limit(out: &Path, args: &[&str], soft: u64, hard: u64) -> Output {
     use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
-    cmd.args(args).args([
-        "--outputs-dir",
-        out.to_str().unwrap(),
-        "--sleep-interval",
-        "0",
-    ]);
+    let mut cmd = llmperf_command(out, args);
     #[allow(unsafe_code)]
     // SAFETY: setrlimit is async-signal-safe and only touches the child about to exec.
     unsafe {

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -104,7 +103,25 @@ fn serve(
     let _ = conn.write_all(&body);
 }
 
-/// `llmperf` with downloads allowed, against `hub`, caching into `cache`.
+/// `llmperf` with `args`, downloads allowed from `hub` (HF_ENDPOINT), caching into `cache`.
+fn online(
+    out: &Path,
+    cache: &Path,
+    hub: &str,
+    extra_env: &[(&str, &str)],
+    args: &[&str],
+) -> std::process::Output {
+    llmperf_command(out, args)
+        .env_remove("HF_HUB_OFFLINE")
+        .env("HF_ENDPOINT", hub)
+        .env("HF_HUB_CACHE", cache)
+        .env("MODELSCOPE_CACHE", cache.join("modelscope"))
+        .envs(extra_env.iter().copied())
+        .output()
+        .expect("llmperf runs")
+}
+
+/// A `--dataset random` run whose tokenizer is the hub id [`REPO`].
 fn run(
     out: &Path,
     cache: &Path,
@@ -112,33 +129,23 @@ fn run(
     extra_env: &[(&str, &str)],
     url: &str,
 ) -> std::process::Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
-    cmd.env_remove("HF_HUB_OFFLINE")
-        .env("HF_ENDPOINT", hub)
-        .env("HF_HUB_CACHE", cache)
-        .env("MODELSCOPE_CACHE", cache.join("modelscope"))
-        .envs(extra_env.iter().copied())
-        .args([
-            "--url",
-            url,
-            "--model",
-            "m",
-            "--dataset",
-            "random",
-            "--tokenizer-path",
-            REPO,
-            "--min-prompt-length",
-            "64",
-            "--max-prompt-length",
-            "64",
-            "--number",
-            "2",
-            "--outputs-dir",
-            out.to_str().unwrap(),
-            "--sleep-interval",
-            "0",
-        ]);
-    cmd.output().expect("llmperf runs")
+    let args = [
+        "--url",
+        url,
+        "--model",
+        "m",
+        "--dataset",
+        "random",
+        "--tokenizer-path",
+        REPO,
+        "--min-prompt-length",
+        "64",
+        "--max-prompt-length",
+        "64",
+        "--number",
+        "2",
+    ];
+    online(out, cache, hub, extra_env, &args)
 }
 
 /// Every file under `dir`, read as text where it is text.
@@ -297,22 +304,9 @@ fn a_hub_dataset_is_downloaded_into_the_cache_then_used_offline() {
     let url = format!("{}/v1/chat/completions", sim.base_url());
     let dataset_run = |env: &[(&str, &str)], hub_url: &str| {
         let out = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
-        cmd.env_remove("HF_HUB_OFFLINE")
-            .env("HF_ENDPOINT", hub_url)
-            .env("HF_HUB_CACHE", cache.path())
-            .env("MODELSCOPE_CACHE", cache.path().join("modelscope"))
-            .envs(env.iter().copied())
-            .args(["--url", &url, "--model", "vl", "--dataset", "kontext_bench"])
-            .args([
-                "--number",
-                "2",
-                "--no-test-connection",
-                "--sleep-interval",
-                "0",
-            ])
-            .args(["--outputs-dir", out.path().to_str().unwrap()]);
-        cmd.output().expect("llmperf runs")
+        let args = ["--url", &url, "--model", "vl", "--dataset", "kontext_bench"];
+        let args = [&args[..], &["--number", "2", "--no-test-connection"]].concat();
+        online(out.path(), cache.path(), hub_url, env, &args)
     };
     ok(&dataset_run(&[], &hub.endpoint()));
     let snapshot = cache
@@ -376,21 +370,23 @@ fn flickr8k_shards_are_downloaded_from_the_hub() {
     let out = tempfile::tempdir().unwrap();
     let sim = fast_sim();
     let url = format!("{}/v1/chat/completions", sim.base_url());
-    let o = Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .env_remove("HF_HUB_OFFLINE")
-        .env("HF_ENDPOINT", hub.endpoint())
-        .env("HF_HUB_CACHE", cache.path())
-        .args(["--url", &url, "--model", "vl", "--dataset", "flickr8k"])
-        .args([
+    let o = online(
+        out.path(),
+        cache.path(),
+        &hub.endpoint(),
+        &[],
+        &[
+            "--url",
+            &url,
+            "--model",
+            "vl",
+            "--dataset",
+            "flickr8k",
             "--number",
             "2",
             "--no-test-connection",
-            "--sleep-interval",
-            "0",
-        ])
-        .args(["--outputs-dir", out.path().to_str().unwrap()])
-        .output()
-        .unwrap();
+        ],
+    );
     ok(&o);
     let snapshot = cache
         .path()

@@ -15,7 +15,6 @@ use parquet::schema::parser::parse_message_type;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::tokens::llmperf_env;
 
 /// One top-level column of a fixture file.
 enum Col<'a> {

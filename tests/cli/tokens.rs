@@ -3,7 +3,6 @@
 //! token-count fallback, and the errors given before any request.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -31,23 +30,6 @@ pub fn raw_tokenizer(name: &str) -> tokenizers::Tokenizer {
 
 pub fn count(tok: &tokenizers::Tokenizer, text: &str) -> usize {
     tok.encode(text, false).unwrap().len()
-}
-
-/// `llmperf` with extra environment variables.
-pub fn llmperf_env(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
-    // Hub downloads are off unless a test turns them on (tests never reach the internet).
-    cmd.env("HF_HUB_OFFLINE", "1");
-    cmd.args(args).args([
-        "--outputs-dir",
-        out.to_str().unwrap(),
-        "--sleep-interval",
-        "0",
-    ]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("llmperf runs")
 }
 
 fn bodies(sim: &llmperf::sim::SimServer) -> Vec<(String, Value)> {
