@@ -10,6 +10,11 @@ pub fn shared_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
 }
 
+/// `<shared>/tokenizers/<name>`: a real tokenizer folder.
+pub fn tokenizer_dir(name: &str) -> PathBuf {
+    shared_dir().join("tokenizers").join(name)
+}
+
 /// `<shared>/reference/evalscope-golden`; panics with a hint when it is missing (never skips silently).
 pub fn golden_root() -> PathBuf {
     let root = shared_dir().join("reference/evalscope-golden");

@@ -156,9 +156,8 @@ mod tests {
     use clap::Parser;
 
     fn golden_keys() -> Option<Vec<String>> {
-        let root = std::env::var("LLMPERF_SHARED_DIR")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
-        let dir = format!("{root}/reference/evalscope-golden/a_seed/outputs");
+        let dir =
+            crate::test_support::shared_dir().join("reference/evalscope-golden/a_seed/outputs");
         let stamp = std::fs::read_dir(&dir).ok()?.next()?.ok()?.path();
         let text =
             std::fs::read_to_string(stamp.join("test1/parallel_1_number_20/benchmark_args.json"))

@@ -20,10 +20,7 @@ use crate::metrics::{
 };
 
 fn golden_dir(case: &str) -> PathBuf {
-    let shared = std::env::var_os("LLMPERF_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
-    let dir = shared.join("reference/evalscope-golden").join(case);
+    let dir = crate::test_support::golden_root().join(case);
     assert!(
         dir.is_dir(),
         "golden case {} not found; set LLMPERF_SHARED_DIR to the shared/ directory",

@@ -1,7 +1,7 @@
 //! Compatibility tests: `response_messages` read back by a real Python (when `python3` is on PATH), the
 //! schema and pickle format of evalscope's own golden `benchmark_data.db`, and a rough cost measurement.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use base64::Engine as _;
@@ -11,6 +11,7 @@ use super::tests::{
     non_stream_ok, python, stream_ok, table_info, BODY, CHUNK_1, CHUNK_2, PY_UNPICKLE,
 };
 use super::*;
+use crate::test_support::shared_dir;
 
 #[test]
 fn response_messages_round_trip_through_pickle() {
@@ -61,12 +62,6 @@ fn response_messages_round_trip_through_pickle() {
     ) {
         assert_eq!(out, "list dict int");
     }
-}
-
-fn shared_dir() -> PathBuf {
-    std::env::var_os("LLMPERF_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
 }
 
 fn golden_db() -> Option<PathBuf> {

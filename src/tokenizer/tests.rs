@@ -4,10 +4,9 @@ use super::*;
 use serde_json::json;
 
 fn shared_tokenizer(name: &str) -> Tokenizer {
-    let root = std::env::var("LLMPERF_SHARED_DIR")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
-    let dir = format!("{root}/tokenizers/{name}");
-    Tokenizer::load(&dir).unwrap_or_else(|e| panic!("{dir}: {e:#}"))
+    let dir = crate::test_support::tokenizer_dir(name);
+    let dir = dir.to_str().unwrap();
+    Tokenizer::load(dir).unwrap_or_else(|e| panic!("{dir}: {e:#}"))
 }
 
 #[test]
@@ -65,11 +64,9 @@ fn allowed_ids_skip_special_tokens_and_stay_ascending() {
 
 #[test]
 fn template_list_and_jinja_file_are_found() {
-    let root = std::env::var("LLMPERF_SHARED_DIR")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(
-        format!("{root}/tokenizers/smollm2-135m-instruct/tokenizer.json"),
+        crate::test_support::tokenizer_dir("smollm2-135m-instruct").join("tokenizer.json"),
         dir.path().join("tokenizer.json"),
     )
     .unwrap();

@@ -1,15 +1,11 @@
 //! The seed recipes in `examples/*.sh` run against the built-in simulator, so they never rot.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
 
-fn shared() -> PathBuf {
-    std::env::var("LLMPERF_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
-}
+use crate::tokens::shared_dir as shared;
 
 fn script(name: &str, out: &Path, env: &[(&str, &str)]) -> std::process::Output {
     script_with_args(name, &[], out, env)

@@ -3,9 +3,8 @@
 use super::*;
 
 fn qwen3() -> Arc<Tokenizer> {
-    let root = std::env::var("LLMPERF_SHARED_DIR")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
-    Arc::new(Tokenizer::load(&format!("{root}/tokenizers/qwen3")).unwrap())
+    let dir = crate::test_support::tokenizer_dir("qwen3");
+    Arc::new(Tokenizer::load(dir.to_str().unwrap()).unwrap())
 }
 
 fn all(r: &RandomText, total: usize, offset: u64, seed: u64, threads: usize) -> Vec<Generated> {
@@ -81,9 +80,8 @@ fn template_tokens_shrink_the_bounds() {
 }
 
 fn smollm2() -> Arc<Tokenizer> {
-    let root = std::env::var("LLMPERF_SHARED_DIR")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared").to_string());
-    Arc::new(Tokenizer::load(&format!("{root}/tokenizers/smollm2-135m-instruct")).unwrap())
+    let dir = crate::test_support::tokenizer_dir("smollm2-135m-instruct");
+    Arc::new(Tokenizer::load(dir.to_str().unwrap()).unwrap())
 }
 
 /// The stitched re-encoding gives exactly what decoding and re-encoding whole windows gives.
