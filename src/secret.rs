@@ -1,4 +1,5 @@
-//! Values that must never reach a file or a log: API keys and secret request headers. Their `Debug`
+//! Values that must never reach a file or a log: API keys and secret request headers (which header names
+//! count as secret, too). Their `Debug`
 //! prints a mask, so a `{:?}` of the flags or the run plan (in a log line, a panic message, a test
 //! failure) cannot leak them; the real value is read only where it is sent.
 
@@ -7,10 +8,16 @@ use std::fmt;
 use std::ops::Deref;
 use std::str::FromStr;
 
-use crate::engine::client::is_secret_header;
-
 /// What is printed instead of a secret.
 pub const MASK: &str = "**********";
+
+/// Header names whose values are secrets (masked in every file and log).
+pub fn is_secret_header(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "authorization" | "proxy-authorization" | "x-api-key" | "x-auth-token" | "api-key"
+    )
+}
 
 /// A secret string (`--api-key`, `--wandb-api-key`, `--swanlab-api-key`).
 #[derive(Clone, PartialEq, Eq)]
@@ -37,7 +44,7 @@ impl fmt::Debug for Secret {
 }
 
 /// The headers sent with every request, in order; `Debug` masks the values of secret ones
-/// (`Authorization`, `*-key`, `*token*`, …).
+/// ([`is_secret_header`]).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Headers(Vec<(String, String)>);
 
@@ -73,6 +80,13 @@ impl fmt::Debug for Headers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_headers_are_recognised() {
+        assert!(is_secret_header("Authorization"));
+        assert!(is_secret_header("x-api-key"));
+        assert!(!is_secret_header("X-Team"));
+    }
 
     #[test]
     fn debug_never_shows_the_secret() {

@@ -15,7 +15,7 @@ pub struct HeaderPair {
 
 impl std::fmt::Debug for HeaderPair {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let secret = crate::engine::client::is_secret_header(&self.name);
+        let secret = crate::secret::is_secret_header(&self.name);
         f.debug_struct("HeaderPair")
             .field("name", &self.name)
             .field(

@@ -27,14 +27,6 @@ const MAX_ERROR_BYTES: usize = 4096;
 /// Largest non-stream or error body read (a longer one fails the request instead of filling memory).
 const MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
 
-/// Header names whose values are secrets (masked in every file and log).
-pub fn is_secret_header(name: &str) -> bool {
-    matches!(
-        name.to_ascii_lowercase().as_str(),
-        "authorization" | "proxy-authorization" | "x-api-key" | "x-auth-token" | "api-key"
-    )
-}
-
 /// A request already on the wire: its (reused) connection and how many bytes went out.
 pub struct Started {
     conn: Conn,
@@ -502,13 +494,6 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secret_headers_are_recognised() {
-        assert!(is_secret_header("Authorization"));
-        assert!(is_secret_header("x-api-key"));
-        assert!(!is_secret_header("X-Team"));
-    }
 
     #[test]
     fn missing_usage_fails_the_request() {

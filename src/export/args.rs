@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::engine::client::is_secret_header;
 use crate::plan::{RunPlan, RunSpec};
+use crate::secret::is_secret_header;
 
 /// What a masked secret is written as.
 pub use crate::secret::MASK;
