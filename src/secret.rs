@@ -1,7 +1,6 @@
-//! Values that must never reach a file or a log: API keys and secret request headers (which header names
-//! count as secret, too). Their `Debug`
-//! prints a mask, so a `{:?}` of the flags or the run plan (in a log line, a panic message, a test
-//! failure) cannot leak them; the real value is read only where it is sent.
+//! Values that must never reach a file or a log: API keys and secret request headers, and which header
+//! names count as secret. Their `Debug` prints a mask, so a `{:?}` of the flags or the run plan (in a log
+//! line, a panic message, a test failure) cannot leak them; the real value is read only where it is sent.
 
 use std::convert::Infallible;
 use std::fmt;
