@@ -9,7 +9,7 @@
 //! leaves no half file behind. Downloads run on a thread of their own: the blocking HTTP client must not
 //! run inside the async runtime.
 
-use std::io::Write;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -169,14 +169,20 @@ pub(crate) fn commit_id(value: Option<&str>) -> Option<String> {
 }
 
 /// Writes `bytes` to `path` through a temporary sibling and a rename.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomic(path: &Path, mut bytes: &[u8]) -> Result<(), String> {
+    save(path, &mut bytes)
+}
+
+/// Streams `body` (a response) into `path` through a temporary sibling and a rename: a large shard never
+/// sits whole in memory, and an interrupted download leaves no half file under the final name.
+pub(crate) fn save(path: &Path, body: &mut dyn Read) -> Result<(), String> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
     let tmp = path.with_extension(format!("part-{}", std::process::id()));
     let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
+        .and_then(|mut f| std::io::copy(body, &mut f).and_then(|_| f.sync_all()))
         .and_then(|_| std::fs::rename(&tmp, path));
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
@@ -224,11 +230,8 @@ pub fn download_dataset(
                 continue;
             }
             tracing::info!("downloading {repo} {file} ({} of {})", i + 1, files.len());
-            let bytes = hub
-                .get(&format!("datasets/{repo}/resolve/{sha}/{file}"))?
-                .bytes()
-                .map_err(|e| format!("{repo} {file}: {e}"))?;
-            write_atomic(&dest, &bytes)?;
+            let mut body = hub.get(&format!("datasets/{repo}/resolve/{sha}/{file}"))?;
+            save(&dest, &mut body).map_err(|e| format!("{repo} {file}: {e}"))?;
         }
         if revision == "main" {
             write_atomic(&root.join("refs/main"), sha.as_bytes())?;

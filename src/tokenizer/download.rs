@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::resolve::TokenizerFiles;
-use crate::hub::{commit_id, with_hub, write_atomic};
+use crate::hub::{commit_id, save, with_hub, write_atomic};
 
 /// Files fetched, and whether each is required.
 const FILES: [(&str, bool); 4] = [
@@ -48,10 +48,8 @@ pub fn download(org: &str, name: &str, cache: &Path) -> Result<TokenizerFiles, S
                     d
                 }
             };
-            let bytes = resp
-                .bytes()
-                .map_err(|e| format!("{org}/{name} {file}: {e}"))?;
-            write_atomic(&dir.join(file), &bytes)?;
+            let mut body = resp;
+            save(&dir.join(file), &mut body).map_err(|e| format!("{org}/{name} {file}: {e}"))?;
         }
         let dir = snapshot.ok_or_else(|| "nothing was downloaded".to_string())?;
         Ok(TokenizerFiles {
