@@ -7,6 +7,7 @@
 
 mod conversations;
 mod embedding;
+mod files;
 mod hub_vision;
 pub mod image;
 mod line_by_line;

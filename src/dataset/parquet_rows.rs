@@ -108,30 +108,7 @@ pub fn rows(files: Vec<PathBuf>) -> impl Iterator<Item = Result<Record>> {
 
 /// Every `.parquet` file under `path` (or `path` itself when it is a file), sorted by path.
 pub fn parquet_files(path: &Path) -> Result<Vec<PathBuf>> {
-    if path.is_file() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut found = Vec::new();
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-            let p = e?.path();
-            let hidden = p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with('.'));
-            if hidden {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().and_then(|x| x.to_str()) == Some("parquet") {
-                found.push(p);
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
+    super::files::with_extension(path, "parquet")
 }
 
 /// The files of one split, named the way the hub names them: a folder called `split` on the way from

@@ -111,24 +111,9 @@ pub fn cached_flickr8k() -> std::result::Result<PathBuf, String> {
     ))
 }
 
+/// The `.tar` shards under `path` (or `path` itself when it is a file), sorted by path.
 fn shards(path: &Path) -> Result<Vec<PathBuf>> {
-    if path.is_file() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut found = Vec::new();
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
-            let p = e?.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().and_then(|x| x.to_str()) == Some("tar") {
-                found.push(p);
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
+    super::files::with_extension(path, "tar")
 }
 
 fn mime(ext: &str) -> Option<&'static str> {
