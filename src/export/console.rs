@@ -99,6 +99,11 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
     format!("Benchmarking summary:\n{}", table.render())
 }
 
+/// `a / b`, each with `digits` decimals at most.
+fn pair(a: f64, b: f64, digits: u32) -> String {
+    format!("{} / {}", fmt_num(a, digits), fmt_num(b, digits))
+}
+
 /// The client's self-diagnostics rows of the `── llmperf ──` section.
 fn client_rows(rows: &mut Vec<(String, String)>, c: &ClientDiagnostics) {
     let pct = |v: f64| format!("{}%", fmt_num(v, 1));
@@ -112,36 +117,20 @@ fn client_rows(rows: &mut Vec<(String, String)>, c: &ClientDiagnostics) {
     ));
     rows.push((
         "Send lag p50 / p99 (ms)".to_string(),
-        format!(
-            "{} / {}",
-            fmt_num(c.send_lag_p50_ms, 3),
-            fmt_num(c.send_lag_p99_ms, 3)
-        ),
+        pair(c.send_lag_p50_ms, c.send_lag_p99_ms, 3),
     ));
     rows.push((
         "Read lag p50 / p99 (ms)".to_string(),
-        format!(
-            "{} / {}",
-            fmt_num(c.read_lag_p50_ms, 3),
-            fmt_num(c.read_lag_p99_ms, 3)
-        ),
+        pair(c.read_lag_p50_ms, c.read_lag_p99_ms, 3),
     ));
     if let Some(f) = &c.from_schedule {
         rows.push((
             "TTFT from sched. avg/p99".to_string(),
-            format!(
-                "{} / {} ms",
-                fmt_num(f.avg_ttft_ms, 2),
-                fmt_num(f.p99_ttft_ms, 2)
-            ),
+            format!("{} ms", pair(f.avg_ttft_ms, f.p99_ttft_ms, 2)),
         ));
         rows.push((
             "Lat. from sched. avg/p99".to_string(),
-            format!(
-                "{} / {} s",
-                fmt_num(f.avg_latency_s, 3),
-                fmt_num(f.p99_latency_s, 3)
-            ),
+            format!("{} s", pair(f.avg_latency_s, f.p99_latency_s, 3)),
         ));
     }
     let limited = if c.limits.is_empty() {
