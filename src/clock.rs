@@ -17,22 +17,8 @@ fn base() -> &'static Base {
     static BASE: OnceLock<Base> = OnceLock::new();
     BASE.get_or_init(|| Base {
         instant: Instant::now(),
-        mono_s: read_monotonic_s(),
+        mono_s: crate::sys::monotonic_s(),
     })
-}
-
-#[allow(unsafe_code)]
-fn read_monotonic_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec and CLOCK_MONOTONIC is always available on Linux/macOS.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if rc != 0 {
-        return 0.0;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// Fixes the clock's origin; call once at start-up so later reads cost one `Instant::now()`.
@@ -85,7 +71,7 @@ mod tests {
     fn secs_tracks_the_system_monotonic_clock() {
         init();
         let ours = now_s();
-        let system = read_monotonic_s();
+        let system = crate::sys::monotonic_s();
         assert!((ours - system).abs() < 0.05, "ours={ours} system={system}");
     }
 }

@@ -7,7 +7,8 @@
 //! `$HF_TOKEN` is sent as a bearer token for gated repos and never written anywhere; `$HF_HUB_OFFLINE=1`
 //! turns downloading off. Each file is written to a temporary name and renamed, so an interrupted download
 //! leaves no half file behind. Downloads run on a thread of their own: the blocking HTTP client must not
-//! run inside the async runtime.
+//! run inside the async runtime. Where the local caches are (`$HF_HUB_CACHE`, `$HF_HOME`,
+//! `$MODELSCOPE_CACHE`, `~/.cache/…`) is decided here too, for tokenizers and datasets alike.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -30,13 +31,41 @@ pub fn offline() -> bool {
         .unwrap_or(false)
 }
 
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from)
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The Hugging Face hub cache folder.
+pub fn hf_hub_cache() -> Option<PathBuf> {
+    env_path("HF_HUB_CACHE")
+        .or_else(|| env_path("HUGGINGFACE_HUB_CACHE"))
+        .or_else(|| env_path("HF_HOME").map(|h| h.join("hub")))
+        .or_else(|| home().map(|h| h.join(".cache/huggingface/hub")))
+}
+
+/// The ModelScope cache roots to search (the configured one and its `hub/` folder).
+pub fn modelscope_roots() -> Vec<PathBuf> {
+    match env_path("MODELSCOPE_CACHE") {
+        Some(root) => vec![root.join("hub"), root],
+        None => home()
+            .map(|h| vec![h.join(".cache/modelscope/hub")])
+            .unwrap_or_default(),
+    }
+}
+
 /// Runs `fetch` with the Hugging Face cache folder when downloading is allowed. `Err` says why nothing
 /// was downloaded, as a sentence to follow a "Looked in" list.
 pub fn try_download<T>(fetch: impl FnOnce(&Path) -> Result<T, String>) -> Result<T, String> {
     if offline() {
         return Err("Not downloaded: HF_HUB_OFFLINE is set".to_string());
     }
-    let Some(cache) = crate::tokenizer::hf_hub_cache() else {
+    let Some(cache) = hf_hub_cache() else {
         return Err("Not downloaded: no Hugging Face cache folder (set HF_HOME)".to_string());
     };
     fetch(&cache).map_err(|e| format!("Download from the Hugging Face hub failed: {e}"))

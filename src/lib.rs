@@ -9,29 +9,30 @@
 pub mod api;
 pub mod cli;
 pub mod clock;
-pub mod commands;
+pub(crate) mod commands;
 pub mod dataset;
 pub mod engine;
 pub mod error;
-pub mod export;
-pub mod hub;
-pub mod jsonscan;
-pub mod logging;
+pub(crate) mod export;
+pub(crate) mod hub;
+pub(crate) mod jsonscan;
+pub(crate) mod logging;
 pub mod metrics;
 pub mod plan;
-pub mod progress;
+pub(crate) mod progress;
 pub mod pyjson;
 pub mod record;
 pub mod resources;
-pub mod runner;
-pub mod secret;
+pub(crate) mod runner;
+pub(crate) mod secret;
 pub mod shutdown;
 pub mod sim;
 pub mod store;
+mod sys;
 #[cfg(test)]
 mod test_support;
 pub mod tokenizer;
-pub mod visualizer;
+pub(crate) mod visualizer;
 
 pub use error::{Error, EXIT_FAILURE, EXIT_USAGE};
 

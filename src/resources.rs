@@ -39,15 +39,8 @@ fn timeval(tv: libc::timeval) -> Duration {
     Duration::from_secs(tv.tv_sec.max(0) as u64) + Duration::from_micros(tv.tv_usec.max(0) as u64)
 }
 
-#[allow(unsafe_code)]
 fn rusage() -> Option<Usage> {
-    // SAFETY: `rusage` is plain old data; zeroed is a valid value and `getrusage` only writes into it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF is always valid and `ru` is a valid, writable rusage.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    if rc != 0 {
-        return None;
-    }
+    let ru = crate::sys::rusage_self()?;
     let max_rss = ru.ru_maxrss.max(0) as u64;
     let max_rss_bytes = if cfg!(target_os = "macos") {
         max_rss
@@ -181,10 +174,8 @@ fn parse_task_stat(stat: &str) -> Option<(&str, u64)> {
     Some((name, utime + stime))
 }
 
-#[allow(unsafe_code)]
 fn clock_tick_s() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = crate::sys::clock_ticks_per_s();
     if hz > 0 {
         1.0 / hz as f64
     } else {
@@ -221,15 +212,8 @@ fn limit_value(v: libc::rlim_t) -> Option<u64> {
     (v != libc::RLIM_INFINITY).then_some(v as u64)
 }
 
-#[allow(unsafe_code)]
 fn get_file_limit() -> Option<libc::rlimit> {
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `rl` is a valid, writable rlimit.
-    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
-    (rc == 0).then_some(rl)
+    crate::sys::file_limit()
 }
 
 #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
@@ -258,7 +242,6 @@ pub const FD_HEADROOM: u64 = 64;
 /// Raises the soft open-file limit to the hard limit when `needed` descriptors exceed it. Returns the limit
 /// now in force, or an error text naming the limit when even the hard limit is too small (or it could not
 /// be raised).
-#[allow(unsafe_code)]
 pub fn ensure_file_limit(needed: u64) -> Result<FileLimit, String> {
     let Some(mut rl) = get_file_limit() else {
         return Ok(file_limit());
@@ -274,8 +257,7 @@ pub fn ensure_file_limit(needed: u64) -> Result<FileLimit, String> {
     };
     if target > soft.unwrap_or(0) {
         rl.rlim_cur = to_rlim(target);
-        // SAFETY: `rl` is a valid rlimit whose soft value does not exceed its hard value.
-        let _ = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) };
+        crate::sys::set_file_limit(&rl);
     }
     let now = file_limit();
     if now.soft.is_none_or(|s| s >= needed) {

@@ -14,14 +14,18 @@ const RUNNING: u8 = 0;
 const STOPPING: u8 = 1;
 const ABANDON: u8 = 2;
 
-type FlushHook = Box<dyn Fn() + Send + Sync>;
+/// What a second signal runs before the process exits (a store commits its pending rows).
+pub type ExitHook = Box<dyn Fn() + Send + Sync>;
+
+/// The exit hooks, by the id [`Shutdown::on_exit`] gave them.
+type ExitHooks = Vec<(u64, ExitHook)>;
 
 /// Shared stop state; cheap to clone.
 #[derive(Clone)]
 pub struct Shutdown {
     state: watch::Sender<u8>,
     signal: Arc<Mutex<Option<i32>>>,
-    flush_hook: Arc<Mutex<Option<FlushHook>>>,
+    exit_hooks: Arc<Mutex<(u64, ExitHooks)>>,
 }
 
 impl Default for Shutdown {
@@ -36,7 +40,7 @@ impl Shutdown {
         Shutdown {
             state: watch::Sender::new(RUNNING),
             signal: Arc::new(Mutex::new(None)),
-            flush_hook: Arc::new(Mutex::new(None)),
+            exit_hooks: Arc::new(Mutex::new((0, Vec::new()))),
         }
     }
 
@@ -89,13 +93,28 @@ impl Shutdown {
         let _ = rx.wait_for(|s| *s >= ABANDON).await;
     }
 
-    /// Sets what a second signal runs before exiting (commit the database).
-    pub fn set_flush_hook(&self, hook: Option<FlushHook>) {
-        *self.flush_hook.lock().expect("hook lock") = hook;
+    /// Registers what a second signal runs before the process exits; the id removes it again
+    /// ([`Shutdown::remove_exit_hook`]). The store registers its commit here for as long as it writes.
+    pub fn on_exit(&self, hook: ExitHook) -> u64 {
+        let mut hooks = self.exit_hooks.lock().expect("hook lock");
+        hooks.0 += 1;
+        let id = hooks.0;
+        hooks.1.push((id, hook));
+        id
     }
 
-    fn run_flush_hook(&self) {
-        if let Some(hook) = self.flush_hook.lock().expect("hook lock").as_ref() {
+    /// Removes (and drops) the exit hook `id`; waits while a second signal is running it.
+    pub fn remove_exit_hook(&self, id: u64) {
+        let removed = {
+            let mut hooks = self.exit_hooks.lock().expect("hook lock");
+            let at = hooks.1.iter().position(|(i, _)| *i == id);
+            at.map(|at| hooks.1.remove(at))
+        };
+        drop(removed);
+    }
+
+    fn run_exit_hooks(&self) {
+        for (_, hook) in self.exit_hooks.lock().expect("hook lock").1.iter() {
             hook();
         }
     }
@@ -142,7 +161,7 @@ impl Shutdown {
                     me.abandon_in_flight();
                 });
             } else {
-                self.run_flush_hook();
+                self.run_exit_hooks();
                 eprintln!("Interrupted twice: exiting now; the database holds every request completed so far.");
                 let signal = self.signal().unwrap_or(sig);
                 std::process::exit(crate::error::Error::Interrupted { signal }.exit_code());
@@ -171,5 +190,20 @@ mod tests {
         s.stopped().await;
         s.abandon_in_flight();
         s.abandoned().await;
+    }
+
+    #[test]
+    fn exit_hooks_run_until_removed() {
+        let s = Shutdown::new();
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = runs.clone();
+        let id = s.on_exit(Box::new(move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+        s.run_exit_hooks();
+        s.remove_exit_hook(id);
+        s.run_exit_hooks();
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(Arc::strong_count(&runs), 1, "the removed hook is dropped");
     }
 }

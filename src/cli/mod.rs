@@ -94,14 +94,9 @@ pub struct Cli {
     pub open_loop: bool,
 
     /// Warmup requests before each run (not measured): ≥ 1 is a count, between 0 and 1 a fraction of
-    /// `--number` (at least 1), ≤ 0 none.
-    #[arg(
-        long,
-        default_value_t = 0.0,
-        allow_negative_numbers = true,
-        help_heading = "Load"
-    )]
-    pub warmup_num: f64,
+    /// `--number` (at least 1), ≤ 0 none [default: 0].
+    #[arg(long, allow_negative_numbers = true, help_heading = "Load")]
+    pub warmup_num: Option<f64>,
 
     /// Soft time limit per run, in seconds: stop sending once it has passed, then wait for requests in
     /// flight [default: none].

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use parquet::file::reader::SerializedFileReader;
 use parquet::record::{Field, Row};
 
-use crate::tokenizer::{hf_hub_cache, modelscope_roots};
+use crate::hub::{hf_hub_cache, modelscope_roots};
 
 /// One cell of a row.
 #[derive(Debug, Clone, PartialEq)]

@@ -87,7 +87,7 @@ fn flickr8k_file(path: &str) -> bool {
 /// usage message naming where it looked and why nothing was downloaded.
 pub fn cached_flickr8k() -> std::result::Result<PathBuf, String> {
     let mut looked = Vec::new();
-    if let Some(cache) = crate::tokenizer::hf_hub_cache() {
+    if let Some(cache) = crate::hub::hf_hub_cache() {
         let repo = cache.join(format!("datasets--{}", FLICKR8K_REPO.replace('/', "--")));
         let with_shards = |d: &Path| shards(&d.join("test")).is_ok_and(|s| !s.is_empty());
         if let Some(found) = crate::hub::snapshots(&repo, None)

@@ -49,27 +49,12 @@ struct Inner {
     /// Sizes of the last complete response (chunk times, kept payloads, payload bytes), so the next
     /// record's vectors are allocated once instead of growing chunk by chunk.
     size_hint: [AtomicUsize; 3],
-    /// CPU work injected before each send ([`INJECT_WORK_ENV`]).
-    inject_work: Option<Duration>,
+    /// Test hooks (CPU work before each send).
+    hooks: super::hooks::Hooks,
 }
 
 /// The most a size hint reserves up front.
 const MAX_HINT: usize = 1 << 16;
-
-/// Environment variable (a test and diagnostic hook, not a flag): burn this many microseconds of CPU in the
-/// client right before each request is sent, to see how a starved client shows up (send lag, the
-/// client-limited warning).
-pub const INJECT_WORK_ENV: &str = "LLMPERF_INJECT_CLIENT_WORK_US";
-
-/// Spins for `work` (the injected client work), if any.
-fn burn(work: Option<Duration>) {
-    if let Some(work) = work {
-        let until = Instant::now() + work;
-        while Instant::now() < until {
-            std::hint::spin_loop();
-        }
-    }
-}
 
 impl HttpClient {
     /// A client for `plan`'s endpoint with a pool sized for `max_in_flight` connections.
@@ -89,11 +74,7 @@ impl HttpClient {
                 debug: plan.debug,
                 usage_counted_later: plan.tokens.tokenizer_path.is_some() || plan.api.input_only(),
                 size_hint: Default::default(),
-                inject_work: std::env::var(INJECT_WORK_ENV)
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .filter(|us| *us > 0)
-                    .map(Duration::from_micros),
+                hooks: super::hooks::Hooks::from_env(),
             }),
         })
     }
@@ -110,7 +91,7 @@ impl HttpClient {
         let pool = &self.inner.pool;
         let mut conn = pool.try_idle()?;
         conn.prepare(pool.endpoint(), record.request.as_bytes());
-        burn(self.inner.inject_work);
+        self.inner.hooks.before_send();
         record.sent_at = Instant::now();
         match conn.try_write_now() {
             Some(written) => Some(Started { conn, written }),
@@ -147,7 +128,7 @@ impl HttpClient {
         record.response_bytes.reserve(hint(2));
         let deadline = tokio::time::Instant::now() + inner.total_timeout;
         if started.is_none() {
-            burn(inner.inject_work);
+            inner.hooks.before_send();
             record.sent_at = Instant::now();
         }
         let outcome = tokio::time::timeout_at(deadline, self.exchange(&mut record, started)).await;

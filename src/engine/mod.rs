@@ -7,9 +7,9 @@
 pub mod client;
 mod closed_loop;
 pub mod conn_test;
+pub mod hooks;
 mod http1;
 mod open_loop;
-pub(crate) mod rx_stamp;
 pub mod schedule;
 pub mod sse;
 pub mod timer;

@@ -61,17 +61,6 @@ impl InFlight {
     }
 }
 
-/// Lets this thread's sleeps end within microseconds of their deadline (Linux timer slack; the default
-/// is 50 µs).
-#[allow(unsafe_code)]
-fn tighten_timing() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
-    }
-}
-
 /// Sleeps until `deadline` (spinning only the last [`SPIN`]); returns early with `false` on a stop.
 fn wait_for_slot(deadline: Instant, shutdown: &Shutdown) -> bool {
     loop {
@@ -118,7 +107,8 @@ struct ThreadOutcome {
 
 /// The dispatcher thread.
 fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome {
-    tighten_timing();
+    // Sleeps end within microseconds of their deadline (the default timer slack is 50 µs).
+    crate::sys::set_timer_slack_ns(1);
     let t0 = Instant::now();
     let deadline = s.duration.map(|d| t0 + d);
     let mut out = ThreadOutcome::default();

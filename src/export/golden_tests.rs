@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::console::{percentile_table, summary_table, workload_table};
+use super::report::{performance_summary, ReportInfo, RunReport};
 use super::table::display_width;
-use super::{
-    percentile_table, performance_summary, summary_table, workload_table, ReportInfo, RunReport,
-};
 use crate::metrics::{
     BenchmarkSummary, PercentileTable, WorkloadRow, WorkloadThroughput, PERCENTILE_LABELS,
     WORKLOAD_METRICS,

@@ -20,7 +20,3 @@ pub mod table;
 mod golden_tests;
 #[cfg(test)]
 mod report_tests;
-
-pub use console::{percentile_table, summary_table, workload_table};
-pub use format::{fmt_num, Unit};
-pub use report::{performance_summary, ReportInfo, RunReport};

@@ -17,7 +17,8 @@
 //! `llm_sections` returns the LLM tables in print order.
 
 use crate::metrics::{
-    BenchmarkSummary, ClientDiagnostics, PercentileTable, WorkloadThroughput, PERCENTILE_LABELS,
+    columns, BenchmarkSummary, ClientDiagnostics, PercentileTable, WorkloadThroughput,
+    PERCENTILE_LABELS,
 };
 use crate::pyjson;
 
@@ -347,26 +348,26 @@ fn per_request_table(runs: &[&RunReport]) -> RichTable {
         add(
             &mut table,
             "Latency (s)",
-            with_p(s.avg_latency_s, "Latency (s)", Unit::Seconds),
+            with_p(s.avg_latency_s, columns::LATENCY_S, Unit::Seconds),
         );
         if has_ttft {
             add(
                 &mut table,
                 "TTFT (ms)",
-                with_p(s.avg_ttft_ms, "TTFT (ms)", Unit::Millis),
+                with_p(s.avg_ttft_ms, columns::TTFT_MS, Unit::Millis),
             );
         }
         if has_tpot {
             add(
                 &mut table,
                 "TPOT (ms)",
-                with_p(s.avg_tpot_ms, "TPOT (ms)", Unit::Millis),
+                with_p(s.avg_tpot_ms, columns::TPOT_MS, Unit::Millis),
             );
         }
-        let input = with_p(s.avg_input_tokens, "Input tokens", Unit::Count);
+        let input = with_p(s.avg_input_tokens, columns::INPUT_TOKENS, Unit::Count);
         add(&mut table, "Input Tokens", input);
         if has_output {
-            let output = with_p(s.avg_output_tokens, "Output tokens", Unit::Count);
+            let output = with_p(s.avg_output_tokens, columns::OUTPUT_TOKENS, Unit::Count);
             add(&mut table, "Output Tokens", output);
         }
         if has_cache {

@@ -7,6 +7,7 @@ mod client;
 mod percentile;
 mod samples;
 mod summary;
+mod summary_json;
 mod workload;
 
 #[cfg(test)]
@@ -21,7 +22,7 @@ pub use client::{
     ClientDiagnostics, CpuUse, FromSchedule, CPU_LIMIT_PCT, LAG_LIMIT_CLOSED, LAG_LIMIT_OPEN,
     SCHED_DELAY_LIMIT,
 };
-pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
+pub use percentile::{columns, nearest_rank, PercentileTable, PERCENTILE_LABELS};
 pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
 pub use workload::{
     WorkloadRow, WorkloadThroughput, WorkloadTimeline, LAST_WINDOW_S, WARMUP_FRAC, WORKLOAD_METRICS,

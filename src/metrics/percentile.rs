@@ -10,6 +10,31 @@ pub const PERCENTILE_LABELS: [&str; 11] = [
     "min", "1%", "5%", "10%", "25%", "50%", "75%", "90%", "95%", "99%", "max",
 ];
 
+/// The percentile table's column keys, as evalscope spells them (look columns up by these, never by a
+/// literal, so a typo does not compile).
+pub mod columns {
+    /// `Latency (s)`.
+    pub const LATENCY_S: &str = "Latency (s)";
+    /// `TTFT (ms)`.
+    pub const TTFT_MS: &str = "TTFT (ms)";
+    /// `ITL (ms)`.
+    pub const ITL_MS: &str = "ITL (ms)";
+    /// `TPOT (ms)`.
+    pub const TPOT_MS: &str = "TPOT (ms)";
+    /// `Input tokens`.
+    pub const INPUT_TOKENS: &str = "Input tokens";
+    /// `Output tokens`.
+    pub const OUTPUT_TOKENS: &str = "Output tokens";
+    /// `Input (tok/s)` (embedding and rerank runs).
+    pub const INPUT_TPS: &str = "Input (tok/s)";
+    /// `Output (tok/s)`.
+    pub const OUTPUT_TPS: &str = "Output (tok/s)";
+    /// `Total (tok/s)`.
+    pub const TOTAL_TPS: &str = "Total (tok/s)";
+    /// `Decode (tok/s)`.
+    pub const DECODE_TPS: &str = "Decode (tok/s)";
+}
+
 /// The percentile (0..=100) behind each label of [`PERCENTILE_LABELS`].
 pub const PERCENTILES: [u32; 11] = [0, 1, 5, 10, 25, 50, 75, 90, 95, 99, 100];
 

@@ -2,7 +2,7 @@
 //! `benchmark_data.db` row feed the same code), and the compact per-success columns kept for the percentile
 //! table ([`SuccessRows`]).
 
-use super::percentile::{percentile_column, PercentileTable};
+use super::percentile::{columns, percentile_column, PercentileTable};
 
 /// One measured request, reduced to the numbers the summary and percentiles use (seconds, tokens).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -97,9 +97,9 @@ impl SuccessRows {
         let mut columns: Vec<(&str, Vec<f64>)> = Vec::with_capacity(9);
         if input_only {
             let input_tps = self.all(|i| self.per_second(f64::from(self.prompt[i]), i));
-            columns.push(("Latency (s)", latency));
-            columns.push(("Input tokens", prompt));
-            columns.push(("Input (tok/s)", input_tps));
+            columns.push((columns::LATENCY_S, latency));
+            columns.push((columns::INPUT_TOKENS, prompt));
+            columns.push((columns::INPUT_TPS, input_tps));
         } else {
             let any_stream = self.n_stream > 0;
             let tpot_ms = self.streaming(|i| {
@@ -118,24 +118,30 @@ impl SuccessRows {
                     f64::NAN
                 }
             });
-            columns.push(("Latency (s)", latency));
-            columns.push(("TTFT (ms)", self.streaming(|i| self.ttft[i] * 1000.0)));
-            columns.push(("ITL (ms)", self.itl.iter().map(|v| v * 1000.0).collect()));
-            columns.push(("TPOT (ms)", tpot_ms));
-            columns.push(("Input tokens", prompt));
-            columns.push(("Output tokens", self.all(|i| f64::from(self.completion[i]))));
+            columns.push((columns::LATENCY_S, latency));
+            columns.push((columns::TTFT_MS, self.streaming(|i| self.ttft[i] * 1000.0)));
             columns.push((
-                "Output (tok/s)",
+                columns::ITL_MS,
+                self.itl.iter().map(|v| v * 1000.0).collect(),
+            ));
+            columns.push((columns::TPOT_MS, tpot_ms));
+            columns.push((columns::INPUT_TOKENS, prompt));
+            columns.push((
+                columns::OUTPUT_TOKENS,
+                self.all(|i| f64::from(self.completion[i])),
+            ));
+            columns.push((
+                columns::OUTPUT_TPS,
                 self.all(|i| self.per_second(f64::from(self.completion[i]), i)),
             ));
             columns.push((
-                "Total (tok/s)",
+                columns::TOTAL_TPS,
                 self.all(|i| {
                     let tokens = u64::from(self.prompt[i]) + u64::from(self.completion[i]);
                     self.per_second(tokens as f64, i)
                 }),
             ));
-            columns.push(("Decode (tok/s)", decode));
+            columns.push((columns::DECODE_TPS, decode));
         }
         PercentileTable {
             columns: columns

@@ -1,10 +1,9 @@
-//! `benchmark_summary.json`: evalscope's summary keys in evalscope's order, then llmperf's extra keys
-//! (interrupted, failures by kind, then the client's self-diagnostics: CPU use, send lag, open-loop timings
-//! from the intended send time, whether the client limited the run); and
-//! the raw metrics message (evalscope's `create_message` dict) that both the summary and the periodic log
-//! line are built from.
+//! The run summary ([`BenchmarkSummary`]: evalscope's summary values, then llmperf's extras: interrupted,
+//! failures by kind, the client's self-diagnostics), and the raw metrics message (evalscope's
+//! `create_message` dict) that both the summary and the periodic log line are built from. The bytes of
+//! `benchmark_summary.json` are decided by `summary_json.rs`.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::client::ClientDiagnostics;
 use crate::pyjson;
@@ -100,30 +99,6 @@ pub(crate) mod keys {
     pub const KV_CACHE_HIT_RATE: &str = "KV Cache Hit Rate (%)";
     pub const AVG_DECODED_TOK_PER_ITER: &str = "Avg Decoded Tok/Iter";
     pub const SPEC_ACCEPT_RATE: &str = "Spec. Accept Rate";
-    // llmperf's extras.
-    pub const WALL_INPUT_THROUGHPUT: &str = "Wall Input Throughput (tok/s)";
-    pub const INTERRUPTED: &str = "Interrupted";
-    pub const FAILURES_BY_KIND: &str = "Failures By Kind";
-    pub const AVG_INTENDED_INPUT_TOKENS: &str = "Avg Intended Input Tokens";
-    pub const AVG_INPUT_TOKEN_ERROR: &str = "Avg Input Token Error";
-    pub const MAX_INPUT_TOKEN_ERROR: &str = "Max Input Token Error";
-    pub const EXACT_INPUT_TOKENS_PCT: &str = "Exact Input Tokens (%)";
-    pub const CLIENT_CPU_ONE_CORE: &str = "Client CPU (% of one core)";
-    pub const CLIENT_CPU_ALL_CORES: &str = "Client CPU (% of all cores)";
-    pub const CLIENT_SCHED_DELAY: &str = "Client Scheduling Delay (ms)";
-    pub const CLIENT_BUSIEST_THREAD: &str = "Client Busiest Thread (%)";
-    pub const SEND_LAG_P50: &str = "Send Lag P50 (ms)";
-    pub const SEND_LAG_P99: &str = "Send Lag P99 (ms)";
-    pub const READ_LAG_P50: &str = "Read Lag P50 (ms)";
-    pub const READ_LAG_P99: &str = "Read Lag P99 (ms)";
-    pub const AVG_TTFT_FROM_INTENDED: &str = "Avg TTFT From Intended Send (ms)";
-    pub const P50_TTFT_FROM_INTENDED: &str = "P50 TTFT From Intended Send (ms)";
-    pub const P99_TTFT_FROM_INTENDED: &str = "P99 TTFT From Intended Send (ms)";
-    pub const AVG_LATENCY_FROM_INTENDED: &str = "Avg Latency From Intended Send (s)";
-    pub const P50_LATENCY_FROM_INTENDED: &str = "P50 Latency From Intended Send (s)";
-    pub const P99_LATENCY_FROM_INTENDED: &str = "P99 Latency From Intended Send (s)";
-    pub const CLIENT_LIMITED: &str = "Client Limited";
-    pub const CLIENT_WARNING: &str = "Client Warning";
 }
 
 /// How far the server's `usage.prompt_tokens` was from the prompt length llmperf intended (token-exact
@@ -253,88 +228,7 @@ impl BenchmarkSummary {
     /// float repr, no trailing newline), then llmperf's extras (`Wall Input Throughput (tok/s)` for
     /// input-only runs, `Interrupted` when interrupted, `Failures By Kind` when any request failed).
     pub fn to_json_string(&self) -> String {
-        let mut m = Map::new();
-        let mut put = |k: &str, v: Value| {
-            m.insert(k.to_string(), v);
-        };
-        put(keys::TEST_DURATION, self.test_duration_s.into());
-        put(keys::CONCURRENCY, self.concurrency.into());
-        put(keys::REQUEST_RATE, self.request_rate.into());
-        put(keys::TOTAL_REQUESTS, self.total_requests.into());
-        put(keys::SUCCESS_REQUESTS, self.success_requests.into());
-        put(keys::FAILED_REQUESTS, self.failed_requests.into());
-        put(keys::STREAM_REQUESTS, self.stream_requests.into());
-        put(keys::NON_STREAM_REQUESTS, self.non_stream_requests.into());
-        put(keys::REQ_THROUGHPUT, self.req_throughput.into());
-        put(keys::AVG_LATENCY, self.avg_latency_s.into());
-        put(keys::AVG_INPUT_TOKENS, self.avg_input_tokens.into());
-        put(keys::OUTPUT_THROUGHPUT, self.output_throughput.into());
-        put(keys::TOTAL_THROUGHPUT, self.total_throughput.into());
-        put(keys::AVG_TTFT, self.avg_ttft_ms.into());
-        put(keys::AVG_TPOT, self.avg_tpot_ms.into());
-        put(keys::AVG_ITL, self.avg_itl_ms.into());
-        put(keys::AVG_OUTPUT_TOKENS, self.avg_output_tokens.into());
-        put(keys::INPUT_THROUGHPUT, self.input_throughput.into());
-        let optional = [
-            (keys::KV_CACHE_HIT_RATE, self.kv_cache_hit_rate_pct),
-            (
-                keys::AVG_DECODED_TOK_PER_ITER,
-                self.avg_decoded_tokens_per_iter,
-            ),
-            (keys::SPEC_ACCEPT_RATE, self.spec_accept_rate),
-            (
-                keys::WALL_INPUT_THROUGHPUT,
-                self.extras.wall_input_throughput,
-            ),
-        ];
-        for (key, value) in optional {
-            if let Some(v) = value {
-                put(key, v.into());
-            }
-        }
-        if self.extras.interrupted {
-            put(keys::INTERRUPTED, Value::Bool(true));
-        }
-        if !self.extras.failures_by_kind.is_empty() {
-            let kinds: Map<String, Value> = self
-                .extras
-                .failures_by_kind
-                .iter()
-                .map(|(label, n)| (label.clone(), Value::from(*n)))
-                .collect();
-            put(keys::FAILURES_BY_KIND, Value::Object(kinds));
-        }
-        if let Some(e) = &self.extras.input_token_error {
-            put(keys::AVG_INTENDED_INPUT_TOKENS, e.avg_intended.into());
-            put(keys::AVG_INPUT_TOKEN_ERROR, e.avg_error.into());
-            put(keys::MAX_INPUT_TOKEN_ERROR, e.max_error.into());
-            put(keys::EXACT_INPUT_TOKENS_PCT, e.exact_pct.into());
-        }
-        if let Some(c) = &self.extras.client {
-            put(keys::CLIENT_CPU_ONE_CORE, c.cpu_pct_one_core.into());
-            put(keys::CLIENT_CPU_ALL_CORES, c.cpu_pct_all_cores.into());
-            put(keys::CLIENT_SCHED_DELAY, c.sched_delay_ms.into());
-            if let Some((_, pct)) = &c.busiest_thread {
-                put(keys::CLIENT_BUSIEST_THREAD, (*pct).into());
-            }
-            put(keys::SEND_LAG_P50, c.send_lag_p50_ms.into());
-            put(keys::SEND_LAG_P99, c.send_lag_p99_ms.into());
-            put(keys::READ_LAG_P50, c.read_lag_p50_ms.into());
-            put(keys::READ_LAG_P99, c.read_lag_p99_ms.into());
-            if let Some(f) = c.from_schedule.filter(|f| f.avg_ttft_ms.is_finite()) {
-                put(keys::AVG_TTFT_FROM_INTENDED, f.avg_ttft_ms.into());
-                put(keys::P50_TTFT_FROM_INTENDED, f.p50_ttft_ms.into());
-                put(keys::P99_TTFT_FROM_INTENDED, f.p99_ttft_ms.into());
-                put(keys::AVG_LATENCY_FROM_INTENDED, f.avg_latency_s.into());
-                put(keys::P50_LATENCY_FROM_INTENDED, f.p50_latency_s.into());
-                put(keys::P99_LATENCY_FROM_INTENDED, f.p99_latency_s.into());
-            }
-            put(keys::CLIENT_LIMITED, Value::Bool(!c.limits.is_empty()));
-            if let Some(w) = c.warning() {
-                put(keys::CLIENT_WARNING, Value::String(w));
-            }
-        }
-        pyjson::dumps_indent4(&m)
+        super::summary_json::summary_json(self)
     }
 }
 

@@ -60,7 +60,7 @@ fn closed_runs(cli: &Cli) -> Result<Vec<RunSpec>, UsageError> {
             number,
             parallel,
             rate,
-            warmup: warmup_count(cli.warmup_num, number),
+            warmup: warmup_count(cli.warmup_num.unwrap_or(0.0), number),
             dir_name: format!("parallel_{parallel}_number_{number}"),
             dataset_offset: 0,
         })
@@ -92,7 +92,7 @@ fn open_runs(cli: &Cli) -> Result<Vec<RunSpec>, UsageError> {
             number,
             parallel: -1,
             rate,
-            warmup: warmup_count(cli.warmup_num, number),
+            warmup: warmup_count(cli.warmup_num.unwrap_or(0.0), number),
             dir_name: format!("rate_{}_number_{number}", crate::pyjson::float_repr(rate)),
             dataset_offset: 0,
         })
@@ -101,10 +101,9 @@ fn open_runs(cli: &Cli) -> Result<Vec<RunSpec>, UsageError> {
 
 /// `--warmup-num` must be a number; `--duration` a number of seconds > 0.
 pub(super) fn duration(cli: &Cli) -> Result<Option<Duration>, UsageError> {
-    if !cli.warmup_num.is_finite() {
+    if let Some(w) = cli.warmup_num.filter(|w| !w.is_finite()) {
         return usage(format!(
-            "--warmup-num {}: must be a number (≥ 1: a count, between 0 and 1: a fraction of --number, ≤ 0: none)",
-            cli.warmup_num
+            "--warmup-num {w}: must be a number (≥ 1: a count, between 0 and 1: a fraction of --number, ≤ 0: none)"
         ));
     }
     match cli.duration {

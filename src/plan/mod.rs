@@ -140,6 +140,8 @@ pub struct AsTyped {
     pub read_timeout_s: Option<u64>,
     /// `--total-timeout` in seconds.
     pub total_timeout_s: u64,
+    /// `--warmup-num` (evalscope writes the default as the integer `0`).
+    pub warmup_num: Option<f64>,
     /// `--duration` in seconds.
     pub duration_s: Option<f64>,
     /// `--prompt` (text or `@path`).
@@ -190,7 +192,7 @@ impl RunPlan {
             test_connection: !cli.no_test_connection,
             mode,
             runs,
-            warmup_num: cli.warmup_num,
+            warmup_num: cli.warmup_num.unwrap_or(0.0),
             duration,
             sleep_interval: Duration::from_secs(cli.sleep_interval),
             prompts: prompt_source,
@@ -216,6 +218,7 @@ impl RunPlan {
                 connect_timeout_s: cli.connect_timeout,
                 read_timeout_s: cli.read_timeout,
                 total_timeout_s: cli.total_timeout,
+                warmup_num: cli.warmup_num,
                 duration_s: cli.duration,
                 prompt: cli.prompt,
                 query_template: cli.query_template,

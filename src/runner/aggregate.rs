@@ -2,8 +2,6 @@
 //! display, the store and the [`Observers`] (workload timeline, visualizer, `progress.json`), and logs the
 //! running summary every `--log-every-n-query` requests.
 
-use std::sync::Arc;
-
 use tokio::sync::mpsc;
 
 use super::tracker::ProgressTracker;
@@ -50,8 +48,20 @@ impl Completion {
     }
 }
 
-/// Consumes records until every sender is gone; returns the accumulator, the progress display and the
-/// observers.
+/// What the aggregator hands back when the run ends.
+pub struct Aggregated {
+    /// The statistics.
+    pub acc: Accumulator,
+    /// The progress display (to finish).
+    pub progress: Progress,
+    /// The observers.
+    pub observers: Observers,
+    /// The store (to finish).
+    pub store: Store,
+}
+
+/// Consumes records until every sender is gone; hands back the accumulator, the progress display, the
+/// observers and the store.
 ///
 /// Records go to the store in batches: whatever arrived while the previous records were being counted
 /// (at most [`STORE_BATCH`]), handed over as soon as the channel is momentarily empty, so the writer thread
@@ -61,11 +71,11 @@ pub async fn aggregate(
     mut records: mpsc::Receiver<RequestRecord>,
     mut acc: Accumulator,
     mut progress: Progress,
-    store: Arc<Store>,
+    store: Store,
     log_every_n: u64,
     mut observers: Observers,
     completion: Completion,
-) -> (Accumulator, Progress, Observers) {
+) -> Aggregated {
     let mut measuring = false;
     let mut batch: Vec<RequestRecord> = Vec::new();
     while let Some(mut record) = records.recv().await {
@@ -101,5 +111,10 @@ pub async fn aggregate(
     if !batch.is_empty() {
         store.insert_batch(batch);
     }
-    (acc, progress, observers)
+    Aggregated {
+        acc,
+        progress,
+        observers,
+        store,
+    }
 }

@@ -17,7 +17,7 @@ use crate::logging;
 use crate::plan::{LoadMode, RunPlan};
 use crate::shutdown::Shutdown;
 use crate::sim::{SimConfig, SimServer};
-use crate::visualizer::Visualizer;
+use crate::visualizer::{Visualizer, VisualizerKind};
 pub use single::RunResult;
 use single::{run_single, SweepContext};
 pub use tracker::{FinalStatus, ProgressTracker};
@@ -91,7 +91,7 @@ async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<(
     if let Some(vis) = visualizer.as_mut() {
         start_visualizer(plan, url.as_str(), vis)?;
     }
-    let tracker = plan.progress_tracker.then(|| {
+    let mut tracker = plan.progress_tracker.then(|| {
         let total = plan.runs.iter().map(|r| r.number).sum();
         ProgressTracker::start(&plan.output_root, total, plan.runs.len())
     });
@@ -106,13 +106,12 @@ async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<(
         )
         .for_api(plan.api),
         shutdown: shutdown.clone(),
-        tracker: std::sync::Mutex::new(tracker),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
     };
-    let (results, failure) = run_each(&ctx).await;
+    let (results, failure) = run_each(&ctx, &mut tracker).await;
 
     let interrupted = shutdown.stopping();
-    if let Some(t) = ctx.tracker.lock().expect("tracker lock").as_mut() {
+    if let Some(t) = tracker.as_mut() {
         t.finish(match &failure {
             Some(e) => FinalStatus::Failed(format!("{e:#}")),
             None if interrupted => FinalStatus::Interrupted,
@@ -168,7 +167,10 @@ fn create_root(plan: &RunPlan) -> Result<()> {
 }
 
 /// Each run in turn, with the pause between runs; stops at a signal or the first failure.
-async fn run_each(ctx: &SweepContext<'_>) -> (Vec<RunResult>, Option<anyhow::Error>) {
+async fn run_each(
+    ctx: &SweepContext<'_>,
+    tracker: &mut Option<ProgressTracker>,
+) -> (Vec<RunResult>, Option<anyhow::Error>) {
     let plan = ctx.plan;
     let mut results: Vec<RunResult> = Vec::new();
     for (i, spec) in plan.runs.iter().enumerate() {
@@ -185,7 +187,7 @@ async fn run_each(ctx: &SweepContext<'_>) -> (Vec<RunResult>, Option<anyhow::Err
         if ctx.shutdown.stopping() {
             break;
         }
-        match run_single(ctx, spec, i).await {
+        match run_single(ctx, spec, i, tracker).await {
             Ok(result) => {
                 let stop = result.interrupted;
                 results.push(result);
@@ -206,9 +208,10 @@ fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<(
         .as_ref()
         .expect("a visualizer is configured");
     if settings.implied_by_key {
-        let flag = match settings.kind.name() {
-            "wandb" => "--wandb-api-key",
-            _ => "--swanlab-api-key",
+        // Only the deprecated key flags imply a tracker: wandb's or SwanLab's.
+        let flag = match settings.kind {
+            VisualizerKind::Wandb => "--wandb-api-key",
+            VisualizerKind::Swanlab | VisualizerKind::Clearml => "--swanlab-api-key",
         };
         tracing::warn!(
             "{flag} is deprecated. Please use `--visualizer {}` instead.",

@@ -2,7 +2,6 @@
 //! files as soon as it ends (so a later failure cannot lose them).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use rand::SeedableRng;
@@ -36,8 +35,6 @@ pub struct SweepContext<'a> {
     pub composer: BodyComposer,
     /// Stop state.
     pub shutdown: Shutdown,
-    /// `--enable-progress-tracker`: lent to each run's aggregator in turn.
-    pub tracker: std::sync::Mutex<Option<ProgressTracker>>,
     /// `--visualizer`: the queue to the tracker bridge.
     pub visualizer: Option<VisualizerFeed>,
 }
@@ -103,11 +100,13 @@ fn prepare(
     Ok((requests, intended))
 }
 
-/// Runs `spec` and writes its files under `<root>/<dir_name>`.
+/// Runs `spec` and writes its files under `<root>/<dir_name>`. `tracker` (`--enable-progress-tracker`) is
+/// lent to the run's aggregator and handed back.
 pub async fn run_single(
     ctx: &SweepContext<'_>,
     spec: &RunSpec,
     run_index: usize,
+    tracker: &mut Option<ProgressTracker>,
 ) -> Result<RunResult> {
     let plan = ctx.plan;
     let run_dir: PathBuf = plan.output_root.join(&spec.dir_name);
@@ -134,29 +133,59 @@ pub async fn run_single(
         1024
     };
     let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
-
     // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
     // interrupted, so every run folder is complete.
-    let mut stopped_early = ctx.shutdown.stopping();
-    // Embedding and rerank APIs skip the connection test (evalscope's input-only rule).
-    if plan.test_connection && !plan.api.input_only() && !stopped_early {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5EED);
-        let token_ids = plan
-            .tokens
-            .tokenize_prompt
-            .then(|| {
-                ctx.prompts
-                    .tokenizer
-                    .as_ref()
-                    .and_then(|t| t.encode("hello").ok())
-            })
-            .flatten();
-        let probe = BodyComposer::probe_item(plan.apply_chat_template, token_ids);
-        let body = ctx.composer.connection_test(&probe, &mut rng);
-        let checked = conn_test::check(&client, body, plan.timeouts.total, &ctx.shutdown).await?;
-        stopped_early = checked == conn_test::Checked::Interrupted;
-    }
+    let stopped_early = ctx.shutdown.stopping() || !test_connection(ctx, &client, seed).await?;
     let requests = if stopped_early { Vec::new() } else { requests };
+    log_warmup(plan, spec);
+
+    let measured = dispatch(
+        ctx, spec, &run_dir, &client, requests, intended, parallel, seed, tracker,
+    )
+    .await?;
+    if matches!(
+        plan.dataset_kind(),
+        Some(DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong)
+    ) {
+        let speeds = export::speed_benchmark::write(&measured.db_path, &run_dir)?;
+        tracing::info!("Speed Benchmark Results: {}", pyjson::dumps(&speeds));
+    }
+    // Marked only when the signal cut the run short: a run whose every request was sent and finished is
+    // complete, even if the signal came while its last requests were in flight.
+    let interrupted =
+        stopped_early || measured.outcome.interrupted || measured.outcome.abandoned > 0;
+    let result = write_results(ctx, spec, run_dir, measured, interrupted)?;
+    if let Some(t) = tracker.as_mut() {
+        t.run_finished();
+    }
+    Ok(result)
+}
+
+/// The connection test before the run (not for embedding and rerank APIs, as evalscope). `false` when a
+/// signal interrupted it.
+async fn test_connection(ctx: &SweepContext<'_>, client: &HttpClient, seed: u64) -> Result<bool> {
+    let plan = ctx.plan;
+    if !plan.test_connection || plan.api.input_only() {
+        return Ok(true);
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5EED);
+    let token_ids = plan
+        .tokens
+        .tokenize_prompt
+        .then(|| {
+            ctx.prompts
+                .tokenizer
+                .as_ref()
+                .and_then(|t| t.encode("hello").ok())
+        })
+        .flatten();
+    let probe = BodyComposer::probe_item(plan.apply_chat_template, token_ids);
+    let body = ctx.composer.connection_test(&probe, &mut rng);
+    let checked = conn_test::check(client, body, plan.timeouts.total, &ctx.shutdown).await?;
+    Ok(checked != conn_test::Checked::Interrupted)
+}
+
+fn log_warmup(plan: &RunPlan, spec: &RunSpec) {
     if spec.warmup > 0 {
         tracing::info!(
             "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
@@ -171,17 +200,36 @@ pub async fn run_single(
             p = spec.parallel
         );
     }
+}
 
+/// What sending a run's requests produced.
+struct Measured {
+    acc: Accumulator,
+    observers: Observers,
+    outcome: engine::DispatchOutcome,
+    db_path: PathBuf,
+    rows: u64,
+    cpu_use: crate::metrics::CpuUse,
+}
+
+/// Creates the run's database, starts the aggregator, sends every request, and finishes the store.
+#[allow(clippy::too_many_arguments)]
+async fn dispatch(
+    ctx: &SweepContext<'_>,
+    spec: &RunSpec,
+    run_dir: &Path,
+    client: &HttpClient,
+    requests: Vec<PreparedRequest>,
+    intended: Vec<Option<u64>>,
+    parallel: usize,
+    seed: u64,
+    tracker: &mut Option<ProgressTracker>,
+) -> Result<Measured> {
+    let plan = ctx.plan;
     let db_path = run_dir.join("benchmark_data.db");
-    let store = Arc::new(Store::create(&db_path, plan.db_commit_interval)?);
+    let mut store = Store::create(&db_path, plan.db_commit_interval)?;
+    store.commit_on_exit(&ctx.shutdown);
     tracing::info!("Save the data base to: {}", db_path.display());
-    let hook_store = Arc::downgrade(&store);
-    ctx.shutdown.set_flush_hook(Some(Box::new(move || {
-        if let Some(s) = hook_store.upgrade() {
-            let _ = s.flush();
-        }
-    })));
-
     let acc = Accumulator::new(SummaryContext {
         concurrency: spec.parallel,
         request_rate: spec.rate,
@@ -189,12 +237,12 @@ pub async fn run_single(
     });
     let progress =
         crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
-    let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
-    if let Some(t) = &mut tracker {
+    let mut lent = tracker.take();
+    if let Some(t) = &mut lent {
         t.run_started(&spec.dir_name);
     }
     let observers = Observers {
-        tracker,
+        tracker: lent,
         visualizer: ctx.visualizer.clone(),
         ..Observers::default()
     };
@@ -203,7 +251,7 @@ pub async fn run_single(
         rx,
         acc,
         progress,
-        store.clone(),
+        store,
         plan.log_every_n,
         observers,
         Completion {
@@ -226,12 +274,12 @@ pub async fn run_single(
         duration: plan.duration,
         seed,
     };
-    let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?;
-    let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
-    *ctx.tracker.lock().expect("tracker lock") = observers.tracker;
-    progress.finish();
-    ctx.shutdown.set_flush_hook(None);
-    let store = Arc::try_unwrap(store).map_err(|_| anyhow::anyhow!("the store is still shared"))?;
+    let outcome = engine::run(client, &dispatch, requests, tx, &ctx.shutdown).await;
+    let mut done = aggregator.await.context("the aggregator task failed")?;
+    *tracker = done.observers.tracker.take();
+    let outcome = outcome?;
+    done.progress.finish();
+    let store = done.store;
     let rows = tokio::task::spawn_blocking(move || store.finish())
         .await
         .context("the store thread failed")??;
@@ -247,7 +295,6 @@ pub async fn run_single(
             outcome.abandoned
         );
     }
-
     let cpu_use = crate::metrics::CpuUse {
         cpu: crate::resources::client_cpu().saturating_sub(cpu_start),
         sched: crate::resources::sched_between(
@@ -257,20 +304,34 @@ pub async fn run_single(
         wall: window_start.elapsed(),
         cpus: crate::resources::available_cpus(),
     };
+    Ok(Measured {
+        acc: done.acc,
+        observers: done.observers,
+        outcome,
+        db_path,
+        rows,
+        cpu_use,
+    })
+}
 
-    if matches!(
-        plan.dataset_kind(),
-        Some(DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong)
-    ) {
-        let speeds = export::speed_benchmark::write(&db_path, &run_dir)?;
-        tracing::info!("Speed Benchmark Results: {}", pyjson::dumps(&speeds));
-    }
-    // Marked only when the signal cut the run short: a run whose every request was sent and finished is
-    // complete, even if the signal came while its last requests were in flight.
-    let interrupted = stopped_early || outcome.interrupted || outcome.abandoned > 0;
+/// The run's summary, percentiles and workload files, logged and written as soon as the run ends.
+fn write_results(
+    ctx: &SweepContext<'_>,
+    spec: &RunSpec,
+    run_dir: PathBuf,
+    measured: Measured,
+    interrupted: bool,
+) -> Result<RunResult> {
+    let Measured {
+        acc,
+        observers,
+        rows,
+        cpu_use,
+        ..
+    } = measured;
     let mut summary = acc.summary();
     summary.extras.interrupted = interrupted;
-    summary.extras.client = acc.client_diagnostics(cpu_use, plan.mode == LoadMode::Open);
+    summary.extras.client = acc.client_diagnostics(cpu_use, ctx.plan.mode == LoadMode::Open);
     if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
         tracing::warn!("{warning}");
     }
@@ -315,9 +376,6 @@ pub async fn run_single(
     );
     if let Some(feed) = &ctx.visualizer {
         feed.summary(&spec.dir_name, &summary.to_json_string());
-    }
-    if let Some(t) = ctx.tracker.lock().expect("tracker lock").as_mut() {
-        t.run_finished();
     }
     Ok(RunResult {
         spec: spec.clone(),

@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 
 use super::fault::ResetFlag;
 use crate::clock;
-use crate::engine::rx_stamp;
+use crate::sys::rx_stamp;
 
 /// When the bytes of a connection's last read arrived (kernel stamp), as `f64` bits of monotonic seconds
 /// ([`clock::secs`]); NaN when unknown.

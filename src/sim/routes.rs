@@ -60,11 +60,10 @@ pub(crate) async fn handle(
     if shared.cfg.record_truth {
         shared.capture(path, &body, &parts.headers);
     }
-    let api = match (path, &parts.method) {
-        ("/v1/chat/completions", &Method::POST) => Some(Api::Chat),
-        ("/v1/completions", &Method::POST) => Some(Api::Completion),
-        ("/v1/embeddings", &Method::POST) => None,
-        ("/v1/rerank" | "/v1/reranks" | "/rerank", &Method::POST) => {
+    let api = match route(&shared, path, &parts.method) {
+        Route::Generate(api) => Some(api),
+        Route::Embeddings => None,
+        Route::Rerank => {
             return Ok(match serde_json::from_slice::<GenRequest>(&body) {
                 Ok(request) => {
                     let model = shared.note_model(request.model.as_deref());
@@ -77,30 +76,7 @@ pub(crate) async fn handle(
                 ),
             });
         }
-        ("/v1/models", &Method::GET) => return Ok(models(&shared)),
-        ("/health", &Method::GET) => return Ok(json(StatusCode::OK, r#"{"status":"ok"}"#)),
-        (
-            "/v1/chat/completions"
-            | "/v1/completions"
-            | "/v1/embeddings"
-            | "/v1/rerank"
-            | "/v1/reranks"
-            | "/rerank"
-            | "/v1/models"
-            | "/health",
-            m,
-        ) => {
-            let msg = format!("method {m} not allowed on {path}");
-            return Ok(error(
-                StatusCode::METHOD_NOT_ALLOWED,
-                &msg,
-                "method_not_allowed",
-            ));
-        }
-        _ => {
-            let msg = format!("unknown path {path}");
-            return Ok(error(StatusCode::NOT_FOUND, &msg, "not_found"));
-        }
+        Route::Answer(response) => return Ok(response),
     };
     let request: GenRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
@@ -155,12 +131,104 @@ pub(crate) async fn handle(
         // Never answer; the connection task ends when the client leaves or the server stops.
         std::future::pending::<()>().await;
     }
+    let times = Times {
+        received,
+        received_s,
+        arrived_s,
+    };
+    Ok(generate(
+        &shared,
+        api,
+        id,
+        &model,
+        &request,
+        prompt_tokens,
+        fault,
+        reset,
+        times,
+    )
+    .await)
+}
+
+/// What a request's path and method ask for.
+enum Route {
+    /// A chat or text completion.
+    Generate(Api),
+    /// `/v1/embeddings`.
+    Embeddings,
+    /// `/v1/rerank`, `/v1/reranks`, `/rerank`.
+    Rerank,
+    /// Answered from the path alone (models, health, wrong method, unknown path).
+    Answer(Response<SimBody>),
+}
+
+fn route(shared: &Shared, path: &str, method: &Method) -> Route {
+    match (path, method) {
+        ("/v1/chat/completions", &Method::POST) => Route::Generate(Api::Chat),
+        ("/v1/completions", &Method::POST) => Route::Generate(Api::Completion),
+        ("/v1/embeddings", &Method::POST) => Route::Embeddings,
+        ("/v1/rerank" | "/v1/reranks" | "/rerank", &Method::POST) => Route::Rerank,
+        ("/v1/models", &Method::GET) => Route::Answer(models(shared)),
+        ("/health", &Method::GET) => Route::Answer(json(StatusCode::OK, r#"{"status":"ok"}"#)),
+        (
+            "/v1/chat/completions"
+            | "/v1/completions"
+            | "/v1/embeddings"
+            | "/v1/rerank"
+            | "/v1/reranks"
+            | "/rerank"
+            | "/v1/models"
+            | "/health",
+            m,
+        ) => {
+            let msg = format!("method {m} not allowed on {path}");
+            Route::Answer(error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &msg,
+                "method_not_allowed",
+            ))
+        }
+        _ => {
+            let msg = format!("unknown path {path}");
+            Route::Answer(error(StatusCode::NOT_FOUND, &msg, "not_found"))
+        }
+    }
+}
+
+/// When a request reached the simulator.
+struct Times {
+    received: Instant,
+    received_s: f64,
+    arrived_s: Option<f64>,
+}
+
+/// Answers a generation request that passed every check: a stream, or one whole body after the last
+/// token is due; `fault` shapes either.
+#[allow(clippy::too_many_arguments)]
+async fn generate(
+    shared: &Shared,
+    api: Api,
+    id: u64,
+    model: &str,
+    request: &GenRequest,
+    prompt_tokens: u64,
+    fault: Option<Fault>,
+    reset: ResetFlag,
+    times: Times,
+) -> Response<SimBody> {
+    let Times {
+        received,
+        received_s,
+        arrived_s,
+    } = times;
+    let cfg = &shared.cfg;
+
     let (tokens, finish_reason) = request.output_plan(cfg.output_tokens);
     let plan = Plan {
         api,
         id,
         created: unix_now(),
-        model_json: json_string(&model),
+        model_json: json_string(model),
         tokens,
         tokens_per_chunk: cfg.tokens_per_chunk.max(1),
         finish_reason,
@@ -180,9 +248,43 @@ pub(crate) async fn handle(
         let h = resp.headers_mut();
         h.insert(CONTENT_TYPE, content_type(fault, "text/event-stream"));
         h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        return Ok(resp);
+        return resp;
     }
     sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
+    let body = whole_body(&plan, tokens, finish_reason, fault);
+    let sent_s = clock::now_s();
+    if cfg.record_truth {
+        let at = (tokens > 0).then_some(sent_s);
+        shared.truth.push(TruthRecord {
+            received_s,
+            arrived_s,
+            first_token_s: at,
+            last_token_s: at,
+            prompt_tokens,
+            completion_tokens: u64::from(tokens),
+            path: api.path().to_string(),
+            stream: false,
+            request_id: plan.id,
+            chunk_times_s: Vec::new(),
+        });
+    }
+    let mut resp = json(StatusCode::OK, body.freeze());
+    if fault.is_some() {
+        let faulty = with_transport_fault(
+            std::mem::replace(resp.body_mut(), SimBody::full("")),
+            fault,
+            reset,
+        );
+        *resp.body_mut() = faulty;
+        resp.headers_mut()
+            .insert(CONTENT_TYPE, content_type(fault, "application/json"));
+    }
+    resp
+}
+
+/// The whole (non-stream) response body, cut or replaced as `fault` says.
+fn whole_body(plan: &Plan, tokens: u32, finish_reason: &str, fault: Option<Fault>) -> BytesMut {
+    let api = plan.api;
     let mut text = BytesMut::from(TOKEN_TEXT.repeat(tokens as usize).as_bytes());
     write_text_fault(&mut text, fault);
     let mut out = String::with_capacity(256);
@@ -213,34 +315,7 @@ pub(crate) async fn handle(
         }
         _ => {}
     }
-    let sent_s = clock::now_s();
-    if cfg.record_truth {
-        let at = (tokens > 0).then_some(sent_s);
-        shared.truth.push(TruthRecord {
-            received_s,
-            arrived_s,
-            first_token_s: at,
-            last_token_s: at,
-            prompt_tokens,
-            completion_tokens: u64::from(tokens),
-            path: api.path().to_string(),
-            stream: false,
-            request_id: plan.id,
-            chunk_times_s: Vec::new(),
-        });
-    }
-    let mut resp = json(StatusCode::OK, body.freeze());
-    if fault.is_some() {
-        let faulty = with_transport_fault(
-            std::mem::replace(resp.body_mut(), SimBody::full("")),
-            fault,
-            reset,
-        );
-        *resp.body_mut() = faulty;
-        resp.headers_mut()
-            .insert(CONTENT_TYPE, content_type(fault, "application/json"));
-    }
-    Ok(resp)
+    body
 }
 
 /// The body, wrapped when `fault` acts on the bytes in transit.

@@ -70,7 +70,7 @@ enum Msg {
     Flush(mpsc::SyncSender<Result<(), String>>),
 }
 
-/// The `benchmark_data.db` writer. `Send + Sync`: share it behind an `Arc`. [`Store::insert`] never waits;
+/// The `benchmark_data.db` writer, owned by the run's aggregator. [`Store::insert`] never waits;
 /// [`Store::flush`], [`Store::finish`] and dropping (which also commits pending rows) wait for the writer
 /// thread, so async code should call them from `spawn_blocking` when the backlog may be large.
 pub struct Store {
@@ -79,6 +79,9 @@ pub struct Store {
     backlog: Arc<AtomicUsize>,
     tx: Option<mpsc::Sender<Msg>>,
     thread: Option<JoinHandle<Result<u64, String>>>,
+    /// The commit a second signal runs before the process exits, registered for as long as the writer
+    /// runs ([`Store::commit_on_exit`]).
+    exit_hook: Option<(crate::shutdown::Shutdown, u64)>,
 }
 
 impl Store {
@@ -121,7 +124,23 @@ impl Store {
             backlog,
             tx: Some(tx),
             thread: Some(thread),
+            exit_hook: None,
         })
+    }
+
+    /// Makes a second signal (which exits at once) commit every row queued so far first. The hook holds
+    /// its own handle to the writer and is removed when the store finishes or is dropped.
+    pub fn commit_on_exit(&mut self, shutdown: &crate::shutdown::Shutdown) {
+        let Some(tx) = self.tx.clone() else {
+            return;
+        };
+        let id = shutdown.on_exit(Box::new(move || {
+            let (reply_tx, reply_rx) = mpsc::sync_channel(1);
+            if tx.send(Msg::Flush(reply_tx)).is_ok() {
+                let _ = reply_rx.recv();
+            }
+        }));
+        self.exit_hook = Some((shutdown.clone(), id));
     }
 
     /// The database file this store writes.
@@ -190,6 +209,10 @@ impl Store {
     }
 
     fn stop(&mut self) -> anyhow::Result<u64> {
+        // The hook holds a sender: remove it first, or the writer would never see the channel close.
+        if let Some((shutdown, id)) = self.exit_hook.take() {
+            shutdown.remove_exit_hook(id);
+        }
         drop(self.tx.take());
         let Some(thread) = self.thread.take() else {
             return Ok(0);

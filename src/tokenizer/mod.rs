@@ -15,7 +15,8 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{Map, Value};
 
-pub use resolve::{hf_hub_cache, modelscope_roots, resolve, ResolveError, TokenizerFiles};
+pub use crate::hub::{hf_hub_cache, modelscope_roots};
+pub use resolve::{resolve, ResolveError, TokenizerFiles};
 pub use template::ChatTemplate;
 
 /// The special-token keys of `tokenizer_config.json` (transformers' `SPECIAL_TOKENS_ATTRIBUTES`).

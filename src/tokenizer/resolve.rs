@@ -13,6 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::hub::{hf_hub_cache, modelscope_roots};
+
 /// The files a tokenizer is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenizerFiles {
@@ -41,34 +43,6 @@ pub enum ResolveError {
         /// Why it was not downloaded.
         download: String,
     },
-}
-
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME").map(PathBuf::from)
-}
-
-fn env_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-}
-
-/// The Hugging Face hub cache folder.
-pub fn hf_hub_cache() -> Option<PathBuf> {
-    env_path("HF_HUB_CACHE")
-        .or_else(|| env_path("HUGGINGFACE_HUB_CACHE"))
-        .or_else(|| env_path("HF_HOME").map(|h| h.join("hub")))
-        .or_else(|| home().map(|h| h.join(".cache/huggingface/hub")))
-}
-
-/// The ModelScope cache roots to search (the configured one and its `hub/` folder).
-pub fn modelscope_roots() -> Vec<PathBuf> {
-    match env_path("MODELSCOPE_CACHE") {
-        Some(root) => vec![root.join("hub"), root],
-        None => home()
-            .map(|h| vec![h.join(".cache/modelscope/hub")])
-            .unwrap_or_default(),
-    }
 }
 
 /// Resolves `spec` to tokenizer files.

@@ -81,27 +81,22 @@ fn a_typo_in_api_or_dataset_gets_the_nearest_name() {
 #[test]
 fn aliases_stay_as_typed_in_benchmark_args() {
     let sim = fast_sim();
-    let (out, data_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let data_dir = tempfile::tempdir().unwrap();
     let data = data_dir.path().join("q.jsonl");
     std::fs::write(&data, "{\"question\": \"why?\"}\n").unwrap();
-    let url = format!("{}/v1", sim.base_url());
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--dataset",
-            "open_qa",
-            "--dataset-path",
-            data.to_str().unwrap(),
-            "--number",
-            "1",
-        ],
-    ));
-    let args =
-        json_file(&run_root(out.path(), "m").join("parallel_1_number_1/benchmark_args.json"));
+    let run = Run::against(&sim).args(&[
+        "--dataset",
+        "open_qa",
+        "--dataset-path",
+        data.to_str().unwrap(),
+        "--number",
+        "1",
+    ]);
+    run.ok();
+    let args = json_file(
+        &run.run_dir("parallel_1_number_1")
+            .join("benchmark_args.json"),
+    );
     assert_eq!(args["dataset"], "open_qa");
     assert_eq!(args["api"], "openai");
 }
@@ -109,25 +104,14 @@ fn aliases_stay_as_typed_in_benchmark_args() {
 #[test]
 fn an_existing_run_folder_is_a_usage_error_found_before_the_dataset_loads() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1", sim.base_url());
-    let first = [
-        "--url",
-        &url,
-        "--model",
-        "m",
-        "--prompt",
-        "x",
-        "--number",
-        "1",
-        "--no-timestamp",
-    ];
-    ok(&llmperf(out.path(), &first));
+    let first = Run::against(&sim).args(&["--prompt", "x", "--number", "1", "--no-timestamp"]);
+    first.ok();
     // The same folder again, with a dataset that cannot load: the collision is found first.
-    let empty = out.path().join("empty.txt");
+    let empty = first.out().join("empty.txt");
     std::fs::write(&empty, "\n").unwrap();
+    let url = format!("{}/v1", sim.base_url());
     let o = llmperf(
-        out.path(),
+        first.out(),
         &[
             "--url",
             &url,

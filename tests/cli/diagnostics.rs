@@ -121,14 +121,8 @@ fn every_stored_request_joins_its_ground_truth() {
 #[test]
 fn a_late_reader_still_times_chunks_at_arrival() {
     let sim = sim(30, 100);
-    let out = tempfile::tempdir().unwrap();
-    let o = llmperf_env(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "m",
+    let late = Run::with_url(&format!("{}/v1/chat/completions", sim.base_url()))
+        .args(&[
             "--prompt",
             "x",
             "--parallel",
@@ -139,11 +133,10 @@ fn a_late_reader_still_times_chunks_at_arrival() {
             "3",
             "--extra-args",
             r#"{"ignore_eos": true}"#,
-        ],
-        &[("LLMPERF_INJECT_READ_DELAY_US", "45000")],
-    );
-    ok(&o);
-    let run = run_root(out.path(), "m").join("parallel_1_number_6");
+        ])
+        .env("LLMPERF_INJECT_READ_DELAY_US", "45000");
+    late.ok();
+    let run = late.run_dir("parallel_1_number_6");
     let rows = join::read_client_rows(&run.join("benchmark_data.db")).unwrap();
     let joined = join::join(rows, &sim.truth());
     assert_eq!(joined.pairs.len(), 6);

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod commands;
+#[path = "../common/mod.rs"]
 mod common;
 mod diagnostics;
 mod dispatch;

@@ -234,30 +234,23 @@ fn sweep_writes_one_dir_per_run_and_one_report() {
 #[test]
 fn open_loop_uses_rate_dirs_and_keeps_intended_send_times() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "hi",
-            "--open-loop",
-            "--rate",
-            "50",
-            "100",
-            "--number",
-            "10",
-            "20",
-            "--max-tokens",
-            "4",
-            "--seed",
-            "3",
-        ],
-    ));
-    let root = run_root(out.path(), "m");
+    let run = Run::against(&sim).args(&[
+        "--prompt",
+        "hi",
+        "--open-loop",
+        "--rate",
+        "50",
+        "100",
+        "--number",
+        "10",
+        "20",
+        "--max-tokens",
+        "4",
+        "--seed",
+        "3",
+    ]);
+    run.ok();
+    let root = run_root(run.out(), "m");
     for (dir, n) in [
         ("rate_50.0_number_10", 10usize),
         ("rate_100.0_number_20", 20),
@@ -286,24 +279,17 @@ fn open_loop_uses_rate_dirs_and_keeps_intended_send_times() {
 #[test]
 fn non_stream_run_has_ttft_equal_latency() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "hi",
-            "--number",
-            "4",
-            "--no-stream",
-            "--max-tokens",
-            "5",
-        ],
-    ));
-    let root = run_root(out.path(), "m");
+    let run = Run::against(&sim).args(&[
+        "--prompt",
+        "hi",
+        "--number",
+        "4",
+        "--no-stream",
+        "--max-tokens",
+        "5",
+    ]);
+    run.ok();
+    let root = run_root(run.out(), "m");
     let rows = rows(&root.join("parallel_1_number_4/benchmark_data.db"));
     for r in &rows {
         assert!(r.success && !r.is_stream);

@@ -202,124 +202,159 @@ impl Corpus {
         None
     }
 
-    /// The encoding of `text` = decode(`prefix` ++ S[s..s+len]), stitched; `None` when no seam holds.
+    /// The encoding of `text` = decode(`prefix` ++ S[window_start..window_start + window_len]), stitched;
+    /// `None` when no seam holds.
     fn encode_window(
         &self,
         text: &str,
         prefix: &[u32],
-        s: usize,
-        len: usize,
+        window_start: usize,
+        window_len: usize,
     ) -> Result<Option<Spans>> {
         for margin in MARGINS {
-            if let Some(found) = self.encode_window_with(text, prefix, s, len, margin)? {
+            if let Some(found) =
+                self.encode_window_with(text, prefix, window_start, window_len, margin)?
+            {
                 return Ok(Some(found));
             }
         }
         Ok(None)
     }
 
+    /// [`Corpus::encode_window`] with one seam margin: the middle tokens are the sequence's own, the head
+    /// and the tail are encoded afresh and must agree with them where they overlap.
     fn encode_window_with(
         &self,
         text: &str,
         prefix: &[u32],
-        s: usize,
-        len: usize,
+        window_start: usize,
+        window_len: usize,
         margin: usize,
     ) -> Result<Option<Spans>> {
-        if len < 64 || s + len > self.len {
+        if window_len < 64 || window_start + window_len > self.len {
             return Ok(None);
         }
-        // Anchor: a position where the window's text and the sequence's text are in step (the UTF-8 decoding
-        // of the window's first bytes may differ), and the last such position near the end.
-        let mut head_bytes = Vec::new();
-        self.bytes.extend(&mut head_bytes, prefix);
-        let mut anchor = None;
-        for i in s..(s + 64).min(s + len / 2) {
-            head_bytes.extend_from_slice(
-                self.bytes
-                    .get(self.vocab.allowed[i % self.vocab.allowed.len()]),
-            );
-            let i1 = i + 1;
-            if i1 < s + 2 || self.clean[i1] == u32::MAX {
-                continue;
-            }
-            let h = String::from_utf8_lossy(&head_bytes).len();
-            let a = self.clean[i1] as usize;
-            let probe = 16
-                .min(text.len().saturating_sub(h))
-                .min(self.text.len() - a);
-            if text.as_bytes()[h..h + probe] == self.text.as_bytes()[a..a + probe] {
-                anchor = Some((i1, h, a));
-                break;
-            }
-        }
-        let Some((i1, h, a)) = anchor else {
+        let Some(anchor) = self.anchor(text, prefix, window_start, window_len) else {
             return Ok(None);
         };
         // At least 16 tokens from the end: the window's last bytes may decode differently (a character cut
         // by the window's end) than the same bytes inside the long sequence.
-        let Some(i2) = (i1 + 1..=s + len - 16)
+        let Some(end_token) = (anchor.token + 1..=window_start + window_len - 16)
             .rev()
             .find(|&i| self.clean[i] != u32::MAX)
         else {
             return Ok(None);
         };
-        let b = self.clean[i2] as usize;
-        if b <= a
-            || h + (b - a) > text.len()
-            || text.as_bytes()[h..h + (b - a)] != self.text.as_bytes()[a..b]
+        let (seq_start, seq_end) = (anchor.seq_byte, self.clean[end_token] as usize);
+        let text_start = anchor.text_byte;
+        if seq_end <= seq_start
+            || text_start + (seq_end - seq_start) > text.len()
+            || text.as_bytes()[text_start..text_start + (seq_end - seq_start)]
+                != self.text.as_bytes()[seq_start..seq_end]
         {
             return Ok(None);
         }
-        let to_text = |c: usize| h + c - a;
-        // Middle tokens: seams [lo, hi) well inside [a, b].
-        let (Some(lo), Some(hi)) = (
-            self.seam_from(a + margin),
-            self.seam_until(b.saturating_sub(margin)),
+        let to_text = |seq_byte: usize| text_start + seq_byte - seq_start;
+        // Middle tokens: seams [first, last) well inside [seq_start, seq_end].
+        let (Some(first), Some(last)) = (
+            self.seam_from(seq_start + margin),
+            self.seam_until(seq_end.saturating_sub(margin)),
         ) else {
             return Ok(None);
         };
-        let Some(check) = self.seam_from(self.enc.start[lo] + margin) else {
+        let Some(check) = self.seam_from(self.enc.start[first] + margin) else {
             return Ok(None);
         };
         let Some(cut) = self.seam_from(self.enc.start[check] + margin) else {
             return Ok(None);
         };
-        if cut >= hi {
+        if cut >= last {
             return Ok(None);
         }
-        // Head: encode the text up to `cut` afresh; it must agree with the precomputed tokens on [lo, check).
-        let head_end = to_text(self.enc.start[cut]);
-        let fresh = self.full(&text[..head_end])?;
-        let Some(f0) = fresh
-            .start
-            .iter()
-            .position(|&x| x == to_text(self.enc.start[lo]))
-        else {
+        let Some(mut known) = self.fresh_head(text, [first, check, cut, last], &to_text)? else {
             return Ok(None);
         };
-        let k = check - lo;
-        if fresh.ids.len() < f0 + k + 1
-            || fresh.ids[f0..f0 + k] != self.enc.ids[lo..check]
-            || fresh.start[f0 + k] != to_text(self.enc.start[check])
-        {
-            return Ok(None);
-        }
-        let mut known = Spans::with_capacity(f0 + hi - lo);
-        for j in 0..f0 {
-            known.push(fresh.ids[j], fresh.start[j], fresh.end[j]);
-        }
-        for j in lo..hi {
+        for j in first..last {
             known.push(
                 self.enc.ids[j],
                 to_text(self.enc.start[j]),
                 to_text(self.enc.end[j]),
             );
         }
-        let valid_upto = to_text(self.enc.start[hi]);
+        let valid_upto = to_text(self.enc.start[last]);
         Ok(self
             .splice_tail_with(text, &mut known, valid_upto, margin)?
             .then_some(known))
+    }
+
+    /// Where the window's text and the sequence's text are in step (the UTF-8 decoding of the window's
+    /// first bytes may differ): the first token boundary, within the window's first 64 tokens, where 16
+    /// bytes of both texts agree.
+    fn anchor(
+        &self,
+        text: &str,
+        prefix: &[u32],
+        window_start: usize,
+        window_len: usize,
+    ) -> Option<Anchor> {
+        let mut head_bytes = Vec::new();
+        self.bytes.extend(&mut head_bytes, prefix);
+        for i in window_start..(window_start + 64).min(window_start + window_len / 2) {
+            head_bytes.extend_from_slice(
+                self.bytes
+                    .get(self.vocab.allowed[i % self.vocab.allowed.len()]),
+            );
+            let token = i + 1;
+            if token < window_start + 2 || self.clean[token] == u32::MAX {
+                continue;
+            }
+            let text_byte = String::from_utf8_lossy(&head_bytes).len();
+            let seq_byte = self.clean[token] as usize;
+            let probe = 16
+                .min(text.len().saturating_sub(text_byte))
+                .min(self.text.len() - seq_byte);
+            if text.as_bytes()[text_byte..text_byte + probe]
+                == self.text.as_bytes()[seq_byte..seq_byte + probe]
+            {
+                return Some(Anchor {
+                    token,
+                    text_byte,
+                    seq_byte,
+                });
+            }
+        }
+        None
+    }
+
+    /// The head of the window encoded afresh up to the seam `cut`, which must agree with the sequence's
+    /// tokens on the seams `[first, check)`; its tokens before `first` (with room for the middle tokens up
+    /// to `last`), or `None` when they disagree.
+    fn fresh_head(
+        &self,
+        text: &str,
+        [first, check, cut, last]: [usize; 4],
+        to_text: &dyn Fn(usize) -> usize,
+    ) -> Result<Option<Spans>> {
+        let fresh = self.full(&text[..to_text(self.enc.start[cut])])?;
+        let Some(fresh_first) = fresh
+            .start
+            .iter()
+            .position(|&x| x == to_text(self.enc.start[first]))
+        else {
+            return Ok(None);
+        };
+        let overlap = check - first;
+        if fresh.ids.len() < fresh_first + overlap + 1
+            || fresh.ids[fresh_first..fresh_first + overlap] != self.enc.ids[first..check]
+            || fresh.start[fresh_first + overlap] != to_text(self.enc.start[check])
+        {
+            return Ok(None);
+        }
+        let mut known = Spans::with_capacity(fresh_first + last - first);
+        for j in 0..fresh_first {
+            known.push(fresh.ids[j], fresh.start[j], fresh.end[j]);
+        }
+        Ok(Some(known))
     }
 
     /// The encoding of `text` whose tokens before byte `valid_upto` are `known`: keep them up to a seam
@@ -481,4 +516,13 @@ impl Corpus {
             attempt += 1;
         }
     }
+}
+/// A token boundary where the window's text and the long sequence's text are in step.
+struct Anchor {
+    /// The token (index into the sequence).
+    token: usize,
+    /// Its byte offset in the window's text.
+    text_byte: usize,
+    /// Its byte offset in the sequence's text.
+    seq_byte: usize,
 }

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::hooks::Hooks;
 pub use decode::{BodyDecoder, Head};
 pub use stream::ConnectError;
 use stream::{Stream, Tls};
@@ -41,14 +42,9 @@ pub struct Endpoint {
     read_timeout: Option<Duration>,
     /// `host:port` for messages.
     authority: String,
-    /// Test hook: the connection's thread sleeps this long before every read ([`INJECT_READ_DELAY_ENV`]).
-    inject_read_delay: Option<Duration>,
+    /// Test hooks (nothing without the `test-hooks` feature).
+    hooks: Hooks,
 }
-
-/// Environment variable (a test and diagnostic hook, not a flag): block the reading thread this many
-/// microseconds before every socket read, as a client that is busy or descheduled would be, to see that
-/// chunks are still timed at arrival (kernel stamps) and that the read lag shows the delay.
-pub const INJECT_READ_DELAY_ENV: &str = "LLMPERF_INJECT_READ_DELAY_US";
 
 impl Endpoint {
     /// An endpoint for `url` sending `headers` (name, value; already validated) on every request.
@@ -122,11 +118,7 @@ impl Endpoint {
             head_prefix,
             connect_timeout,
             read_timeout,
-            inject_read_delay: std::env::var(INJECT_READ_DELAY_ENV)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|us| *us > 0)
-                .map(Duration::from_micros),
+            hooks: Hooks::from_env(),
         })
     }
 
@@ -199,12 +191,12 @@ pub struct Conn {
     got_bytes: bool,
     /// The current request's longest wait between bytes arriving and the client reading them.
     read_lag: Duration,
-    /// [`INJECT_READ_DELAY_ENV`].
-    inject_read_delay: Option<Duration>,
+    /// Test hooks (a delay before every read).
+    hooks: Hooks,
 }
 
 impl Conn {
-    fn new(stream: Stream, inject_read_delay: Option<Duration>) -> Conn {
+    fn new(stream: Stream, hooks: Hooks) -> Conn {
         Conn {
             stream,
             buf: vec![0; READ_BUF_BYTES],
@@ -214,7 +206,7 @@ impl Conn {
             out: Vec::new(),
             got_bytes: false,
             read_lag: Duration::ZERO,
-            inject_read_delay,
+            hooks,
         }
     }
 
@@ -303,9 +295,8 @@ impl Conn {
             let grown = self.buf.len() * 2;
             self.buf.resize(grown, 0);
         }
-        if let Some(delay) = self.inject_read_delay {
-            std::thread::sleep(delay);
-        }
+        // A busy or descheduled client, for the tests: chunks must still be timed at arrival.
+        self.hooks.before_read();
         let read = self.stream.read(&mut self.buf[self.end..]);
         let n = match read_timeout {
             None => read.await,
@@ -426,7 +417,7 @@ impl Pool {
         let stream = stream::connect(&e.host, e.port, e.tls.as_ref(), e.connect_timeout)
             .await
             .map_err(Error::Connect)?;
-        Ok(Conn::new(stream, e.inject_read_delay))
+        Ok(Conn::new(stream, e.hooks))
     }
 
     /// Returns a connection whose last response was read completely.

@@ -17,7 +17,7 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer, ServerName};
 
-use crate::engine::rx_stamp;
+use crate::sys::rx_stamp;
 
 /// Plain TCP or TLS over TCP.
 pub enum Stream {

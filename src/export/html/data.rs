@@ -15,7 +15,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::svg::Bins;
 use super::timeline::Span;
 use crate::export::report::RunReport;
-use crate::metrics::{PercentileTable, PERCENTILE_LABELS};
+use crate::metrics::{columns, PercentileTable, PERCENTILE_LABELS};
 
 /// One run as the page shows it.
 pub struct RunView {
@@ -179,8 +179,8 @@ pub fn load(db: &Path, percentiles: &PercentileTable) -> Result<RunData> {
         return Ok(data);
     };
     let stream_only = n_stream_ok.unwrap_or(0) > 0;
-    let mut ttft = Binner::new(range(percentiles, "TTFT (ms)"));
-    let mut itl = Binner::new(range(percentiles, "ITL (ms)"));
+    let mut ttft = Binner::new(range(percentiles, columns::TTFT_MS));
+    let mut itl = Binner::new(range(percentiles, columns::ITL_MS));
     let mut rate = RateBins::new((t1 - t0).max(1e-6));
     let stride = (data.n_requests as usize).div_ceil(MAX_SPANS).max(1);
     // Rare failures stay visible without crowding the sample.

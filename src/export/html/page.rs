@@ -11,7 +11,7 @@ use super::timeline;
 use super::{esc, HtmlHeader};
 use crate::export::format::Unit;
 use crate::export::report::RunReport;
-use crate::metrics::PERCENTILE_LABELS;
+use crate::metrics::{columns, PERCENTILE_LABELS};
 
 /// The x axis of the sweep charts: concurrency, or the rate in open loop.
 fn sweep_axis(runs: &[&RunView]) -> (&'static str, Vec<String>) {
@@ -113,10 +113,10 @@ pub fn render(h: &HtmlHeader, views: &[RunView]) -> String {
 
 /// The latency metrics charted against the sweep: (percentile column, title, unit).
 const LATENCY: [(&str, &str, &str); 4] = [
-    ("TTFT (ms)", "Time to first token", "ms"),
-    ("ITL (ms)", "Inter-token latency", "ms"),
-    ("TPOT (ms)", "Time per output token", "ms"),
-    ("Latency (s)", "End-to-end latency", "s"),
+    (columns::TTFT_MS, "Time to first token", "ms"),
+    (columns::ITL_MS, "Inter-token latency", "ms"),
+    (columns::TPOT_MS, "Time per output token", "ms"),
+    (columns::LATENCY_S, "End-to-end latency", "s"),
 ];
 
 fn sweep_charts(out: &mut String, runs: &[&RunView]) {

@@ -29,7 +29,6 @@ const MAX_BRACKET: Duration = Duration::from_micros(50);
 
 /// Asks the kernel to stamp what `tcp` receives. Returns whether it agreed.
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
 pub fn enable(tcp: &TcpStream) -> bool {
     use std::os::fd::AsRawFd;
     let on: libc::c_int = 1;
@@ -80,8 +79,7 @@ pub fn poll_read(
 
 /// One read: the bytes read, and when the last of them arrived, if the kernel said.
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-pub fn recv(tcp: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
+fn recv(tcp: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
     use std::os::fd::AsRawFd;
     // Room for one cmsg carrying a timespec, aligned for cmsghdr.
     let mut control = [0u64; 8];
@@ -121,7 +119,6 @@ pub fn recv(tcp: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<Instan
 /// tightest bracket, so the conversion errs by at most half of it (and never by a preemption beyond
 /// [`MAX_BRACKET`]: the read time is used then).
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
 fn to_instant(ts: &libc::timespec) -> Option<Instant> {
     let nanos = |t: &libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
     let mut best: Option<(Duration, Instant, i128)> = None;
@@ -156,7 +153,7 @@ fn to_instant(ts: &libc::timespec) -> Option<Instant> {
 
 /// One read, timed when it returns (no kernel stamps on this platform).
 #[cfg(not(target_os = "linux"))]
-pub fn recv(tcp: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
+fn recv(tcp: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
     tcp.try_read(buf).map(|n| (n, None))
 }
 
