@@ -23,6 +23,7 @@ pub mod record;
 pub mod resources;
 pub mod runner;
 pub mod secret;
+pub mod server_metrics;
 pub mod shutdown;
 pub mod sim;
 pub mod store;

@@ -4,6 +4,7 @@
 
 mod kinds;
 mod parse;
+mod server_side;
 #[cfg(test)]
 mod tests;
 
@@ -16,6 +17,7 @@ use crate::cli::Cli;
 use crate::visualizer::{VisualizerKind, VisualizerSettings};
 
 pub use kinds::*;
+pub use server_side::ServerSidePlan;
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
 
@@ -109,6 +111,8 @@ pub struct RunPlan {
     pub dataset_args: DatasetArgs,
     /// `random_vl` images.
     pub image: ImageSettings,
+    /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
+    pub server_side: ServerSidePlan,
 }
 
 /// The total timeout used for `--total-timeout 0` (none): a century.
@@ -482,6 +486,7 @@ impl RunPlan {
             }
         };
 
+        let server_side = server_side::server_side_plan(&cli, api, &runs)?;
         let visualizer = visualizer_settings(&cli)?;
         let progress_tracker = cli.enable_progress_tracker;
 
@@ -512,6 +517,7 @@ impl RunPlan {
             tokens,
             dataset_args,
             image,
+            server_side,
             cli,
         })
     }
