@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod plan;
 pub mod progress;
 pub mod pyjson;
+pub mod reasoning;
 pub mod record;
 pub mod resources;
 pub mod runner;

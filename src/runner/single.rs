@@ -277,6 +277,10 @@ pub async fn run_single(
     if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
         tracing::warn!("{warning}");
     }
+    summary
+        .extras
+        .appended
+        .extend(observers.reasoning.summary_keys());
     crate::server_metrics::finish_for_run(scrape, &run_dir, &mut summary).await;
     let percentiles = acc.percentiles();
     if let Some(e) = &summary.extras.input_token_error {
