@@ -188,6 +188,14 @@ impl HistogramDelta {
         if total <= 0.0 {
             return None;
         }
+        if self.sum == 0.0 && self.buckets.first().is_some_and(|b| b.0 >= 0.0) {
+            // Non-negative observations summing to 0 are all 0 (e.g. a queue time when nothing queued).
+            return Some(Quantile {
+                value: 0.0,
+                lower: 0.0,
+                upper: 0.0,
+            });
+        }
         let rank = q.clamp(0.0, 1.0) * total;
         let (mut lower, mut below) = (0.0f64, 0.0f64);
         for &(le, cumulative) in &self.buckets {
@@ -273,6 +281,9 @@ mod tests {
         let p99 = h.quantile(0.99).unwrap();
         assert_eq!(p99.value, 0.2);
         assert!(p99.error().is_infinite());
+        let zeros = parse("# TYPE h histogram\nh_bucket{le=\"0.1\"} 4\nh_bucket{le=\"+Inf\"} 4\nh_sum 0\nh_count 4\n").unwrap();
+        let z = &histogram_deltas(&parse("# TYPE h histogram\nh_bucket{le=\"0.1\"} 0\nh_bucket{le=\"+Inf\"} 0\nh_sum 0\nh_count 0\n").unwrap(), &zeros)[0];
+        assert_eq!(z.quantile(0.99).unwrap(), Quantile { value: 0.0, lower: 0.0, upper: 0.0 });
         let empty = &histogram_deltas(&a, &a)[0];
         assert_eq!(empty.quantile(0.5), None);
         assert_eq!(empty.mean(), None);

@@ -3,41 +3,55 @@
 //! meaning lists every spelling known (first found wins); anything else stays in `server_metrics.json`
 //! under its own name only.
 
-/// Counters: (summary key, candidate families).
-pub const COUNTERS: &[(&str, &[&str])] = &[
+/// Counters: (summary key, candidates); a candidate is a group of families whose deltas add up (llama.cpp
+/// counts cached prompt tokens apart from processed ones; vLLM and SGLang count every prompt token).
+pub const COUNTERS: &[(&str, &[&[&str]])] = &[
     (
         "Server Requests",
         &[
-            "vllm:request_success_total",
-            "sglang:num_requests_total",
-            "tgi_request_success",
+            &["vllm:request_success_total"],
+            &["sglang:num_requests_total"],
+            &["tgi_request_success"],
         ],
     ),
     (
         "Server Prompt Tokens",
         &[
-            "vllm:prompt_tokens_total",
-            "sglang:prompt_tokens_total",
-            "llamacpp:prompt_tokens_total",
+            &["vllm:prompt_tokens_total"],
+            &["sglang:prompt_tokens_total"],
+            &[
+                "llamacpp:prompt_tokens_total",
+                "llamacpp:prompt_tokens_cached_total",
+            ],
         ],
     ),
     (
         "Server Generation Tokens",
         &[
-            "vllm:generation_tokens_total",
-            "sglang:generation_tokens_total",
-            "llamacpp:tokens_predicted_total",
+            &["vllm:generation_tokens_total"],
+            &["sglang:generation_tokens_total"],
+            &["llamacpp:tokens_predicted_total"],
         ],
     ),
-    ("Server Preemptions", &["vllm:num_preemptions_total"]),
+    ("Server Preemptions", &[&["vllm:num_preemptions_total"]]),
 ];
 
-/// Prefix cache: (queries, hits) counter families, in tokens.
-pub const PREFIX_CACHE: &[(&str, &str)] = &[
-    ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"),
+/// Prefix cache: (families whose deltas add up to the prompt tokens queried, the family of tokens hit).
+pub const PREFIX_CACHE: &[(&[&str], &str)] = &[
     (
-        "vllm:gpu_prefix_cache_queries_total",
+        &["vllm:prefix_cache_queries_total"],
+        "vllm:prefix_cache_hits_total",
+    ),
+    (
+        &["vllm:gpu_prefix_cache_queries_total"],
         "vllm:gpu_prefix_cache_hits_total",
+    ),
+    (
+        &[
+            "llamacpp:prompt_tokens_total",
+            "llamacpp:prompt_tokens_cached_total",
+        ],
+        "llamacpp:prompt_tokens_cached_total",
     ),
 ];
 

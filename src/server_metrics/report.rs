@@ -62,6 +62,11 @@ impl Endpoint<'_> {
             .map(|c| c.delta)
     }
 
+    /// Σ of the deltas of `families`, when every one is exposed.
+    fn counter_sum(&self, families: &[&str]) -> Option<f64> {
+        families.iter().map(|f| self.counter(f)).sum()
+    }
+
     /// A gauge family combined across its series at each scrape: `(t_s, value)`.
     fn combined(&self, family: &str, combine: Combine) -> Vec<(f64, f64)> {
         let mut at: BTreeMap<u64, (f64, Vec<f64>)> = BTreeMap::new();
@@ -130,7 +135,7 @@ fn first_of<T>(endpoints: &[Endpoint<'_>], f: impl Fn(&Endpoint<'_>) -> Option<T
 fn counter_keys(endpoints: &[Endpoint<'_>], client_output_tokens: f64, keys: &mut Vec<(String, Value)>) {
     let mut generation = None;
     for (key, families) in known::COUNTERS {
-        let found = first_of(endpoints, |e| families.iter().find_map(|f| e.counter(f)));
+        let found = first_of(endpoints, |e| families.iter().find_map(|g| e.counter_sum(g)));
         if let Some(v) = found {
             if *key == "Server Generation Tokens" {
                 generation = Some(v);
@@ -141,7 +146,7 @@ fn counter_keys(endpoints: &[Endpoint<'_>], client_output_tokens: f64, keys: &mu
     let cache = first_of(endpoints, |e| {
         known::PREFIX_CACHE
             .iter()
-            .find_map(|(q, h)| Some((e.counter(q)?, e.counter(h)?)))
+            .find_map(|(q, h)| Some((e.counter_sum(q)?, e.counter(h)?)))
     });
     if let Some((queries, hits)) = cache.filter(|c| c.0 > 0.0) {
         keys.push((

@@ -123,6 +123,12 @@ fn counter_deltas_and_server_ttft_match_the_simulator_truth() {
     assert!((0.0..=4.0).contains(&max_running), "{max_running}");
     assert!(file["timeline"]["Running Requests"].as_array().unwrap().len() >= 2);
 
+    // The report: the client-vs-server table and the server gauges on the timeline's axis.
+    let html = std::fs::read_to_string(run.parent().unwrap().join("perf_report.html")).unwrap();
+    assert!(html.contains("Client vs server"));
+    assert!(html.contains(r#"data-chart="server-0-0""#));
+    assert!(html.contains("Running Requests at each scrape"));
+
     // The server keys follow every evalscope key.
     let keys: Vec<&String> = summary.as_object().unwrap().keys().collect();
     let first_server = keys.iter().position(|k| k.starts_with("Server ")).unwrap();

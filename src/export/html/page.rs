@@ -25,6 +25,8 @@ pub struct RunView {
     pub summary: Map<String, Value>,
     /// Histograms, timeline, token rate.
     pub data: RunData,
+    /// `server_metrics.json` (with `--server-metrics`).
+    pub server: Option<super::server::ServerView>,
 }
 
 /// The x axis of the sweep charts: concurrency, or the rate in open loop.
@@ -272,5 +274,6 @@ fn run_section(out: &mut String, i: usize, r: &RunView) {
         &d.tok_rate,
     );
     figure(out, &rate, "Output tokens per second over the run (each reply's tokens spread from its first token to its end).");
+    super::server::section(out, i, r);
     out.push_str("</div></section>");
 }
