@@ -96,7 +96,7 @@ fn fetch(client: &reqwest::blocking::Client, url: &Url) -> Result<Exposition, St
     let resp = client
         .get(url.clone())
         .send()
-        .map_err(|e| crate::engine::client::one_line(&format!("{e:#}")))?;
+        .map_err(|e| crate::record::one_line(&format!("{e:#}")))?;
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("HTTP {status}"));

@@ -2,6 +2,7 @@
 
 mod arrivals;
 mod bad_input;
+mod commands;
 mod common;
 mod diagnostics;
 mod dispatch;

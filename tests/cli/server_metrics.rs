@@ -216,7 +216,7 @@ fn mock_api_scrapes_its_own_simulator_and_counts_reasoning() {
     assert_eq!(summary["Server Requests"], Value::from(10));
     assert_eq!(summary["Server Generation Tokens"], Value::from(80));
     assert_eq!(summary["Server Prompt Tokens"], Value::from(30));
-    // Reasoning: 3 of 8 tokens, first reasoning token at TTFT, the answer 3 tokens later.
+    // Reasoning: 3 of 8 tokens, first reasoning token at TTFT, the answer after it.
     assert_eq!(summary["Reasoning Requests"], Value::from(10));
     assert_eq!(summary["Avg Reasoning Tokens"], Value::from(3.0));
     assert_eq!(summary["Avg Answer Tokens"], Value::from(5.0));
@@ -226,7 +226,9 @@ fn mock_api_scrapes_its_own_simulator_and_counts_reasoning() {
         .unwrap();
     assert!((ttft - first_reasoning).abs() < 0.02, "evalscope's TTFT unchanged");
     let ttfo = summary["Avg TTFO (ms)"].as_f64().unwrap();
-    assert!(ttfo >= ttft + 3.0 * 4.0 - 1.0, "TTFO {ttfo} vs TTFT {ttft}");
+    // The answer starts 3 tokens (12 ms) after the reasoning on the server; the client's own read delays
+    // shift both stamps, so only the order is asserted here (the truth test checks the times).
+    assert!(ttfo > ttft, "TTFO {ttfo} vs TTFT {ttft}");
 }
 
 #[test]

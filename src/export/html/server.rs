@@ -9,7 +9,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
-use super::page::RunView;
+use super::data::RunView;
 use super::sections::table;
 use super::svg::{label_num, n, nice_ticks, plot_w, Frame, LEFT};
 
