@@ -45,7 +45,11 @@ fn parts(d: &Value) -> (Option<String>, bool) {
         .flatten()
     {
         for k in ["text", "summary"] {
-            if let Some(t) = detail.get(k).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            if let Some(t) = detail
+                .get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
                 reasoning.get_or_insert_with(String::new).push_str(t);
             }
         }
@@ -211,13 +215,19 @@ mod tests {
         stats.add(&r);
         let keys = stats.summary_keys();
         assert_eq!(keys[0], ("Reasoning Requests".to_string(), Value::from(1)));
-        assert!(keys.iter().any(|(k, v)| k == "Avg TTFO (ms)" && *v == Value::from(45.0)));
+        assert!(keys
+            .iter()
+            .any(|(k, v)| k == "Avg TTFO (ms)" && v.as_f64() == Some(45.0)));
     }
 
     #[test]
     fn plain_responses_have_no_split() {
         let mut r = RequestRecord::new(0, false, Arc::from("{}"), Instant::now());
-        apply_stream_event(&mut r, br#"{"choices":[{"delta":{"content":"hi"}}]}"#, Instant::now());
+        apply_stream_event(
+            &mut r,
+            br#"{"choices":[{"delta":{"content":"hi"}}]}"#,
+            Instant::now(),
+        );
         r.success = true;
         r.is_stream = true;
         assert_eq!(split(&r, None), None);

@@ -8,7 +8,12 @@ pub struct ArrivalArgs {
     /// Burstiness of paced arrivals (`--open-loop`, or `--rate` in a closed loop): gaps between requests are
     /// gamma-distributed with this shape and the mean set by `--rate`, as vLLM's flag: 1 = Poisson
     /// [default], < 1 burstier, > 1 more even.
-    #[arg(long, value_name = "K", allow_negative_numbers = true, help_heading = "Load")]
+    #[arg(
+        long,
+        value_name = "K",
+        allow_negative_numbers = true,
+        help_heading = "Load"
+    )]
     pub burstiness: Option<f64>,
 
     /// Ramp the rate up linearly from 0 to `--rate` over the first D of a paced run (e.g. `30s`, `500ms`,

@@ -139,7 +139,12 @@ mod tests {
                 burstiness: k,
                 ramp_up_s: None,
             };
-            let o = arrival_offsets_s(20_000, 100.0, shape, &mut rand::rngs::StdRng::seed_from_u64(9));
+            let o = arrival_offsets_s(
+                20_000,
+                100.0,
+                shape,
+                &mut rand::rngs::StdRng::seed_from_u64(9),
+            );
             assert!((o[o.len() - 1] - 200.0).abs() < 1e-6, "ends at n / rate");
             let cv2 = gap_cv2(&o);
             assert!((cv2 * k - 1.0).abs() < 0.1, "k {k}: CV² {cv2}");
@@ -152,11 +157,24 @@ mod tests {
             burstiness: 1.0,
             ramp_up_s: Some(10.0),
         };
-        let o = arrival_offsets_s(4_000, 100.0, shape, &mut rand::rngs::StdRng::seed_from_u64(5));
+        let o = arrival_offsets_s(
+            4_000,
+            100.0,
+            shape,
+            &mut rand::rngs::StdRng::seed_from_u64(5),
+        );
         let count = |a: f64, b: f64| o.iter().filter(|t| **t >= a && **t < b).count() as f64;
         // Λ(5) = 100·25/20 = 125 arrivals in the first half of the ramp, 375 in the second.
-        assert!((count(0.0, 5.0) - 125.0).abs() < 35.0, "{}", count(0.0, 5.0));
-        assert!((count(5.0, 10.0) - 375.0).abs() < 60.0, "{}", count(5.0, 10.0));
+        assert!(
+            (count(0.0, 5.0) - 125.0).abs() < 35.0,
+            "{}",
+            count(0.0, 5.0)
+        );
+        assert!(
+            (count(5.0, 10.0) - 375.0).abs() < 60.0,
+            "{}",
+            count(5.0, 10.0)
+        );
         // After the ramp: the full rate.
         let rate_after = count(10.0, 40.0) / 30.0;
         assert!((rate_after - 100.0).abs() < 6.0, "{rate_after}");

@@ -24,9 +24,9 @@ use crate::visualizer::{VisualizerKind, VisualizerSettings};
 
 pub use crate::error::UsageError;
 pub use kinds::*;
-pub use server_side::ServerSidePlan;
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use server_side::ServerSidePlan;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))

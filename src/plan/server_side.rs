@@ -36,7 +36,9 @@ pub fn server_side_plan(
             ));
         }
         if !paced {
-            return usage("--burstiness shapes paced arrivals: add --open-loop --rate R, or --rate R");
+            return usage(
+                "--burstiness shapes paced arrivals: add --open-loop --rate R, or --rate R",
+            );
         }
         arrival.burstiness = k;
     }

@@ -18,11 +18,7 @@ pub fn series_key(s: &Sample) -> String {
     if s.labels.is_empty() {
         return s.name.clone();
     }
-    let labels: Vec<String> = s
-        .labels
-        .iter()
-        .map(|(k, v)| format!("{k}={v:?}"))
-        .collect();
+    let labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
     format!("{}{{{}}}", s.name, labels.join(","))
 }
 
@@ -68,7 +64,11 @@ pub fn counter_deltas(first: &Exposition, last: &Exposition) -> Vec<CounterDelta
                 .map(|s| {
                     let key = series_key(s);
                     let begin = start.get(&key).copied().unwrap_or(0.0);
-                    let delta = if s.value >= begin { s.value - begin } else { s.value };
+                    let delta = if s.value >= begin {
+                        s.value - begin
+                    } else {
+                        s.value
+                    };
                     CounterSeries {
                         series: key,
                         start: begin,
@@ -161,11 +161,19 @@ pub fn histogram_deltas(first: &Exposition, last: &Exposition) -> Vec<HistogramD
             let buckets = end
                 .iter()
                 .map(|(k, (le, v))| {
-                    let b = if reset { 0.0 } else { begin.get(k).map_or(0.0, |x| x.1) };
+                    let b = if reset {
+                        0.0
+                    } else {
+                        begin.get(k).map_or(0.0, |x| x.1)
+                    };
                     (*le, (v - b).max(0.0))
                 })
                 .collect();
-            let (bs, bc) = if reset { (0.0, 0.0) } else { (begin_sum, begin_count) };
+            let (bs, bc) = if reset {
+                (0.0, 0.0)
+            } else {
+                (begin_sum, begin_count)
+            };
             HistogramDelta {
                 family: f.name.clone(),
                 buckets,
@@ -271,7 +279,10 @@ mod tests {
         let a = parse("# TYPE h histogram\nh_bucket{le=\"0.1\"} 1\nh_bucket{le=\"0.2\"} 1\nh_bucket{le=\"+Inf\"} 1\nh_sum 0.05\nh_count 1\n").unwrap();
         let b = parse("# TYPE h histogram\nh_bucket{le=\"0.1\"} 1\nh_bucket{le=\"0.2\"} 11\nh_bucket{le=\"+Inf\"} 12\nh_sum 2.55\nh_count 12\n").unwrap();
         let h = &histogram_deltas(&a, &b)[0];
-        assert_eq!(h.buckets, vec![(0.1, 0.0), (0.2, 10.0), (f64::INFINITY, 11.0)]);
+        assert_eq!(
+            h.buckets,
+            vec![(0.1, 0.0), (0.2, 10.0), (f64::INFINITY, 11.0)]
+        );
         assert_eq!(h.count, 11.0);
         assert!((h.mean().unwrap() - 2.5 / 11.0).abs() < 1e-12);
         let p50 = h.quantile(0.5).unwrap();
@@ -283,7 +294,14 @@ mod tests {
         assert!(p99.error().is_infinite());
         let zeros = parse("# TYPE h histogram\nh_bucket{le=\"0.1\"} 4\nh_bucket{le=\"+Inf\"} 4\nh_sum 0\nh_count 4\n").unwrap();
         let z = &histogram_deltas(&parse("# TYPE h histogram\nh_bucket{le=\"0.1\"} 0\nh_bucket{le=\"+Inf\"} 0\nh_sum 0\nh_count 0\n").unwrap(), &zeros)[0];
-        assert_eq!(z.quantile(0.99).unwrap(), Quantile { value: 0.0, lower: 0.0, upper: 0.0 });
+        assert_eq!(
+            z.quantile(0.99).unwrap(),
+            Quantile {
+                value: 0.0,
+                lower: 0.0,
+                upper: 0.0
+            }
+        );
         let empty = &histogram_deltas(&a, &a)[0];
         assert_eq!(empty.quantile(0.5), None);
         assert_eq!(empty.mean(), None);
@@ -292,7 +310,10 @@ mod tests {
     #[test]
     fn gauge_stats_skip_nan() {
         let g = gauge_stats(&[(0.0, 1.0), (1.0, f64::NAN), (2.0, 3.0)]).unwrap();
-        assert_eq!((g.mean, g.min, g.max, g.last, g.samples), (2.0, 1.0, 3.0, 3.0, 2));
+        assert_eq!(
+            (g.mean, g.min, g.max, g.last, g.samples),
+            (2.0, 1.0, 3.0, 3.0, 2)
+        );
         assert!(gauge_stats(&[]).is_none());
     }
 }

@@ -99,7 +99,12 @@ pub const GAUGES: &[(&str, &[&str], f64, Combine)] = &[
         1.0,
         Combine::Mean,
     ),
-    ("GPU Power (W)", &["DCGM_FI_DEV_POWER_USAGE"], 1.0, Combine::Sum),
+    (
+        "GPU Power (W)",
+        &["DCGM_FI_DEV_POWER_USAGE"],
+        1.0,
+        Combine::Sum,
+    ),
     (
         "GPU Memory Used (MiB)",
         &["DCGM_FI_DEV_FB_USED"],

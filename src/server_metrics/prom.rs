@@ -124,7 +124,8 @@ pub fn parse(text: &str) -> Result<Exposition, ParseError> {
         }
         if let Some(comment) = line.strip_prefix('#') {
             let mut words = comment.split_whitespace();
-            if let (Some("TYPE"), Some(name), Some(kind)) = (words.next(), words.next(), words.next())
+            if let (Some("TYPE"), Some(name), Some(kind)) =
+                (words.next(), words.next(), words.next())
             {
                 if !valid_name(name) {
                     return Err(fail("invalid metric name in # TYPE"));
@@ -144,7 +145,7 @@ pub fn parse(text: &str) -> Result<Exposition, ParseError> {
             }
             continue;
         }
-        let sample = sample(line).map_err(|r| fail(r))?;
+        let sample = sample(line).map_err(fail)?;
         let f = match family_of(&sample.name, &index, &out.families) {
             Some(f) => f,
             None => {
@@ -214,7 +215,8 @@ fn sample(line: &str) -> Result<Sample, &'static str> {
     let value = fields.next().ok_or("a sample needs a value")?;
     let value = float(value).ok_or("the value is not a number")?;
     if let Some(ts) = fields.next() {
-        ts.parse::<i64>().map_err(|_| "the timestamp is not an integer")?;
+        ts.parse::<i64>()
+            .map_err(|_| "the timestamp is not an integer")?;
     }
     if fields.next().is_some() {
         return Err("unexpected text after the value");
@@ -227,7 +229,10 @@ fn sample(line: &str) -> Result<Sample, &'static str> {
 }
 
 /// Reads `k="v",…}` into `labels`; returns the text after the closing brace.
-fn label_set<'a>(mut s: &'a str, labels: &mut Vec<(String, String)>) -> Result<&'a str, &'static str> {
+fn label_set<'a>(
+    mut s: &'a str,
+    labels: &mut Vec<(String, String)>,
+) -> Result<&'a str, &'static str> {
     loop {
         s = s.trim_start();
         if let Some(after) = s.strip_prefix('}') {
@@ -270,7 +275,12 @@ pub(crate) fn float(s: &str) -> Option<f64> {
         "NaN" | "nan" => Some(f64::NAN),
         "+Inf" | "Inf" | "+inf" | "inf" => Some(f64::INFINITY),
         "-Inf" | "-inf" => Some(f64::NEG_INFINITY),
-        _ if s.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) => s.parse().ok(),
+        _ if s
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) =>
+        {
+            s.parse().ok()
+        }
         _ => None,
     }
 }
@@ -308,7 +318,10 @@ process_start_time_seconds 1.7e9 1700000000000
         );
         let running = &e.families[0];
         assert_eq!(running.kind, Kind::Gauge);
-        assert_eq!(running.samples[0].label("model_name"), Some("qwen, \"big\""));
+        assert_eq!(
+            running.samples[0].label("model_name"),
+            Some("qwen, \"big\"")
+        );
         assert_eq!(running.samples[0].value, 3.0);
         let ttft = e.family("vllm:time_to_first_token_seconds").unwrap();
         assert_eq!(ttft.kind, Kind::Histogram);

@@ -17,6 +17,8 @@ use super::known::{self, Combine};
 use super::prom::Kind;
 use super::scrape::EndpointLog;
 use crate::pyjson::round;
+#[cfg(test)]
+use reqwest::Url;
 
 /// One run's server-side results.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -132,10 +134,16 @@ fn first_of<T>(endpoints: &[Endpoint<'_>], f: impl Fn(&Endpoint<'_>) -> Option<T
     endpoints.iter().find_map(f)
 }
 
-fn counter_keys(endpoints: &[Endpoint<'_>], client_output_tokens: f64, keys: &mut Vec<(String, Value)>) {
+fn counter_keys(
+    endpoints: &[Endpoint<'_>],
+    client_output_tokens: f64,
+    keys: &mut Vec<(String, Value)>,
+) {
     let mut generation = None;
     for (key, families) in known::COUNTERS {
-        let found = first_of(endpoints, |e| families.iter().find_map(|g| e.counter_sum(g)));
+        let found = first_of(endpoints, |e| {
+            families.iter().find_map(|g| e.counter_sum(g))
+        });
         if let Some(v) = found {
             if *key == "Server Generation Tokens" {
                 generation = Some(v);
@@ -200,7 +208,11 @@ fn integrate(points: &[(f64, f64)]) -> Option<f64> {
     })
 }
 
-fn gauge_keys(endpoints: &[Endpoint<'_>], keys: &mut Vec<(String, Value)>, timeline: &mut Map<String, Value>) {
+fn gauge_keys(
+    endpoints: &[Endpoint<'_>],
+    keys: &mut Vec<(String, Value)>,
+    timeline: &mut Map<String, Value>,
+) {
     for (stem, families, scale, combine) in known::GAUGES {
         let points = first_of(endpoints, |e| {
             families
@@ -225,9 +237,11 @@ fn gauge_keys(endpoints: &[Endpoint<'_>], keys: &mut Vec<(String, Value)>, timel
 fn histogram_keys(endpoints: &[Endpoint<'_>], keys: &mut Vec<(String, Value)>) {
     for (stem, families) in known::HISTOGRAMS {
         let found = endpoints.iter().find_map(|e| {
-            families
-                .iter()
-                .find_map(|f| e.histograms.iter().find(|h| h.family == *f && h.count > 0.0))
+            families.iter().find_map(|f| {
+                e.histograms
+                    .iter()
+                    .find(|h| h.family == *f && h.count > 0.0)
+            })
         });
         let Some(h) = found else { continue };
         if let Some(mean) = h.mean() {
@@ -236,7 +250,10 @@ fn histogram_keys(endpoints: &[Endpoint<'_>], keys: &mut Vec<(String, Value)>) {
         for (label, q) in known::QUANTILES {
             if let Some(est) = h.quantile(*q) {
                 keys.push((format!("Server {label} {stem} (ms)"), ms(est.value)));
-                keys.push((format!("Server {label} {stem} Bucket Error (ms)"), ms(est.error())));
+                keys.push((
+                    format!("Server {label} {stem} Bucket Error (ms)"),
+                    ms(est.error()),
+                ));
             }
         }
     }
@@ -261,7 +278,10 @@ fn endpoint_json(e: &Endpoint<'_>) -> Value {
         .iter()
         .filter_map(|(key, (family, points))| {
             let s = gauge_stats(points)?;
-            let pts: Vec<Value> = points.iter().map(|&(t, v)| json!([round(t, 6), num(v)])).collect();
+            let pts: Vec<Value> = points
+                .iter()
+                .map(|&(t, v)| json!([round(t, 6), num(v)]))
+                .collect();
             Some((
                 key.clone(),
                 json!({"family": family, "mean": num(s.mean), "min": num(s.min), "max": num(s.max),
@@ -296,7 +316,14 @@ fn endpoint_json(e: &Endpoint<'_>) -> Value {
         .iter()
         .flat_map(|(_, e)| &e.families)
         .filter(|f| matches!(f.kind, Kind::Untyped | Kind::Summary))
-        .flat_map(|f| f.samples.iter().map(move |s| (series_key(s), json!({"type": f.kind.name(), "value": num(s.value)}))))
+        .flat_map(|f| {
+            f.samples.iter().map(move |s| {
+                (
+                    series_key(s),
+                    json!({"type": f.kind.name(), "value": num(s.value)}),
+                )
+            })
+        })
         .collect();
     json!({
         "url": log.url.as_str(),
@@ -329,5 +356,104 @@ pub fn client_vs_server(client_avg_ttft_ms: f64, keys: &[(String, Value)]) -> Ve
             Value::from(round(client_avg_ttft_ms - s, 2)),
         )],
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::Url;
+
+    use super::super::prom::parse;
+    use super::*;
+
+    fn log(url: &str, texts: &[(f64, &str)]) -> EndpointLog {
+        let mut log = EndpointLog {
+            url: Url::parse(url).unwrap(),
+            attempts: texts.len() as u64,
+            failures: 0,
+            last_error: None,
+            first: None,
+            last: None,
+            baseline_ok: true,
+            final_ok: true,
+            gauges: BTreeMap::new(),
+        };
+        for &(t, text) in texts {
+            let e = parse(text).unwrap();
+            for f in e.families.iter().filter(|f| f.kind == Kind::Gauge) {
+                for s in &f.samples {
+                    log.gauges
+                        .entry(series_key(s))
+                        .or_insert_with(|| (f.name.clone(), Vec::new()))
+                        .1
+                        .push((t, s.value));
+                }
+            }
+            log.first.get_or_insert((t, e.clone()));
+            log.last = Some((t, e));
+        }
+        log
+    }
+
+    #[test]
+    fn spec_decode_prefix_cache_and_dcgm_energy() {
+        let engine = log(
+            "http://e/metrics",
+            &[
+                (0.0, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total 100\n# TYPE vllm:spec_decode_num_drafts_total counter\nvllm:spec_decode_num_drafts_total 10\n# TYPE vllm:spec_decode_num_draft_tokens_total counter\nvllm:spec_decode_num_draft_tokens_total 30\n# TYPE vllm:spec_decode_num_accepted_tokens_total counter\nvllm:spec_decode_num_accepted_tokens_total 20\n# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total 0\n# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total 0\n"),
+                (2.0, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total 300\n# TYPE vllm:spec_decode_num_drafts_total counter\nvllm:spec_decode_num_drafts_total 60\n# TYPE vllm:spec_decode_num_draft_tokens_total counter\nvllm:spec_decode_num_draft_tokens_total 180\n# TYPE vllm:spec_decode_num_accepted_tokens_total counter\nvllm:spec_decode_num_accepted_tokens_total 110\n# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total 400\n# TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total 100\n"),
+            ],
+        );
+        let gpu = log(
+            "http://g:9400/metrics",
+            &[
+                (0.0, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 50\nDCGM_FI_DEV_GPU_UTIL{gpu=\"1\"} 70\n# TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE{gpu=\"0\"} 100\nDCGM_FI_DEV_POWER_USAGE{gpu=\"1\"} 100\n"),
+                (1.0, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 90\nDCGM_FI_DEV_GPU_UTIL{gpu=\"1\"} 90\n# TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE{gpu=\"0\"} 300\nDCGM_FI_DEV_POWER_USAGE{gpu=\"1\"} 300\n"),
+            ],
+        );
+        let r = build(&[engine, gpu], Duration::from_secs(1), 0.0);
+        let get = |k: &str| {
+            r.summary_keys
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_f64().unwrap())
+        };
+        assert_eq!(get("Server Generation Tokens"), Some(200.0));
+        // 90 accepted of 150 drafted tokens in 50 drafts: rate 0.6, mean accepted length 1 + 90/50.
+        assert_eq!(get("Server Spec Decode Acceptance Rate"), Some(0.6));
+        assert_eq!(get("Server Spec Decode Mean Accepted Length"), Some(2.8));
+        assert_eq!(get("Server Prefix Cache Hit Rate (%)"), Some(25.0));
+        // GPU utilisation: mean over GPUs at each scrape (60, then 90); power summed (200 W, 600 W).
+        assert_eq!(get("Server Avg GPU Utilization (%)"), Some(75.0));
+        assert_eq!(get("Server Max GPU Power (W)"), Some(600.0));
+        // Energy: ∫ power = (200 + 600) / 2 · 1 s = 400 J over 200 generated tokens.
+        assert_eq!(get("Server GPU Energy (J)"), Some(400.0));
+        assert_eq!(get("Server GPU Energy per Output Token (J)"), Some(2.0));
+        assert_eq!(r.json["endpoints"].as_array().unwrap().len(), 2);
+        assert!(r.json["timeline"]["GPU Power (W)"].is_array());
+    }
+
+    #[test]
+    fn an_endpoint_without_baseline_gives_no_deltas_but_gauges() {
+        let mut l = log(
+            "http://e/metrics",
+            &[
+                (0.0, "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 2\n# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total 5\n"),
+                (1.0, "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 4\n# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total 9\n"),
+            ],
+        );
+        let complete = build(std::slice::from_ref(&l), Duration::from_secs(1), 0.0);
+        assert!(complete
+            .summary_keys
+            .contains(&("Server Prompt Tokens".into(), Value::from(4))));
+        l.baseline_ok = false;
+        let r = build(&[l], Duration::from_secs(1), 0.0);
+        assert!(r
+            .summary_keys
+            .iter()
+            .all(|(k, _)| k != "Server Prompt Tokens"));
+        assert!(r
+            .summary_keys
+            .contains(&("Server Avg Running Requests".into(), Value::from(3))));
     }
 }

@@ -192,20 +192,17 @@ fn run(
     }
     let _ = baseline.send(());
     let mut next = Instant::now() + interval;
-    loop {
-        match stop.recv_timeout(next.saturating_duration_since(Instant::now())) {
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                for log in &mut logs {
-                    log.scrape(&client);
-                }
-                next += interval;
-                let now = Instant::now();
-                if next < now {
-                    // Scrapes took longer than the interval: skip the missed ticks.
-                    next = now + interval;
-                }
-            }
-            _ => break,
+    while let Err(mpsc::RecvTimeoutError::Timeout) =
+        stop.recv_timeout(next.saturating_duration_since(Instant::now()))
+    {
+        for log in &mut logs {
+            log.scrape(&client);
+        }
+        next += interval;
+        let now = Instant::now();
+        if next < now {
+            // Scrapes took longer than the interval: skip the missed ticks.
+            next = now + interval;
         }
     }
     for log in &mut logs {

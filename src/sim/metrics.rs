@@ -66,8 +66,8 @@ impl FromStr for MetricsFault {
 
 /// vLLM's bounds for `time_to_first_token_seconds`.
 const TTFT_BOUNDS_S: &[f64] = &[
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-    40.0, 80.0, 160.0, 640.0, 2560.0,
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
 ];
 /// vLLM's bounds for `inter_token_latency_seconds`.
 const ITL_BOUNDS_S: &[f64] = &[

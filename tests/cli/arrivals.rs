@@ -51,7 +51,10 @@ fn burstiness_gives_gamma_gaps_with_dispersion_one_over_k() {
             "k {k}: dispersion {cv2}, expected {}",
             1.0 / k
         );
-        assert!((mean - 1.0 / 400.0).abs() < 0.1 / 400.0, "k {k}: mean gap {mean}");
+        assert!(
+            (mean - 1.0 / 400.0).abs() < 0.1 / 400.0,
+            "k {k}: mean gap {mean}"
+        );
     }
 }
 
@@ -62,7 +65,10 @@ fn ramp_up_rises_to_the_target_rate_and_holds_it() {
     let t0 = t[0];
     let first_half = t.iter().filter(|x| **x - t0 < 0.5).count();
     // Λ(0.5) = 200·0.25/2 = 25 arrivals (without a ramp: 100).
-    assert!(first_half < 50, "{first_half} arrivals in the first half of the ramp");
+    assert!(
+        first_half < 50,
+        "{first_half} arrivals in the first half of the ramp"
+    );
     let after: Vec<f64> = t.iter().copied().filter(|x| *x - t0 >= 1.2).collect();
     let rate = (after.len() - 1) as f64 / (after[after.len() - 1] - after[0]);
     assert!((rate - 200.0).abs() < 20.0, "rate after the ramp {rate}");
@@ -74,12 +80,18 @@ fn arrival_shapes_need_a_paced_run() {
     for (flag, args) in [
         ("--burstiness", &["--burstiness", "0.5"][..]),
         ("--ramp-up", &["--ramp-up", "10s"]),
-        ("--burstiness", &["--open-loop", "--rate", "5", "--burstiness", "0"]),
+        (
+            "--burstiness",
+            &["--open-loop", "--rate", "5", "--burstiness", "0"],
+        ),
         ("--ramp-up", &["--ramp-up", "soon"]),
         ("--mock-reasoning-tokens", &["--mock-reasoning-tokens", "3"]),
         ("--mock-metrics-fault", &["--mock-metrics-fault", "slow"]),
         ("--server-metrics", &["--server-metrics", "not a url"]),
-        ("--server-metrics-interval", &["--server-metrics-interval", "0"]),
+        (
+            "--server-metrics-interval",
+            &["--server-metrics-interval", "0"],
+        ),
     ] {
         let mut all = vec!["--model", "m", "--prompt", "x"];
         all.extend_from_slice(args);
@@ -88,5 +100,8 @@ fn arrival_shapes_need_a_paced_run() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
     }
-    assert!(std::fs::read_dir(out.path()).unwrap().next().is_none(), "no output folder");
+    assert!(
+        std::fs::read_dir(out.path()).unwrap().next().is_none(),
+        "no output folder"
+    );
 }

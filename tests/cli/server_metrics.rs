@@ -61,7 +61,11 @@ fn counter_deltas_and_server_ttft_match_the_simulator_truth() {
     let out = tempfile::tempdir().unwrap();
     let (run, summary) = run(&sim, out.path(), &[]);
     let truth = sim.truth();
-    assert_eq!(truth.len(), 24, "no connection test: every request is the run's");
+    assert_eq!(
+        truth.len(),
+        24,
+        "no connection test: every request is the run's"
+    );
     let prompt: u64 = truth.iter().map(|t| t.prompt_tokens).sum();
     let generated: u64 = truth.iter().map(|t| t.completion_tokens).sum();
     assert_eq!(summary["Server Requests"], Value::from(24));
@@ -100,7 +104,9 @@ fn counter_deltas_and_server_ttft_match_the_simulator_truth() {
     let hist = &endpoint["histograms"]["vllm:time_to_first_token_seconds"];
     assert_eq!(hist["count"], Value::from(24));
     for (label, q) in [("P50", 0.5), ("P90", 0.9), ("P99", 0.99)] {
-        let est = summary[format!("Server {label} TTFT (ms)")].as_f64().unwrap();
+        let est = summary[format!("Server {label} TTFT (ms)")]
+            .as_f64()
+            .unwrap();
         let err = summary[format!("Server {label} TTFT Bucket Error (ms)")]
             .as_f64()
             .unwrap();
@@ -121,7 +127,13 @@ fn counter_deltas_and_server_ttft_match_the_simulator_truth() {
     // Gauges: never more running than the concurrency.
     let max_running = summary["Server Max Running Requests"].as_f64().unwrap();
     assert!((0.0..=4.0).contains(&max_running), "{max_running}");
-    assert!(file["timeline"]["Running Requests"].as_array().unwrap().len() >= 2);
+    assert!(
+        file["timeline"]["Running Requests"]
+            .as_array()
+            .unwrap()
+            .len()
+            >= 2
+    );
 
     // The report: the client-vs-server table and the server gauges on the timeline's axis.
     let html = std::fs::read_to_string(run.parent().unwrap().join("perf_report.html")).unwrap();
@@ -224,7 +236,10 @@ fn mock_api_scrapes_its_own_simulator_and_counts_reasoning() {
     let first_reasoning = summary["Avg Time to First Reasoning Token (ms)"]
         .as_f64()
         .unwrap();
-    assert!((ttft - first_reasoning).abs() < 0.02, "evalscope's TTFT unchanged");
+    assert!(
+        (ttft - first_reasoning).abs() < 0.02,
+        "evalscope's TTFT unchanged"
+    );
     let ttfo = summary["Avg TTFO (ms)"].as_f64().unwrap();
     // The answer starts 3 tokens (12 ms) after the reasoning on the server; the client's own read delays
     // shift both stamps, so only the order is asserted here (the truth test checks the times).
@@ -299,7 +314,10 @@ fn ttfo_and_reasoning_counts_match_the_simulator_truth() {
         assert_eq!(reasoning as u64, t.reasoning_tokens);
         assert_eq!(reasoning as u64, t.completion_tokens.min(4));
         assert_eq!(answer as u64, t.completion_tokens - t.reasoning_tokens);
-        assert_eq!(first_reasoning, ttft, "the first reasoning token is evalscope's first chunk");
+        assert_eq!(
+            first_reasoning, ttft,
+            "the first reasoning token is evalscope's first chunk"
+        );
         // TTFO: the client saw the first answer token after the simulator sent it, within a few ms.
         match (first_answer, t.first_answer_s) {
             (Some(fa), Some(truth_s)) => {

@@ -48,7 +48,9 @@ fn llama_cpp_token_counters_equal_the_runs_usage() {
         counters["llamacpp:tokens_predicted_total"]["delta"],
         Value::from(completion)
     );
-    let processed = counters["llamacpp:prompt_tokens_total"]["delta"].as_i64().unwrap();
+    let processed = counters["llamacpp:prompt_tokens_total"]["delta"]
+        .as_i64()
+        .unwrap();
     let cached = counters["llamacpp:prompt_tokens_cached_total"]["delta"]
         .as_i64()
         .unwrap();

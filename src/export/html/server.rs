@@ -124,11 +124,7 @@ fn gauge_chart(id: &str, name: &str, points: &[(f64, f64)], x_max: f64) -> Strin
         return super::svg::empty_chart(id, name, x_label, name);
     }
     let y_max = shown.iter().map(|p| p.1).fold(0.0f64, f64::max);
-    let desc = format!(
-        "{name}: {} scrapes, peak {}",
-        shown.len(),
-        label_num(y_max)
-    );
+    let desc = format!("{name}: {} scrapes, peak {}", shown.len(), label_num(y_max));
     let mut f = Frame::new(id, name, &desc, x_label, name, y_max);
     let x = |t: f64| LEFT + plot_w() * (t / x_hi).clamp(0.0, 1.0);
     for t in &ticks {
