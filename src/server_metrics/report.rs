@@ -17,8 +17,6 @@ use super::known::{self, Combine};
 use super::prom::Kind;
 use super::scrape::EndpointLog;
 use crate::pyjson::round;
-#[cfg(test)]
-use reqwest::Url;
 
 /// One run's server-side results.
 #[derive(Debug, Clone, Default, PartialEq)]
