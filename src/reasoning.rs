@@ -221,6 +221,27 @@ mod tests {
     }
 
     #[test]
+    fn without_reasoning_usage_the_tokenizer_counts_and_non_stream_uses_the_latency() {
+        let dir = crate::test_support::tokenizer_dir("smollm2-135m-instruct");
+        let tok = Tokenizer::load(dir.to_str().unwrap()).unwrap();
+        let mut r = RequestRecord::new(0, false, Arc::from("{}"), Instant::now());
+        r.completed_at = r.sent_at + Duration::from_millis(80);
+        let body = br#"{"choices":[{"message":{"role":"assistant","reasoning_content":"Let me think about it carefully.","content":"Yes."}}],"usage":{"prompt_tokens":5,"completion_tokens":12}}"#;
+        assert!(crate::api::openai_event::apply_body(&mut r, body));
+        r.success = true;
+        let s = split(&r, Some(&tok)).unwrap();
+        let want = tok.count("Let me think about it carefully.").unwrap() as u64;
+        assert_eq!(s.reasoning_tokens, Some(want));
+        assert_eq!(s.answer_tokens, Some(12 - want));
+        assert_eq!(s.first_reasoning_s, Some(0.08));
+        assert_eq!(s.first_answer_s, Some(0.08));
+        // Neither usage nor a tokenizer: the count is unknown, the times are still known.
+        let s = split(&r, None).unwrap();
+        assert_eq!((s.reasoning_tokens, s.answer_tokens), (None, None));
+        assert_eq!(s.first_answer_s, Some(0.08));
+    }
+
+    #[test]
     fn plain_responses_have_no_split() {
         let mut r = RequestRecord::new(0, false, Arc::from("{}"), Instant::now());
         apply_stream_event(
