@@ -176,6 +176,32 @@ pub async fn finish_for_run(
         tracing::warn!("--server-metrics: cannot write {}: {e}", path.display());
     }
     let overhead = report::client_vs_server(summary.avg_ttft_ms, &report.summary_keys);
+    log_headline(summary.avg_ttft_ms, &report.summary_keys);
     summary.extras.appended.extend(report.summary_keys);
     summary.extras.appended.extend(overhead);
+}
+
+/// One log line with the server figures a user compares first.
+fn log_headline(client_avg_ttft_ms: f64, keys: &[(String, serde_json::Value)]) {
+    let get = |k: &str| {
+        keys.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.to_string())
+    };
+    let parts: Vec<String> = [
+        ("Server Avg TTFT (ms)", "server TTFT avg {} ms"),
+        ("Server Avg Queue Time (ms)", "queue avg {} ms"),
+        ("Server Generation Tokens", "{} tokens generated"),
+        ("Server Max Running Requests", "max {} running"),
+        ("Server Max KV Cache Usage (%)", "KV cache max {} %"),
+    ]
+    .iter()
+    .filter_map(|(k, f)| get(k).map(|v| f.replace("{}", &v)))
+    .collect();
+    if !parts.is_empty() {
+        tracing::info!(
+            "Server metrics: {} (client TTFT avg {client_avg_ttft_ms} ms); see server_metrics.json",
+            parts.join(", ")
+        );
+    }
 }
