@@ -2,8 +2,9 @@
 //! request pool, never a task of the request runtime), reading every endpoint once at the start (the
 //! baseline), then every interval, and once more when told the run has ended (the final scrape).
 //!
-//! A failed scrape (refused, HTTP error, timeout after [`SCRAPE_TIMEOUT`], text that is not the exposition
-//! format) is counted and its reason kept; it never reaches the run. The thread keeps, per endpoint, the
+//! A failed scrape (refused, HTTP error, timeout — [`SCRAPE_TIMEOUT`] for the baseline and the final scrape,
+//! about one interval for the others — text that is not the exposition format) is counted and its reason
+//! kept; it never reaches the run. The thread keeps, per endpoint, the
 //! first and the last good exposition in full and, from every good scrape, the gauge values over time.
 
 use std::collections::BTreeMap;
@@ -17,8 +18,11 @@ use super::analyze::series_key;
 use super::prom::{self, Exposition, Kind};
 use crate::clock;
 
-/// How long one scrape may take before it counts as failed.
+/// How long the baseline and the final scrape may take before they count as failed.
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The bounds of a periodic scrape's timeout: the interval, within these.
+const PERIODIC_TIMEOUT_MIN: Duration = Duration::from_millis(200);
 
 /// Largest `/metrics` body read (vLLM's is ~100 KiB; more is not a metrics page).
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -62,9 +66,9 @@ impl EndpointLog {
     }
 
     /// Scrapes once; returns whether it succeeded.
-    fn scrape(&mut self, client: &reqwest::blocking::Client) -> bool {
+    fn scrape(&mut self, client: &reqwest::blocking::Client, timeout: Duration) -> bool {
         self.attempts += 1;
-        match fetch(client, &self.url) {
+        match fetch(client, &self.url, timeout) {
             Ok(exposition) => {
                 let t_s = clock::now_s();
                 for f in exposition.families.iter().filter(|f| f.kind == Kind::Gauge) {
@@ -92,9 +96,14 @@ impl EndpointLog {
 }
 
 /// GET and parse one endpoint.
-fn fetch(client: &reqwest::blocking::Client, url: &Url) -> Result<Exposition, String> {
+fn fetch(
+    client: &reqwest::blocking::Client,
+    url: &Url,
+    timeout: Duration,
+) -> Result<Exposition, String> {
     let resp = client
         .get(url.clone())
+        .timeout(timeout)
         .send()
         .map_err(|e| crate::record::one_line(&format!("{e:#}")))?;
     let status = resp.status();
@@ -188,15 +197,17 @@ fn run(
         }
     };
     for log in &mut logs {
-        log.baseline_ok = log.scrape(&client);
+        log.baseline_ok = log.scrape(&client, SCRAPE_TIMEOUT);
     }
     let _ = baseline.send(());
+    // A periodic scrape gives up after about an interval, so a slow endpoint never delays the final one.
+    let periodic_timeout = interval.clamp(PERIODIC_TIMEOUT_MIN, SCRAPE_TIMEOUT);
     let mut next = Instant::now() + interval;
     while let Err(mpsc::RecvTimeoutError::Timeout) =
         stop.recv_timeout(next.saturating_duration_since(Instant::now()))
     {
         for log in &mut logs {
-            log.scrape(&client);
+            log.scrape(&client, periodic_timeout);
         }
         next += interval;
         let now = Instant::now();
@@ -206,7 +217,7 @@ fn run(
         }
     }
     for log in &mut logs {
-        log.final_ok = log.scrape(&client);
+        log.final_ok = log.scrape(&client, SCRAPE_TIMEOUT);
     }
     logs
 }

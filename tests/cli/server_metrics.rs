@@ -91,10 +91,22 @@ fn counter_deltas_and_server_ttft_match_the_simulator_truth() {
         counters["vllm:generation_tokens_total"]["delta"],
         Value::from(generated)
     );
-    assert_eq!(
-        counters["vllm:prompt_tokens_total"]["delta"],
-        Value::from(prompt)
-    );
+    // Every counter the simulator exposes, against its truth (it caches nothing and never preempts).
+    for (family, truth_value) in [
+        ("vllm:request_success_total", 24),
+        ("vllm:prompt_tokens_total", prompt),
+        ("vllm:generation_tokens_total", generated),
+        ("vllm:prefix_cache_queries_total", prompt),
+        ("vllm:prefix_cache_hits_total", 0),
+        ("vllm:num_preemptions_total", 0),
+    ] {
+        assert_eq!(
+            counters[family]["delta"],
+            Value::from(truth_value),
+            "{family}"
+        );
+    }
+    assert_eq!(counters.as_object().unwrap().len(), 6);
 
     // Server TTFT quantiles: within the stated bucket error of the truth.
     let mut ttft_ms: Vec<f64> = truth
