@@ -45,6 +45,7 @@ fn burstiness_gives_gamma_gaps_with_dispersion_one_over_k() {
         let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
         let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (gaps.len() - 1) as f64;
         let cv2 = var / (mean * mean);
+        eprintln!("burstiness {k}: gap dispersion {cv2:.3} (expected {:.3})", 1.0 / k);
         // Gamma gaps with shape k: variance / mean² = 1 / k (2 for k = 0.5, 0.25 for k = 4).
         assert!(
             (cv2 * k - 1.0).abs() < 0.3,
@@ -71,6 +72,7 @@ fn ramp_up_rises_to_the_target_rate_and_holds_it() {
     );
     let after: Vec<f64> = t.iter().copied().filter(|x| *x - t0 >= 1.2).collect();
     let rate = (after.len() - 1) as f64 / (after[after.len() - 1] - after[0]);
+    eprintln!("ramp: {first_half} arrivals in the first 0.5 s, {rate:.1} req/s after the ramp");
     assert!((rate - 200.0).abs() < 20.0, "rate after the ramp {rate}");
 }
 
