@@ -33,6 +33,6 @@ pub struct ServerMetricsArgs {
 
     /// Simulator: leading output tokens of each chat response sent as `reasoning_content` (and reported as
     /// `usage.completion_tokens_details.reasoning_tokens`).
-    #[arg(long, default_value_t = 0, value_parser = whole::<u32>, allow_negative_numbers = true, help_heading = "Simulator (--api mock)")]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = whole::<u32>, allow_negative_numbers = true, help_heading = "Simulator (--api mock)")]
     pub mock_reasoning_tokens: u32,
 }

@@ -45,7 +45,10 @@ fn burstiness_gives_gamma_gaps_with_dispersion_one_over_k() {
         let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
         let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (gaps.len() - 1) as f64;
         let cv2 = var / (mean * mean);
-        eprintln!("burstiness {k}: gap dispersion {cv2:.3} (expected {:.3})", 1.0 / k);
+        eprintln!(
+            "burstiness {k}: gap dispersion {cv2:.3} (expected {:.3})",
+            1.0 / k
+        );
         // Gamma gaps with shape k: variance / mean² = 1 / k (2 for k = 0.5, 0.25 for k = 4).
         assert!(
             (cv2 * k - 1.0).abs() < 0.3,
