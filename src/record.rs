@@ -63,6 +63,8 @@ pub struct Usage {
     pub completion_tokens: Option<u64>,
     /// `usage.prompt_tokens_details.cached_tokens`.
     pub cached_tokens: Option<u64>,
+    /// `usage.completion_tokens_details.reasoning_tokens`.
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// Everything known about one request, from its intended send time to its last byte.
@@ -108,6 +110,8 @@ pub struct RequestRecord {
     /// receive stamp to read); zero where the kernel gives no stamps. Not a timing error — chunks are
     /// timed at arrival — but a measure of how far behind the client was.
     pub read_lag: Duration,
+    /// Reasoning vs answer accounting, set by the aggregator when the response carried reasoning.
+    pub reasoning: Option<ReasoningSplit>,
 }
 
 impl RequestRecord {
@@ -133,6 +137,7 @@ impl RequestRecord {
             response_spans: Vec::new(),
             intended_prompt_tokens: None,
             read_lag: Duration::ZERO,
+            reasoning: None,
         }
     }
 
@@ -234,6 +239,19 @@ impl RequestRecord {
     pub fn chunk_times_s(&self) -> Vec<f64> {
         self.chunk_times.iter().map(|&t| clock::secs(t)).collect()
     }
+}
+
+/// One request's reasoning vs answer split (computed by [`crate::reasoning`] when the request ends).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReasoningSplit {
+    /// Seconds from sending to the first reasoning token.
+    pub first_reasoning_s: Option<f64>,
+    /// Seconds from sending to the first answer token (TTFO); `None` when no answer came.
+    pub first_answer_s: Option<f64>,
+    /// Reasoning tokens (server usage, else the tokenizer).
+    pub reasoning_tokens: Option<u64>,
+    /// Completion tokens minus reasoning tokens.
+    pub answer_tokens: Option<u64>,
 }
 
 /// `s` with `\r` and `\n` escaped, so an error message stays on one line of a log or a stored row.

@@ -13,7 +13,13 @@ use crate::pyjson;
 pub(super) fn summary_json(s: &BenchmarkSummary) -> String {
     let wire = SummaryJson::new(s);
     match serde_json::to_value(&wire) {
-        Ok(Value::Object(m)) => pyjson::dumps_indent4(&m),
+        Ok(Value::Object(mut m)) => {
+            // Keys other parts of llmperf add after all of these (see `SummaryExtras::appended`).
+            for (key, value) in &s.extras.appended {
+                m.insert(key.clone(), value.clone());
+            }
+            pyjson::dumps_indent4(&m)
+        }
         _ => unreachable!("a struct serialises to a JSON object"),
     }
 }

@@ -364,3 +364,21 @@ pub struct MockSettings {
     /// `--mock-fault` rules.
     pub faults: Vec<crate::sim::FaultRule>,
 }
+
+/// The shape of a paced schedule (`--burstiness`, `--ramp-up`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArrivalShape {
+    /// Gamma shape of the gaps; 1.0 = Poisson.
+    pub burstiness: f64,
+    /// Seconds over which the rate ramps up linearly from 0; `None` = none.
+    pub ramp_up_s: Option<f64>,
+}
+
+impl Default for ArrivalShape {
+    fn default() -> Self {
+        ArrivalShape {
+            burstiness: 1.0,
+            ramp_up_s: None,
+        }
+    }
+}

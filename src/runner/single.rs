@@ -154,7 +154,7 @@ pub async fn run_single(
     // complete, even if the signal came while its last requests were in flight.
     let interrupted =
         stopped_early || measured.outcome.interrupted || measured.outcome.abandoned > 0;
-    let result = write_results(ctx, spec, run_dir, measured, interrupted)?;
+    let result = write_results(ctx, spec, run_dir, measured, interrupted).await?;
     if let Some(t) = tracker.as_mut() {
         t.run_finished();
     }
@@ -205,6 +205,8 @@ fn log_warmup(plan: &RunPlan, spec: &RunSpec) {
 /// What sending a run's requests produced.
 struct Measured {
     acc: Accumulator,
+    /// `--server-metrics`: the scrape of this run, finished with its summary.
+    scrape: Option<crate::server_metrics::RunScrape>,
     observers: Observers,
     outcome: engine::DispatchOutcome,
     db_path: PathBuf,
@@ -264,6 +266,8 @@ async fn dispatch(
             },
         },
     ));
+    let scrape =
+        crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
@@ -273,6 +277,7 @@ async fn dispatch(
         rate: spec.rate,
         duration: plan.duration,
         seed,
+        shape: plan.server_side.arrival,
     };
     let outcome = engine::run(client, &dispatch, requests, tx, &ctx.shutdown).await;
     let mut done = aggregator.await.context("the aggregator task failed")?;
@@ -306,6 +311,7 @@ async fn dispatch(
     };
     Ok(Measured {
         acc: done.acc,
+        scrape,
         observers: done.observers,
         outcome,
         db_path,
@@ -315,7 +321,7 @@ async fn dispatch(
 }
 
 /// The run's summary, percentiles and workload files, logged and written as soon as the run ends.
-fn write_results(
+async fn write_results(
     ctx: &SweepContext<'_>,
     spec: &RunSpec,
     run_dir: PathBuf,
@@ -324,6 +330,7 @@ fn write_results(
 ) -> Result<RunResult> {
     let Measured {
         acc,
+        scrape,
         observers,
         rows,
         cpu_use,
@@ -335,6 +342,11 @@ fn write_results(
     if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
         tracing::warn!("{warning}");
     }
+    summary
+        .extras
+        .appended
+        .extend(observers.reasoning.summary_keys());
+    crate::server_metrics::finish_for_run(scrape, &run_dir, &mut summary).await;
     let percentiles = acc.percentiles();
     if let Some(e) = &summary.extras.input_token_error {
         let line = format!(
