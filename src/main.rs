@@ -4,6 +4,9 @@
 use clap::Parser;
 
 fn main() {
+    if let Some(code) = llmperf::subcommands::dispatch(&std::env::args_os().collect::<Vec<_>>()) {
+        std::process::exit(code);
+    }
     let cli = llmperf::cli::Cli::parse();
     std::process::exit(llmperf::run(cli));
 }

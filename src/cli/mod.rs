@@ -4,6 +4,7 @@
 //! one flag lives in [`crate::plan`].
 
 mod parsers;
+pub mod shard;
 
 use clap::{ArgAction, Parser};
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
@@ -388,6 +389,10 @@ pub struct Cli {
         help_heading = "Simulator (--api mock)"
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
+
+    /// `--shard`, `--shard-count`, `--start-at`.
+    #[command(flatten)]
+    pub sharding: shard::ShardArgs,
 }
 
 impl Cli {

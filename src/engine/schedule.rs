@@ -28,6 +28,13 @@ pub fn poisson_offsets_s(n: usize, rate: f64, rng: &mut impl Rng) -> Vec<f64> {
     offsets
 }
 
+/// [`poisson_offsets_s`] drawn from a generator seeded with `seed`: the schedule of a run, the same in
+/// every process that builds the plan (the dispatchers and the shard split use this one function).
+pub fn seeded_offsets_s(n: usize, rate: f64, seed: u64) -> Vec<f64> {
+    use rand::SeedableRng;
+    poisson_offsets_s(n, rate, &mut rand::rngs::StdRng::seed_from_u64(seed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -109,6 +109,8 @@ pub struct RunPlan {
     pub dataset_args: DatasetArgs,
     /// `random_vl` images.
     pub image: ImageSettings,
+    /// `--shard` / `--start-at`: this process's part of a sharded plan.
+    pub sharding: Option<crate::shard::Sharding>,
 }
 
 /// The total timeout used for `--total-timeout 0` (none): a century.
@@ -485,7 +487,7 @@ impl RunPlan {
         let visualizer = visualizer_settings(&cli)?;
         let progress_tracker = cli.enable_progress_tracker;
 
-        Ok(RunPlan {
+        let mut plan = RunPlan {
             model,
             model_id,
             api,
@@ -512,8 +514,16 @@ impl RunPlan {
             tokens,
             dataset_args,
             image,
+            sharding: None,
             cli,
-        })
+        };
+        let flags = plan.cli.sharding.clone();
+        plan.sharding =
+            crate::shard::resolve(&plan, &flags, &|k| std::env::var(k).ok()).map_err(UsageError)?;
+        if let Some(s) = &plan.sharding {
+            plan.output_root = crate::shard::output_root(&plan.output_root, s);
+        }
+        Ok(plan)
     }
 
     /// The dataset plugin, `None` with `--prompt`.

@@ -76,6 +76,7 @@ mod fault_tests;
 pub mod join;
 mod request;
 mod routes;
+pub mod serve;
 mod stream;
 #[cfg(test)]
 mod tests;
