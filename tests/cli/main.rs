@@ -20,6 +20,7 @@ mod parquet_sets;
 mod report;
 mod requests;
 mod secrets;
+mod shards;
 mod tls;
 mod tokens;
 mod visualizer;
