@@ -21,6 +21,7 @@ mod report;
 mod requests;
 mod secrets;
 mod shards;
+mod slurm;
 mod tls;
 mod tokens;
 mod visualizer;

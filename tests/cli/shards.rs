@@ -33,7 +33,7 @@ fn sim() -> SimServer {
 }
 
 /// A `line_by_line` dataset of `n` distinct prompts.
-fn prompts(dir: &Path, n: usize) -> PathBuf {
+pub fn prompts(dir: &Path, n: usize) -> PathBuf {
     let path = dir.join("prompts.txt");
     let text: String = (0..n)
         .map(|i| format!("prompt number {i} says hello\n"))
@@ -42,7 +42,7 @@ fn prompts(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
-fn plan_args<'a>(url: &'a str, data: &'a str, load: &[&'a str]) -> Vec<&'a str> {
+pub fn plan_args<'a>(url: &'a str, data: &'a str, load: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec![
         "--url",
         url,
@@ -95,7 +95,7 @@ fn merge(dirs: &[&Path], out: &Path, extra: &[&str]) -> std::process::Output {
 }
 
 /// The one folder under `dir` (at any depth ≤ 3) named `name`.
-fn find_dir(dir: &Path, name: &str) -> PathBuf {
+pub fn find_dir(dir: &Path, name: &str) -> PathBuf {
     let mut stack = vec![(dir.to_path_buf(), 0)];
     while let Some((d, depth)) = stack.pop() {
         if d.file_name().is_some_and(|n| n == name) {
@@ -139,7 +139,7 @@ fn percentile(p: &Value, label: &str, col: &str) -> f64 {
 }
 
 /// The checks shared by both loops: the same requests, counts, token sums, and percentiles within noise.
-fn assert_same_result(single: &Path, merged: &Path) -> (Vec<Row>, Vec<Row>) {
+pub fn assert_same_result(single: &Path, merged: &Path) -> (Vec<Row>, Vec<Row>) {
     let (a, b) = (
         rows(&single.join("benchmark_data.db")),
         rows(&merged.join("benchmark_data.db")),
@@ -191,7 +191,7 @@ fn assert_same_result(single: &Path, merged: &Path) -> (Vec<Row>, Vec<Row>) {
 }
 
 /// The merged root is evalscope-shaped: its files, the shard columns, and the report.
-fn assert_merged_root(root: &Path, run: &str) {
+pub fn assert_merged_root(root: &Path, run: &str) {
     for f in [
         "performance_summary.txt",
         "perf_report.html",
