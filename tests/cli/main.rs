@@ -14,6 +14,7 @@ mod hub_download;
 mod interrupt;
 mod interrupt_trials;
 mod keepalive;
+mod kubernetes;
 mod media;
 mod outputs;
 mod parquet_sets;
