@@ -119,7 +119,8 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
         start_visualizer(&plan, url.as_str(), vis)?;
     }
     let tracker = plan.progress_tracker.then(|| {
-        let total = plan.runs.iter().map(|r| r.number).sum();
+        let share = |n| crate::shard::share(plan.sharding.as_ref(), n);
+        let total = plan.runs.iter().map(|r| share(r.number)).sum();
         ProgressTracker::start(&root, total, plan.runs.len())
     });
     let ctx = SweepContext {

@@ -210,7 +210,7 @@ pub async fn run_single(
         input_only: plan.api.input_only(),
     });
     let progress =
-        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
+        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), counts.0);
     let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
     if let Some(t) = &mut tracker {
         t.run_started(&spec.dir_name);

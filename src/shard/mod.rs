@@ -176,6 +176,11 @@ pub fn resolve(
     }))
 }
 
+/// The measured requests this process sends of a run of `number` (all of them without sharding).
+pub fn share(sharding: Option<&Sharding>, number: u64) -> u64 {
+    sharding.map_or(number, |s| slots(number, s.index, s.count))
+}
+
 /// 64-bit FNV-1a (stable across builds and machines; not a security hash).
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {

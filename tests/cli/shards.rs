@@ -411,11 +411,14 @@ fn merge_refuses_mixed_duplicate_and_missing_shards() {
     );
 }
 
+/// Flags, environment, and a phrase the error must contain.
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
 #[test]
 fn shard_flag_errors_are_usage_errors_before_any_output() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let cases: [(&[&str], &[(&str, &str)], &str); 4] = [
+    let cases: [Case<'_>; 4] = [
         (&["--shard", "auto"], &[], "JOB_COMPLETION_INDEX"),
         (
             &["--shard", "auto"],
