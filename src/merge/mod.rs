@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::{EXIT_FAILURE, EXIT_USAGE};
+use crate::error::Error;
 
 /// Merge the results of `llmperf --shard K/N` runs into one run root, as one process would have written
 /// it: benchmark_data.db (every shard's rows on one wall-clock time base, with shard_index and shard_host
@@ -41,36 +41,16 @@ pub struct MergeArgs {
     pub allow_missing: bool,
 }
 
-/// Runs `llmperf merge` with the arguments after `merge`; returns the exit code.
-pub fn main(args: &[std::ffi::OsString]) -> i32 {
-    let args = match MergeArgs::try_parse_from(
-        std::iter::once(std::ffi::OsString::from("llmperf merge")).chain(args.iter().cloned()),
-    ) {
-        Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { EXIT_USAGE } else { 0 };
-        }
-    };
+/// Runs `llmperf merge` on its argv (`merge` first). Every check failure is a usage error (exit 2) found
+/// before anything is written; a failure while writing is a runtime error (exit 1).
+pub fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
+    let args = MergeArgs::try_parse_from(argv)?;
     crate::clock::init();
     crate::logging::init(false);
-    let plan = match discover::find_shards(&args.dirs)
+    let plan = discover::find_shards(&args.dirs)
         .and_then(|roots| discover::check(roots, args.allow_missing))
         .and_then(|set| write::target(&args, set))
-    {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let code = match write::merge(&plan) {
-        Ok(()) => 0,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            EXIT_FAILURE
-        }
-    };
-    crate::logging::close_log_file();
-    code
+        .map_err(Error::usage)?;
+    // The log file stays open: an error is reported after this returns and reaches benchmark.log too.
+    write::merge(&plan).map_err(Error::Runtime)
 }

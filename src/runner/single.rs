@@ -253,7 +253,7 @@ pub async fn run_single(
         offsets_s,
         origin: shard.as_ref().and_then(|s| s.origin),
     };
-    let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await;
+    let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?;
     if let (Some(shard), Some(began)) = (&shard, outcome.began) {
         crate::shard::finish(shard, began, &run_dir, &args)?;
     }

@@ -7,10 +7,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Parser;
 
 use super::{FaultRule, SimConfig, SimServer};
-use crate::{EXIT_FAILURE, EXIT_USAGE};
+use crate::error::Error;
 
 /// Serve the built-in OpenAI-compatible simulator on 127.0.0.1 (the one `--api mock` uses) until killed.
 /// Prints its base URL (`http://127.0.0.1:PORT/v1`) as the first line of stdout.
@@ -55,77 +56,46 @@ fn millis(flag: &str, v: f64) -> Result<Duration, String> {
     }
 }
 
-/// Runs `llmperf serve-mock` with the arguments after `serve-mock`; returns the exit code.
-pub fn main(args: &[std::ffi::OsString]) -> i32 {
-    let args = match ServeMockArgs::try_parse_from(
-        std::iter::once(std::ffi::OsString::from("llmperf serve-mock")).chain(args.iter().cloned()),
-    ) {
-        Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { EXIT_USAGE } else { 0 };
-        }
-    };
-    let cfg = match (
-        millis("--ttft-ms", args.ttft_ms),
-        millis("--itl-ms", args.itl_ms),
-    ) {
-        (Ok(ttft), Ok(itl)) if args.threads > 0 => SimConfig {
-            ttft,
-            itl,
-            output_tokens: args.output_tokens,
-            threads: args.threads,
-            record_truth: false,
-            faults: args.mock_fault.clone(),
-            ..SimConfig::default()
-        },
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-        _ => {
-            eprintln!("error: --threads must be at least 1");
-            return EXIT_USAGE;
-        }
+/// Runs `llmperf serve-mock` on its argv (`serve-mock` first) until a signal (or stdin's end).
+pub fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
+    let args = ServeMockArgs::try_parse_from(argv)?;
+    let ttft = millis("--ttft-ms", args.ttft_ms).map_err(Error::usage)?;
+    let itl = millis("--itl-ms", args.itl_ms).map_err(Error::usage)?;
+    if args.threads == 0 {
+        return Err(Error::usage("--threads must be at least 1"));
+    }
+    let cfg = SimConfig {
+        ttft,
+        itl,
+        output_tokens: args.output_tokens,
+        threads: args.threads,
+        record_truth: false,
+        faults: args.mock_fault.clone(),
+        ..SimConfig::default()
     };
     crate::clock::init();
     let _ = crate::resources::ensure_file_limit(u64::MAX);
-    let sim = match SimServer::start(cfg) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot start the simulator: {e}");
-            return EXIT_FAILURE;
-        }
-    };
+    let sim = SimServer::start(cfg).context("cannot start the simulator")?;
     let url = format!("{}/v1", sim.base_url());
     if let Some(path) = &args.url_file {
         let staging = path.with_extension("partial");
-        if let Err(e) = std::fs::write(&staging, format!("{url}\n"))
+        std::fs::write(&staging, format!("{url}\n"))
             .and_then(|()| std::fs::rename(&staging, path))
-        {
-            eprintln!("error: --url-file {}: {e}", path.display());
-            return EXIT_USAGE;
-        }
+            .map_err(|e| Error::usage(format!("--url-file {}: {e}", path.display())))?;
     }
     println!("{url}");
     let _ = std::io::stdout().flush();
-    let code = wait_for_stop(args.until_stdin_closes);
+    let waited = wait_for_stop(args.until_stdin_closes);
     sim.shutdown();
-    code
+    waited
 }
 
-/// Blocks until SIGINT/SIGTERM (exit 0) or, when asked, stdin's end.
-fn wait_for_stop(until_stdin_closes: bool) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+/// Blocks until SIGINT/SIGTERM or, when asked, stdin's end.
+fn wait_for_stop(until_stdin_closes: bool) -> Result<(), Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return EXIT_FAILURE;
-        }
-    };
+        .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let stdin_closed = async {
             if until_stdin_closes {
@@ -138,19 +108,13 @@ fn wait_for_stop(until_stdin_closes: bool) -> i32 {
                 std::future::pending::<()>().await;
             }
         };
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("error: cannot watch SIGTERM: {e}");
-                    return EXIT_FAILURE;
-                }
-            };
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot watch SIGTERM")?;
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
             _ = stdin_closed => {}
         }
-        0
+        Ok(())
     })
 }
