@@ -278,6 +278,15 @@ pub fn check(roots: Vec<ShardRoot>, allow_missing: bool) -> Result<ShardSet, Str
         shards,
         run_names,
     };
+    if let Some(run) = set
+        .run_names
+        .iter()
+        .find(|run| set.missing(run).len() == count as usize)
+    {
+        return Err(format!(
+            "no shard finished {run}: there is nothing to merge for it"
+        ));
+    }
     if !allow_missing {
         let problems: Vec<String> = set
             .run_names
