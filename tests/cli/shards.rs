@@ -10,7 +10,7 @@ use std::time::Duration;
 use llmperf::sim::{SimConfig, SimServer};
 use serde_json::Value;
 
-use crate::common::{json_file, llmperf, llmperf_command, ok, rows, Row};
+use crate::common::{json_file, llmperf, llmperf_command, ok, py_round, rows, Row};
 
 /// Timing noise allowed between the merged and the single-process percentiles of latency and TTFT, in
 /// seconds: the simulator's times are fixed (30 ms TTFT, 5 ms between tokens), so any difference is the
@@ -170,6 +170,24 @@ pub fn assert_same_result(single: &Path, merged: &Path) -> (Vec<Row>, Vec<Row>) 
         assert_eq!(sa[key], sb[key], "{key}");
     }
     assert_eq!(sb["Shards"], 4);
+    // Recomputed from the merged rows, never averaged: the summary follows from the rows alone.
+    let ok_rows: Vec<&Row> = b.iter().filter(|r| r.success).collect();
+    let latency_sum: f64 = ok_rows.iter().map(|r| r.latency.unwrap()).sum();
+    assert_eq!(
+        sb["Avg Latency (s)"].as_f64().unwrap(),
+        py_round(latency_sum / ok_rows.len() as f64, 4)
+    );
+    let first = b.iter().map(|r| r.start_time).fold(f64::INFINITY, f64::min);
+    let last = b.iter().map(|r| r.completed_time).fold(0.0, f64::max);
+    assert_eq!(
+        sb["Test Duration (s)"].as_f64().unwrap(),
+        py_round(last - first, 4)
+    );
+    assert!(
+        b.windows(2)
+            .all(|w| w[0].completed_time <= w[1].completed_time),
+        "merged rows are in completion order"
+    );
     assert_eq!(sb["Shards Missing"], serde_json::json!([]));
     let (pa, pb) = (
         json_file(&single.join("benchmark_percentile.json")),
