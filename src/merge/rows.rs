@@ -46,11 +46,11 @@ pub struct ShardRows<'a> {
     pub offset_s: f64,
 }
 
-/// The rows of one shard, read whole, with their timestamps shifted.
-struct Table {
+/// One shard's database, open for reading.
+struct Source<'a> {
+    shard: &'a ShardRows<'a>,
+    conn: Connection,
     columns: Vec<String>,
-    create_sql: String,
-    rows: Vec<Vec<Sql>>,
 }
 
 fn shift_list(text: &str, offset_s: f64) -> Result<String> {
@@ -60,47 +60,62 @@ fn shift_list(text: &str, offset_s: f64) -> Result<String> {
     Ok(out)
 }
 
-fn read_table(shard: &ShardRows<'_>) -> Result<Table> {
+fn open_source<'a>(shard: &'a ShardRows<'a>) -> Result<Source<'a>> {
     let conn = Connection::open_with_flags(shard.db, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("opening {}", shard.db.display()))?;
-    let create_sql: String = conn
-        .query_row(
-            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'result'",
-            [],
-            |r| r.get(0),
-        )
-        .with_context(|| format!("{}: no result table", shard.db.display()))?;
-    let mut stmt = conn.prepare("SELECT * FROM result ORDER BY rowid")?;
-    let columns: Vec<String> = stmt.column_names().iter().map(|c| c.to_string()).collect();
-    let times: Vec<usize> = (0..columns.len())
-        .filter(|&i| TIME_COLUMNS.contains(&columns[i].as_str()))
+    let columns = conn
+        .prepare("SELECT * FROM result LIMIT 0")
+        .with_context(|| format!("{}: no result table", shard.db.display()))?
+        .column_names()
+        .iter()
+        .map(|c| c.to_string())
         .collect();
-    let chunks = columns.iter().position(|c| c == "chunk_times");
-    let mut rows = Vec::new();
-    let mut q = stmt.query([])?;
-    while let Some(r) = q.next()? {
-        let mut row: Vec<Sql> = (0..columns.len())
-            .map(|i| r.get::<_, Sql>(i))
-            .collect::<rusqlite::Result<_>>()?;
-        for &i in &times {
-            if let Sql::Real(t) = row[i] {
-                row[i] = Sql::Real(t + shard.offset_s);
-            }
-        }
-        if let Some(i) = chunks {
-            if let Sql::Text(t) = &row[i] {
-                row[i] = Sql::Text(shift_list(t, shard.offset_s)?);
-            }
-        }
-        row.push(Sql::Integer(i64::from(shard.index)));
-        row.push(Sql::Text(shard.host.to_string()));
-        rows.push(row);
-    }
-    Ok(Table {
+    Ok(Source {
+        shard,
+        conn,
         columns,
-        create_sql,
-        rows,
     })
+}
+
+impl Source<'_> {
+    /// `(completed_time on the shared time base, rowid)` of every row.
+    fn keys(&self) -> Result<Vec<(f64, i64)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT completed_time, rowid FROM result")?;
+        let keys = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, Option<f64>>(0)?.unwrap_or(0.0), r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<(f64, i64)>>>()?;
+        Ok(keys
+            .into_iter()
+            .map(|(t, id)| (t + self.shard.offset_s, id))
+            .collect())
+    }
+
+    /// Row `rowid` with its timestamps shifted and the shard columns appended.
+    fn row(&self, rowid: i64) -> Result<Vec<Sql>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT * FROM result WHERE rowid = ?1")?;
+        let n = self.columns.len();
+        let mut row: Vec<Sql> =
+            stmt.query_row([rowid], |r| (0..n).map(|i| r.get::<_, Sql>(i)).collect())?;
+        let offset = self.shard.offset_s;
+        for (i, name) in self.columns.iter().enumerate() {
+            match &row[i] {
+                Sql::Real(t) if TIME_COLUMNS.contains(&name.as_str()) => {
+                    row[i] = Sql::Real(t + offset);
+                }
+                Sql::Text(t) if name == "chunk_times" => row[i] = Sql::Text(shift_list(t, offset)?),
+                _ => {}
+            }
+        }
+        row.push(Sql::Integer(i64::from(self.shard.index)));
+        row.push(Sql::Text(self.shard.host.to_string()));
+        Ok(row)
+    }
 }
 
 fn real(row: &[Sql], i: Option<usize>) -> f64 {
@@ -136,63 +151,90 @@ pub struct Replayed {
 }
 
 /// Writes the union of `shards`' rows to a new database `out` (completion order on the shared time base)
-/// and replays them into a fresh accumulator for `ctx`.
+/// and replays them into a fresh accumulator for `ctx`. Rows are streamed one at a time in that order
+/// (only their sort keys are held), so memory does not grow with the size of the responses.
 pub fn merge_rows(out: &Path, shards: &[ShardRows<'_>], ctx: SummaryContext) -> Result<Replayed> {
-    let mut tables = Vec::new();
-    for s in shards {
-        tables.push(read_table(s)?);
-    }
-    let first = tables.first().context("no shard to merge")?;
-    let columns = first.columns.clone();
-    let create_sql = first.create_sql.clone();
-    for (t, s) in tables.iter().zip(shards) {
-        if t.columns != columns {
+    let sources = shards.iter().map(open_source).collect::<Result<Vec<_>>>()?;
+    let first = sources.first().context("no shard to merge")?;
+    for s in &sources {
+        if s.columns != first.columns {
             anyhow::bail!(
-                "{}: its result table has other columns than the first shard's (another llmperf version?)",
-                s.db.display()
+                "{}: its result table has other columns than {} (another llmperf version?)",
+                s.shard.db.display(),
+                first.shard.db.display()
             );
         }
     }
-    let col = |name: &str| columns.iter().position(|c| c == name);
-    let completed = col("completed_time");
-    let mut rows: Vec<Vec<Sql>> = tables.iter_mut().flat_map(|t| t.rows.drain(..)).collect();
-    rows.sort_by(|a, b| real(a, completed).total_cmp(&real(b, completed)));
+    let create_sql: String = first.conn.query_row(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'result'",
+        [],
+        |r| r.get(0),
+    )?;
+    let mut order: Vec<(f64, usize, i64)> = Vec::new();
+    for (k, s) in sources.iter().enumerate() {
+        order.extend(s.keys()?.into_iter().map(|(t, id)| (t, k, id)));
+    }
+    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
 
     let mut conn = Connection::open(out).with_context(|| format!("creating {}", out.display()))?;
     conn.execute_batch(&format!(
-        "{};\nALTER TABLE result ADD COLUMN shard_index INTEGER;\nALTER TABLE result ADD COLUMN shard_host TEXT;",
-        create_sql
+        "{create_sql};\nALTER TABLE result ADD COLUMN shard_index INTEGER;\nALTER TABLE result ADD COLUMN shard_host TEXT;"
     ))?;
-    let placeholders = vec!["?"; columns.len() + 2].join(", ");
+    let placeholders = vec!["?"; first.columns.len() + 2].join(", ");
+    let mut replay = Replay::new(&first.columns, ctx);
     let tx = conn.transaction()?;
     {
         let mut stmt = tx.prepare(&format!("INSERT INTO result VALUES ({placeholders})"))?;
-        for row in &rows {
+        for &(_, k, rowid) in &order {
+            let row = sources[k].row(rowid)?;
             stmt.execute(params_from_iter(row.iter()))?;
+            replay.feed(&row);
         }
     }
     tx.commit()?;
+    Ok(Replayed {
+        acc: replay.acc,
+        timeline: replay.timeline,
+        rows: order.len(),
+    })
+}
 
-    let mut acc = Accumulator::new(ctx);
-    let mut timeline = WorkloadTimeline::default();
-    let c = |n: &str| col(n);
-    let (start, success, stream) = (c("start_time"), c("success"), c("is_stream"));
-    let (latency, ttft, tpot) = (
-        c("latency"),
-        c("first_chunk_latency"),
-        c("time_per_output_token"),
-    );
-    let (prompt, completion, cached) = (
-        c("prompt_tokens"),
-        c("completion_tokens"),
-        c("cached_tokens"),
-    );
-    let (itl, chunks, failure) = (
-        c("inter_token_latencies"),
-        c("chunk_times"),
-        c("failure_kind"),
-    );
-    for row in &rows {
+/// Feeds merged rows to the accumulator and the workload timeline, as a run's aggregator feeds records.
+struct Replay {
+    acc: Accumulator,
+    timeline: WorkloadTimeline,
+    col: [Option<usize>; 13],
+}
+
+/// The columns [`Replay`] reads, in the order of `Replay::col`.
+const REPLAY_COLUMNS: [&str; 13] = [
+    "start_time",
+    "completed_time",
+    "success",
+    "is_stream",
+    "latency",
+    "first_chunk_latency",
+    "time_per_output_token",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "inter_token_latencies",
+    "chunk_times",
+    "failure_kind",
+];
+
+impl Replay {
+    fn new(columns: &[String], ctx: SummaryContext) -> Replay {
+        Replay {
+            acc: Accumulator::new(ctx),
+            timeline: WorkloadTimeline::default(),
+            col: REPLAY_COLUMNS.map(|name| columns.iter().position(|c| c == name)),
+        }
+    }
+
+    fn feed(&mut self, row: &[Sql]) {
+        let [start, completed, success, stream, latency, ttft, tpot, prompt, completion, cached, itl, chunks, failure] =
+            self.col;
         let ok = int(row, success) == Some(1);
         let tokens = |i| int(row, i).unwrap_or(0).max(0) as u64;
         let n_chunks = text(row, chunks)
@@ -222,9 +264,9 @@ pub fn merge_rows(out: &Path, shards: &[ShardRows<'_>], ctx: SummaryContext) -> 
         let itl_s: Vec<f64> = text(row, itl)
             .and_then(|t| serde_json::from_str(t).ok())
             .unwrap_or_default();
-        acc.add_sample(&sample, itl_s);
+        self.acc.add_sample(&sample, itl_s);
         if ok {
-            timeline.feed(
+            self.timeline.feed(
                 sample.start_time,
                 sample.completed_time,
                 sample.prompt_tokens,
@@ -233,9 +275,4 @@ pub fn merge_rows(out: &Path, shards: &[ShardRows<'_>], ctx: SummaryContext) -> 
             );
         }
     }
-    Ok(Replayed {
-        acc,
-        timeline,
-        rows: rows.len(),
-    })
 }
