@@ -48,7 +48,7 @@ fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), Error> {
     let parallel = plan
         .runs
         .iter()
-        .map(|r| r.parallel.max(1) as u64)
+        .map(|r| shard::share(plan.sharding.as_ref(), r.parallel.max(1) as u64))
         .max()
         .unwrap_or(1);
     let per_request = if plan.mock.is_some() { 2 } else { 1 };

@@ -176,7 +176,7 @@ pub fn resolve(
     }))
 }
 
-/// The measured requests this process sends of a run of `number` (all of them without sharding).
+/// This process's share of `n` measured requests or closed-loop slots (all of them without sharding).
 pub fn share(sharding: Option<&Sharding>, number: u64) -> u64 {
     sharding.map_or(number, |s| slots(number, s.index, s.count))
 }
