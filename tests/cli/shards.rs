@@ -13,9 +13,13 @@ use serde_json::Value;
 use crate::common::{json_file, llmperf, llmperf_command, ok, py_round, rows, Row};
 
 /// Timing noise allowed between the merged and the single-process percentiles of latency and TTFT, in
-/// seconds: the simulator's times are fixed (30 ms TTFT, 5 ms between tokens), so any difference is the
-/// client's and the machine's scheduling noise (shared CPUs under test load).
-const PERCENTILE_NOISE_S: f64 = 0.025;
+/// seconds, at the median and at p90. The simulator's times are fixed (30 ms TTFT, 5 ms between tokens), so
+/// any difference is the client's and the machine's scheduling noise. When the test suite loads the 2 CPUs
+/// (dozens of llmperf processes at once), a whole run can be slowed by tens of milliseconds per request
+/// (measured: a single run's median latency at 102 ms against the ideal 65 ms while the merged one was at
+/// 67 ms), so a comparison outside this noise is judged by re-running the single process once
+/// ([`assert_percentiles_within_noise`]); counts, token sums and the request set are always exact.
+const PERCENTILE_NOISE_S: [(&str, f64); 2] = [("50%", 0.025), ("90%", 0.060)];
 
 /// Allowed error of a shard's start against `--start-at`, seconds, on top of the measured send lag (one
 /// machine: the same clock; what is left is the sleep's wake-up).
@@ -138,7 +142,8 @@ fn percentile(p: &Value, label: &str, col: &str) -> f64 {
     row[col].as_f64().unwrap()
 }
 
-/// The checks shared by both loops: the same requests, counts, token sums, and percentiles within noise.
+/// The exact checks shared by both loops: the same requests, counts and token sums, and a summary that
+/// follows from the merged rows.
 pub fn assert_same_result(single: &Path, merged: &Path) -> (Vec<Row>, Vec<Row>) {
     let (a, b) = (
         rows(&single.join("benchmark_data.db")),
@@ -189,23 +194,46 @@ pub fn assert_same_result(single: &Path, merged: &Path) -> (Vec<Row>, Vec<Row>) 
         "merged rows are in completion order"
     );
     assert_eq!(sb["Shards Missing"], serde_json::json!([]));
+    (a, b)
+}
+
+/// Where the percentiles of `single` differ from `merged`'s by more than [`PERCENTILE_NOISE_S`].
+fn percentile_gaps(single: &Path, merged: &Path) -> Vec<String> {
     let (pa, pb) = (
         json_file(&single.join("benchmark_percentile.json")),
         json_file(&merged.join("benchmark_percentile.json")),
     );
-    for label in ["50%", "90%"] {
+    let mut gaps = Vec::new();
+    for (label, noise_s) in PERCENTILE_NOISE_S {
         for (col, unit_s) in [("Latency (s)", 1.0), ("TTFT (ms)", 1e-3)] {
             let (x, y) = (
                 percentile(&pa, label, col) * unit_s,
                 percentile(&pb, label, col) * unit_s,
             );
-            assert!(
-                (x - y).abs() <= PERCENTILE_NOISE_S,
-                "{col} {label}: single {x}, merged {y} (noise allowed {PERCENTILE_NOISE_S} s)"
-            );
+            if (x - y).abs() > noise_s {
+                gaps.push(format!(
+                    "{col} {label}: single {x}, merged {y} (noise allowed {noise_s} s)"
+                ));
+            }
         }
     }
-    (a, b)
+    gaps
+}
+
+/// The merged percentiles are within timing noise of the single run's; when they are not, the single
+/// run is repeated once (`rerun` returns the new run folder) and must be.
+pub fn assert_percentiles_within_noise(
+    single: &Path,
+    merged: &Path,
+    rerun: impl FnOnce() -> PathBuf,
+) {
+    let first = percentile_gaps(single, merged);
+    if first.is_empty() {
+        return;
+    }
+    eprintln!("percentiles outside the noise, re-running the single process once: {first:?}");
+    let again = percentile_gaps(&rerun(), merged);
+    assert!(again.is_empty(), "first: {first:?}; again: {again:?}");
 }
 
 /// The merged root is evalscope-shaped: its files, the shard columns, and the report.
@@ -283,7 +311,13 @@ fn four_closed_loop_shards_merge_into_the_single_process_result() {
     ok(&out);
     let single = find_dir(&single_out, "parallel_4_number_40");
     let merged_root = merged_out.join("m");
-    assert_same_result(&single, &merged_root.join("parallel_4_number_40"));
+    let merged = merged_root.join("parallel_4_number_40");
+    assert_same_result(&single, &merged);
+    assert_percentiles_within_noise(&single, &merged, || {
+        let again = tmp.path().join("single_again");
+        ok(&llmperf(&again, &args));
+        find_dir(&again, "parallel_4_number_40")
+    });
     assert_merged_root(&merged_root, "parallel_4_number_40");
     let text = std::fs::read_to_string(merged_root.join("performance_summary.txt")).unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains(text.lines().nth(1).unwrap()));
@@ -324,6 +358,11 @@ fn four_open_loop_shards_fire_at_the_global_offsets() {
     let single = find_dir(&single_out, run);
     let merged = merged_out.join("m").join(run);
     let (a, b) = assert_same_result(&single, &merged);
+    assert_percentiles_within_noise(&single, &merged, || {
+        let again = tmp.path().join("single_again");
+        ok(&llmperf(&again, &args));
+        find_dir(&again, run)
+    });
     assert_merged_root(&merged_out.join("m"), run);
 
     // The single plan's offsets: scheduled time minus its schedule's origin (monotonic seconds).

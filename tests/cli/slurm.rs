@@ -9,7 +9,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{json_file, llmperf, ok};
-use crate::shards::{assert_merged_root, assert_same_result, find_dir, plan_args, prompts};
+use crate::shards::{
+    assert_merged_root, assert_percentiles_within_noise, assert_same_result, find_dir, plan_args,
+    prompts,
+};
 
 /// How long the array and the merge may take on a loaded machine.
 const JOBS_TIMEOUT: Duration = Duration::from_secs(240);
@@ -124,9 +127,6 @@ fn slurm_array_shards_and_a_dependent_merge_equal_one_process() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    drop(sim.stdin.take());
-    let _ = sim.wait();
-
     let merged_root = out.join("merged").join("m");
     let logs: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
@@ -146,9 +146,17 @@ fn slurm_array_shards_and_a_dependent_merge_equal_one_process() {
         assert_eq!(rec["index"], k);
     }
     let single = find_dir(&single_out, "parallel_4_number_40");
-    assert_same_result(&single, &merged_root.join("parallel_4_number_40"));
+    let merged = merged_root.join("parallel_4_number_40");
+    assert_same_result(&single, &merged);
+    assert_percentiles_within_noise(&single, &merged, || {
+        let again = tmp.path().join("single_again");
+        ok(&llmperf(&again, &args));
+        find_dir(&again, "parallel_4_number_40")
+    });
     assert_merged_root(&merged_root, "parallel_4_number_40");
     let args = json_file(&merged_root.join("parallel_4_number_40/benchmark_args.json"));
     let skew = args["llmperf_merge"]["start_skew_s"].as_f64().unwrap();
     eprintln!("slurm shards: start skew {:.3} ms", skew * 1e3);
+    drop(sim.stdin.take());
+    let _ = sim.wait();
 }
