@@ -3,7 +3,9 @@
 //! This is the raw form: values as typed, with only per-value parsing. Every rule that involves more than
 //! one flag lives in [`crate::plan`].
 
+pub mod arrival;
 mod parsers;
+pub mod server_metrics;
 pub mod shard;
 mod values;
 
@@ -396,6 +398,14 @@ pub struct Cli {
         help_heading = "Simulator (--api mock)"
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
+
+    /// `--burstiness`, `--ramp-up`.
+    #[command(flatten)]
+    pub arrival: arrival::ArrivalArgs,
+
+    /// `--server-metrics` and the simulator's `/metrics` and reasoning knobs.
+    #[command(flatten)]
+    pub server_side: server_metrics::ServerMetricsArgs,
 
     /// `--shard`, `--shard-count`, `--start-at`.
     #[command(flatten)]

@@ -128,7 +128,7 @@ pub(super) async fn run(
     let pacing = (dispatch.rate > 0.0).then(|| {
         let offsets = match &dispatch.offsets_s {
             Some(given) => given.clone(),
-            None => seeded_offsets_s(requests.len(), dispatch.rate, dispatch.seed),
+            None => seeded_offsets_s(requests.len(), dispatch.rate, dispatch.shape, dispatch.seed),
         };
         (offsets, Instant::now(), Mutex::new(PreciseTimer::new()))
     });

@@ -46,6 +46,8 @@ pub struct Dispatch {
     pub duration: Option<Duration>,
     /// Seed for the arrival schedule.
     pub seed: u64,
+    /// Gap distribution and rate ramp of a paced schedule.
+    pub shape: schedule::ArrivalShape,
     /// Arrival offsets given by the plan split (`--shard`) instead of drawn from `seed`: open loop, one per
     /// measured request; paced closed loop, one per request.
     pub offsets_s: Option<Vec<f64>>,

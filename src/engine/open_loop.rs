@@ -203,7 +203,7 @@ pub(super) async fn run(
 
     let offsets = match &dispatch.offsets_s {
         Some(given) => given.clone(),
-        None => seeded_offsets_s(measured.len(), dispatch.rate, dispatch.seed),
+        None => seeded_offsets_s(measured.len(), dispatch.rate, dispatch.shape, dispatch.seed),
     };
     let in_flight = Arc::new(InFlight::default());
     let schedule = Schedule {

@@ -108,16 +108,6 @@ fn merge_record(set: &ShardSet, run: &str, missing: &[(u32, String)]) -> (Value,
     (record, merged)
 }
 
-/// `json` (an indent-4 object, as `pyjson::dumps_indent4` writes it) with `extra`'s keys added at its end;
-/// the text before them is kept byte for byte.
-fn append_keys(json: &str, extra: &Map<String, Value>) -> String {
-    let more = pyjson::dumps_indent4(extra);
-    match (json.strip_suffix("\n}"), more.strip_prefix("{\n")) {
-        (Some(head), Some(tail)) => format!("{head},\n{tail}"),
-        _ => json.to_string(),
-    }
-}
-
 fn spec_of(args: &Map<String, Value>, dir_name: &str) -> RunSpec {
     RunSpec {
         number: args.get("number").and_then(Value::as_u64).unwrap_or(0),
@@ -206,18 +196,20 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
         &pyjson::dumps_indent4(&args),
     )?;
 
-    let summary = replayed.acc.summary();
+    let mut summary = replayed.acc.summary();
     let percentiles = replayed.acc.percentiles();
-    let mut shard_keys = Map::new();
-    shard_keys.insert("Shards".into(), json!(set.count));
-    shard_keys.insert("Shards Merged".into(), json!(merged));
-    shard_keys.insert(
-        "Shards Missing".into(),
-        json!(missing.iter().map(|(k, _)| *k).collect::<Vec<_>>()),
-    );
+    // After every other key (the report shows them too).
+    summary.extras.appended.extend([
+        ("Shards".to_string(), json!(set.count)),
+        ("Shards Merged".to_string(), json!(merged)),
+        (
+            "Shards Missing".to_string(),
+            json!(missing.iter().map(|(k, _)| *k).collect::<Vec<_>>()),
+        ),
+    ]);
     write_file(
         &run_dir.join("benchmark_summary.json"),
-        &append_keys(&summary.to_json_string(), &shard_keys),
+        &summary.to_json_string(),
     )?;
     write_file(
         &run_dir.join("benchmark_percentile.json"),

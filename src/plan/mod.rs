@@ -10,6 +10,7 @@ mod kinds;
 mod load;
 mod parse;
 mod prompts;
+mod server_side;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,7 @@ pub use crate::error::UsageError;
 pub use kinds::*;
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use server_side::ServerSidePlan;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -127,6 +129,8 @@ pub struct RunPlan {
     pub image: ImageSettings,
     /// Values evalscope writes into `benchmark_args.json` exactly as typed.
     pub as_typed: AsTyped,
+    /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
+    pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
     pub sharding: Option<crate::shard::Sharding>,
 }
@@ -179,6 +183,7 @@ impl RunPlan {
         let output_root = output_root(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
+        let server_side = server_side::server_side_plan(&cli, api, &runs)?;
         let shard_flags = cli.sharding.clone();
         let mut plan = RunPlan {
             model,
@@ -225,6 +230,7 @@ impl RunPlan {
                 dataset_path: cli.dataset_path,
                 dataset_args: cli.dataset_args,
             },
+            server_side,
             sharding: None,
         };
         plan.sharding = crate::shard::resolve(&plan, &shard_flags, &|k| std::env::var(k).ok())

@@ -1,7 +1,7 @@
 //! The plan split: which of a run's prepared requests this shard sends, with how many slots, and at which
 //! offsets of the one global schedule.
 
-use crate::engine::schedule::seeded_offsets_s;
+use crate::engine::schedule::{seeded_offsets_s, ArrivalShape};
 use crate::engine::PreparedRequest;
 use crate::plan::{LoadMode, RunSpec};
 
@@ -33,12 +33,12 @@ pub fn slots(parallel: u64, index: u32, count: u32) -> u64 {
 }
 
 /// Splits a run's prepared requests (`spec.warmup` warmup requests, then the measured ones in global
-/// order) for `sharding`; `parallel` is the plan's dispatcher cap, `seed` the run's schedule seed.
+/// order) for `sharding`; `parallel` is the plan's dispatcher cap, `seed` and `shape` the run's schedule.
 pub fn split(
     sharding: Option<&Sharding>,
     mode: LoadMode,
     spec: &RunSpec,
-    seed: u64,
+    (seed, shape): (u64, ArrivalShape),
     requests: Vec<PreparedRequest>,
     intended: Vec<Option<u64>>,
     parallel: usize,
@@ -65,11 +65,11 @@ pub fn split(
     let kept: Vec<usize> = (0..requests.len()).filter(|&i| keep(i)).collect();
     let offsets_s = match mode {
         LoadMode::Open => {
-            let global = seeded_offsets_s(measured_total, spec.rate, seed);
+            let global = seeded_offsets_s(measured_total, spec.rate, shape, seed);
             Some(kept[warmup..].iter().map(|&i| global[i - warmup]).collect())
         }
         LoadMode::Closed if spec.rate > 0.0 => {
-            let global = seeded_offsets_s(requests.len(), spec.rate, seed);
+            let global = seeded_offsets_s(requests.len(), spec.rate, shape, seed);
             Some(kept.iter().map(|&i| global[i]).collect())
         }
         LoadMode::Closed => None,

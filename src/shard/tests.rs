@@ -179,7 +179,8 @@ fn the_split_is_a_partition_of_the_plan() {
         }
         .unwrap();
         let spec = &p.runs[0];
-        let global = crate::engine::schedule::seeded_offsets_s(11, 50.0, 9);
+        let shape = crate::engine::schedule::ArrivalShape::default();
+        let global = crate::engine::schedule::seeded_offsets_s(11, 50.0, shape, 9);
         let mut seen = Vec::new();
         let mut slots_total = 0;
         for k in 0..3 {
@@ -192,7 +193,15 @@ fn the_split_is_a_partition_of_the_plan() {
                 seed: 0,
             };
             let intended = (0..13).map(|i| Some(i as u64)).collect();
-            let w = split(Some(&s), mode, spec, 9, prepared(13, 2), intended, 5);
+            let w = split(
+                Some(&s),
+                mode,
+                spec,
+                (9, shape),
+                prepared(13, 2),
+                intended,
+                5,
+            );
             assert!(
                 w.requests[..2].iter().all(|r| r.is_warmup),
                 "every shard warms up"
