@@ -75,10 +75,8 @@ pub fn whole<T: std::str::FromStr>(s: &str) -> Result<T, String> {
         .map_err(|_| format!("expected a whole number ≥ 0 (e.g. 10), got {s:?}"))
 }
 
-/// `KIND[:EVERY]` for `--mock-fault`.
-pub fn parse_fault_rule(s: &str) -> Result<crate::sim::FaultRule, String> {
-    s.parse()
-}
+/// `KIND[:EVERY]` for `--mock-fault` (the simulator owns the syntax; `serve-mock --fault` uses it too).
+pub use crate::sim::fault::parse_fault_rule;
 
 #[cfg(test)]
 mod tests {

@@ -60,7 +60,12 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
-    let base = plan.params.seed.unwrap_or_else(rand::random);
+    // Shards without --seed share the seed derived from the plan fingerprint.
+    let base = plan
+        .params
+        .seed
+        .or(plan.sharding.as_ref().map(|s| s.seed))
+        .unwrap_or_else(rand::random);
     base.wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(run_index as u64)
 }
@@ -132,17 +137,32 @@ pub async fn run_single(
     } else {
         1024
     };
-    let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
+    let mut work = crate::shard::split(
+        plan.sharding.as_ref(),
+        plan.mode,
+        spec,
+        (seed, plan.server_side.arrival),
+        requests,
+        intended,
+        parallel,
+    );
+    let client = HttpClient::new(plan, ctx.url.clone(), work.parallel)?;
     // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
     // interrupted, so every run folder is complete.
     let stopped_early = ctx.shutdown.stopping() || !test_connection(ctx, &client, seed).await?;
-    let requests = if stopped_early { Vec::new() } else { requests };
+    if stopped_early {
+        work.requests = Vec::new();
+    }
     log_warmup(plan, spec);
 
-    let measured = dispatch(
-        ctx, spec, &run_dir, &client, requests, intended, parallel, seed, tracker,
-    )
-    .await?;
+    let this = ThisRun {
+        spec,
+        index: run_index,
+        seed,
+        dir: &run_dir,
+        args: &args,
+    };
+    let measured = dispatch(ctx, &this, &client, work, tracker).await?;
     if matches!(
         plan.dataset_kind(),
         Some(DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong)
@@ -214,19 +234,37 @@ struct Measured {
     cpu_use: crate::metrics::CpuUse,
 }
 
-/// Creates the run's database, starts the aggregator, sends every request, and finishes the store.
-#[allow(clippy::too_many_arguments)]
+/// The run being measured, as [`dispatch`] needs it.
+struct ThisRun<'a> {
+    spec: &'a RunSpec,
+    /// Its index in the sweep.
+    index: usize,
+    /// Its seed (schedule, max_tokens draws).
+    seed: u64,
+    /// Its folder.
+    dir: &'a Path,
+    /// Its `benchmark_args.json` (a shard records it).
+    args: &'a serde_json::Map<String, serde_json::Value>,
+}
+
+/// Creates the run's database, starts the aggregator, sends this process's share of the requests (all of
+/// them unless sharded), and finishes the store.
 async fn dispatch(
     ctx: &SweepContext<'_>,
-    spec: &RunSpec,
-    run_dir: &Path,
+    this: &ThisRun<'_>,
     client: &HttpClient,
-    requests: Vec<PreparedRequest>,
-    intended: Vec<Option<u64>>,
-    parallel: usize,
-    seed: u64,
+    work: crate::shard::ShardWork,
     tracker: &mut Option<ProgressTracker>,
 ) -> Result<Measured> {
+    let (spec, run_dir, seed) = (this.spec, this.dir, this.seed);
+    let counts = (work.measured, work.slots);
+    let crate::shard::ShardWork {
+        requests,
+        intended,
+        parallel,
+        offsets_s,
+        ..
+    } = work;
     let plan = ctx.plan;
     let db_path = run_dir.join("benchmark_data.db");
     let mut store = Store::create(&db_path, plan.db_commit_interval)?;
@@ -238,7 +276,7 @@ async fn dispatch(
         input_only: plan.api.input_only(),
     });
     let progress =
-        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
+        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), counts.0);
     let mut lent = tracker.take();
     if let Some(t) = &mut lent {
         t.run_started(&spec.dir_name);
@@ -271,6 +309,9 @@ async fn dispatch(
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
+    // After the connection test and just before sending: a shard records itself and waits for --start-at.
+    let shard =
+        crate::shard::begin(plan, this.index, counts, run_dir, this.args, &ctx.shutdown).await?;
     let dispatch = Dispatch {
         mode: plan.mode,
         parallel,
@@ -278,11 +319,16 @@ async fn dispatch(
         duration: plan.duration,
         seed,
         shape: plan.server_side.arrival,
+        offsets_s,
+        origin: shard.as_ref().and_then(|s| s.origin),
     };
     let outcome = engine::run(client, &dispatch, requests, tx, &ctx.shutdown).await;
     let mut done = aggregator.await.context("the aggregator task failed")?;
     *tracker = done.observers.tracker.take();
     let outcome = outcome?;
+    if let (Some(shard), Some(began)) = (&shard, outcome.began) {
+        crate::shard::finish(shard, began, run_dir, this.args)?;
+    }
     done.progress.finish();
     let store = done.store;
     let rows = tokio::task::spawn_blocking(move || store.finish())

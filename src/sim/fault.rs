@@ -342,6 +342,11 @@ impl<B: NextBytes> FaultyBody<B> {
     }
 }
 
+/// `KIND[:EVERY]` as a clap value parser (`--mock-fault`, `serve-mock --fault`).
+pub fn parse_fault_rule(s: &str) -> Result<FaultRule, String> {
+    s.parse()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
