@@ -7,7 +7,7 @@
 pub mod client;
 mod closed_loop;
 pub mod conn_test;
-mod http1;
+pub mod http1;
 mod open_loop;
 pub(crate) mod rx_stamp;
 pub mod schedule;

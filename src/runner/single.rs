@@ -182,11 +182,14 @@ pub async fn run_single(
         }
     })));
 
-    let acc = Accumulator::new(SummaryContext {
-        concurrency: spec.parallel,
-        request_rate: spec.rate,
-        input_only: plan.api.input_only(),
-    });
+    let acc = Accumulator::spilling_in(
+        SummaryContext {
+            concurrency: spec.parallel,
+            request_rate: spec.rate,
+            input_only: plan.api.input_only(),
+        },
+        &run_dir,
+    );
     let progress =
         crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
     let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
@@ -196,7 +199,7 @@ pub async fn run_single(
     let observers = Observers {
         tracker,
         visualizer: ctx.visualizer.clone(),
-        ..Observers::default()
+        timeline: crate::metrics::WorkloadTimeline::spilling_in(&run_dir),
     };
     let (tx, rx) = mpsc::channel(parallel.clamp(64, 8192));
     let aggregator = tokio::spawn(aggregate(
@@ -303,10 +306,9 @@ pub async fn run_single(
             &run_dir.join("workload_throughput.json"),
             &w.to_json_string(),
         )?;
-        write_file(
-            &run_dir.join("workload_timeline.json"),
-            &observers.timeline.to_json_string(),
-        )?;
+        observers
+            .timeline
+            .write_json_file(&run_dir.join("workload_timeline.json"))?;
         tracing::info!("\n{}", export::console::workload_table(w));
     }
     tracing::info!(

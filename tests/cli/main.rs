@@ -15,6 +15,7 @@ mod interrupt;
 mod interrupt_trials;
 mod keepalive;
 mod media;
+mod memory;
 mod outputs;
 mod parquet_sets;
 mod report;
