@@ -278,6 +278,13 @@ pub async fn run_single(
         tracing::warn!("{warning}");
     }
     let percentiles = acc.percentiles();
+    let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();
+    if spilled_bytes > 0 {
+        tracing::info!(
+            "Exact percentiles: {:.1} MiB of samples were kept in temporary files (removed at the end of the run) instead of in memory",
+            spilled_bytes as f64 / 1048576.0
+        );
+    }
     if let Some(e) = &summary.extras.input_token_error {
         let line = format!(
             "Input length check ({} requests): server prompt_tokens − intended: mean {}, max {}, exact {}% (intended mean {})",
