@@ -108,7 +108,9 @@ impl Sampler {
                         sample.served as f64 / sample.at_s.max(1e-9)
                     );
                     std::io::stdout().flush().ok();
-                    r.lock().unwrap().push((sample.served, sample.rss_kib, sample.at_s));
+                    r.lock()
+                        .unwrap()
+                        .push((sample.served, sample.rss_kib, sample.at_s));
                     next = (sample.served / report_every + 1) * report_every;
                 }
                 std::thread::sleep(every);
@@ -174,7 +176,11 @@ impl SimProcess {
             let mut stdout = stdout;
             let mut line = String::new();
             while matches!(stdout.read_line(&mut line), Ok(n) if n > 0) {
-                if let Some(n) = line.trim().strip_prefix("SERVED ").and_then(|n| n.parse().ok()) {
+                if let Some(n) = line
+                    .trim()
+                    .strip_prefix("SERVED ")
+                    .and_then(|n| n.parse().ok())
+                {
                     count.store(n, Ordering::Relaxed);
                 }
                 line.clear();
@@ -373,7 +379,7 @@ fn main() {
         let sending: Vec<Sample> = samples
             .iter()
             .copied()
-            .filter(|x| x.served < requests + parallel)
+            .filter(|x| x.served < requests)
             .collect();
         let warm = reports.first().map_or(sending.len() / 5, |r| {
             sending.iter().position(|x| x.served >= r.0).unwrap_or(0)
@@ -404,7 +410,8 @@ fn main() {
             .collect();
         report.push(format!("soak RSS at each report: {}", at.join("; ")));
         if let (Some(first_report), Some(end)) = (reports.first(), steady.last()) {
-            let change = (end.rss_kib as f64 - first_report.1 as f64) * 100.0 / first_report.1 as f64;
+            let change =
+                (end.rss_kib as f64 - first_report.1 as f64) * 100.0 / first_report.1 as f64;
             report.push(format!(
                 "soak RSS after the first {} requests {:.1} MiB, at the last request sent {:.1} MiB: {change:+.1} % ({})",
                 first_report.0,

@@ -35,7 +35,9 @@ fn main() {
         match a.as_str() {
             "--repeat" => repeat = it.next().and_then(|v| v.parse().ok()).expect("--repeat N"),
             "--quick" => quick = true,
-            "--streams" => streams.push(it.next().and_then(|v| v.parse().ok()).expect("--streams N")),
+            "--streams" => {
+                streams.push(it.next().and_then(|v| v.parse().ok()).expect("--streams N"))
+            }
             "accuracy" | "ceiling" | "memory" | "open-loop" | "store" | "wrk" => wanted.push(a),
             other => {
                 panic!("unknown argument {other:?}; sections: accuracy ceiling store memory open-loop wrk")
@@ -66,7 +68,11 @@ fn main() {
         let mut sim_rt = true;
         for _ in 0..repeat {
             let all_streams = [1, 64, 256, 1024];
-            for &conc in if streams.is_empty() { &all_streams[..] } else { &streams[..] } {
+            for &conc in if streams.is_empty() {
+                &all_streams[..]
+            } else {
+                &streams[..]
+            } {
                 let rounds = if conc == 1 { rounds * 8 } else { rounds };
                 sim_rt &= sections::accuracy(&mut t, conc, rounds, &fresh());
             }

@@ -34,7 +34,14 @@ fn body(tokens: u32) -> String {
 }
 
 /// Runs wrk for `seconds`; returns (requests, req/s, CPU seconds), or `None` when wrk is missing.
-fn run_wrk(url: &str, conns: usize, threads: usize, seconds: u64, tokens: u32, dir: &Path) -> Option<(f64, f64, f64)> {
+fn run_wrk(
+    url: &str,
+    conns: usize,
+    threads: usize,
+    seconds: u64,
+    tokens: u32,
+    dir: &Path,
+) -> Option<(f64, f64, f64)> {
     let script = dir.join("post.lua");
     let lua = format!(
         "wrk.method = \"POST\"\nwrk.body = [[{}]]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n",
@@ -64,17 +71,34 @@ fn run_wrk(url: &str, conns: usize, threads: usize, seconds: u64, tokens: u32, d
         .find_map(|l| l.strip_prefix("Requests/sec:"))
         .and_then(|v| v.trim().parse::<f64>().ok())
         .unwrap_or_else(|| panic!("wrk output: {text}"));
-    let errors = text.lines().find(|l| l.contains("Non-2xx") || l.contains("Socket errors"));
+    let errors = text
+        .lines()
+        .find(|l| l.contains("Non-2xx") || l.contains("Socket errors"));
     assert!(errors.is_none(), "wrk saw errors: {text}");
     Some((requests, req_s, cpu_s))
 }
 
 fn llmperf_args(url: &str, tokens: u32, parallel: usize, number: usize) -> Vec<String> {
     [
-        "--url", url, "--model", "truth", "--prompt", "hello world", "--max-tokens", &tokens.to_string(),
-        "--stream", "--extra-args", r#"{"ignore_eos": true}"#, "--sleep-interval", "0",
-        "--parallel", &parallel.to_string(), "--number", &number.to_string(),
-        "--warmup-num", &parallel.to_string(),
+        "--url",
+        url,
+        "--model",
+        "truth",
+        "--prompt",
+        "hello world",
+        "--max-tokens",
+        &tokens.to_string(),
+        "--stream",
+        "--extra-args",
+        r#"{"ignore_eos": true}"#,
+        "--sleep-interval",
+        "0",
+        "--parallel",
+        &parallel.to_string(),
+        "--number",
+        &number.to_string(),
+        "--warmup-num",
+        &parallel.to_string(),
     ]
     .iter()
     .map(|s| s.to_string())
@@ -96,14 +120,21 @@ pub fn vs_wrk(table: &mut Table, conns: usize, seconds: u64, dir: &Path) -> bool
         dir,
     );
     let cpus = llmperf::resources::available_cpus();
-    let Some((wrk_n, wrk_req_s, wrk_cpu_s)) = run_wrk(&sim.url(), conns, cpus, seconds, tokens, dir) else {
+    let Some((wrk_n, wrk_req_s, wrk_cpu_s)) =
+        run_wrk(&sim.url(), conns, cpus, seconds, tokens, dir)
+    else {
         println!("wrk is not installed (Debian: apt-get install wrk); the comparison is skipped");
         return false;
     };
     let number = ((wrk_req_s * seconds as f64) as usize).max(1000);
     let stats = run_client(&llmperf_args(&sim.url(), tokens, conns, number), dir);
     let _ = sim.finish();
-    assert_eq!(stats.exit_code, 0, "llmperf failed; see {}", dir.join("client.log").display());
+    assert_eq!(
+        stats.exit_code,
+        0,
+        "llmperf failed; see {}",
+        dir.join("client.log").display()
+    );
     let sum = summary(dir);
     let req_s = sum["Req Throughput (req/s)"].as_f64().unwrap_or(f64::NAN);
     let sent = (number + conns + 1) as f64;
@@ -111,7 +142,14 @@ pub fn vs_wrk(table: &mut Table, conns: usize, seconds: u64, dir: &Path) -> bool
     let wrk_cpu_us = wrk_cpu_s * 1e6 / wrk_n;
     table.add(
         &conns.to_string(),
-        vec![req_s, cpu_us, wrk_req_s, wrk_cpu_us, cpu_us / wrk_cpu_us, req_s / wrk_req_s],
+        vec![
+            req_s,
+            cpu_us,
+            wrk_req_s,
+            wrk_cpu_us,
+            cpu_us / wrk_cpu_us,
+            req_s / wrk_req_s,
+        ],
     );
     true
 }
