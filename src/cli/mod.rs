@@ -3,9 +3,11 @@
 //! This is the raw form: values as typed, with only per-value parsing. Every rule that involves more than
 //! one flag lives in [`crate::plan`].
 
+mod multi_turn;
 mod parsers;
 
 use clap::{ArgAction, Parser};
+pub use multi_turn::MultiTurnFlags;
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
 
 /// A fast, truthful load generator for LLM serving endpoints; a drop-in replacement for `evalscope perf`.
@@ -347,6 +349,11 @@ pub struct Cli {
     /// SwanLab server for a self-hosted SwanLab (with `--visualizer swanlab`).
     #[arg(long, value_name = "URL", help_heading = "Visualizer")]
     pub swanlab_host: Option<String>,
+
+    // ── Multi-turn ──
+    /// `--multi-turn` and its flags.
+    #[command(flatten)]
+    pub turns: MultiTurnFlags,
 
     // ── Simulator (`--api mock`) ─────────────────────────────────────────────────────────────────────
     /// Simulator: time to first token, in milliseconds.

@@ -7,6 +7,7 @@ mod client;
 mod percentile;
 mod samples;
 mod summary;
+pub mod trace;
 mod workload;
 
 #[cfg(test)]
@@ -23,6 +24,7 @@ pub use client::{
 };
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
 pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
+pub use trace::{TraceAccumulator, TraceSummary};
 pub use workload::{
     WorkloadRow, WorkloadThroughput, WorkloadTimeline, LAST_WINDOW_S, WARMUP_FRAC, WORKLOAD_METRICS,
 };

@@ -96,10 +96,18 @@ pub enum DatasetKind {
     KontextBench,
     /// MMMU questions with several images.
     MmmuMultiImage,
+    /// Synthetic multi-turn conversations (random token windows per turn).
+    RandomMultiTurn,
+    /// ShareGPT Chinese conversations, one turn per human message.
+    ShareGptZhMultiTurn,
+    /// ShareGPT English conversations, one turn per human message.
+    ShareGptEnMultiTurn,
+    /// JSONL lines of message arrays, turns split at assistant messages.
+    CustomMultiTurn,
 }
 
 /// Every dataset name `--dataset` accepts, with its kind.
-pub const DATASETS: [(&str, DatasetKind); 21] = [
+pub const DATASETS: [(&str, DatasetKind); 25] = [
     ("openqa", DatasetKind::OpenQa),
     ("line_by_line", DatasetKind::LineByLine),
     ("custom", DatasetKind::Custom),
@@ -121,6 +129,10 @@ pub const DATASETS: [(&str, DatasetKind); 21] = [
     ("kontext_bench", DatasetKind::KontextBench),
     ("mmmu_multi_image", DatasetKind::MmmuMultiImage),
     ("open_qa", DatasetKind::OpenQa),
+    ("random_multi_turn", DatasetKind::RandomMultiTurn),
+    ("share_gpt_zh_multi_turn", DatasetKind::ShareGptZhMultiTurn),
+    ("share_gpt_en_multi_turn", DatasetKind::ShareGptEnMultiTurn),
+    ("custom_multi_turn", DatasetKind::CustomMultiTurn),
 ];
 
 impl DatasetKind {
@@ -141,6 +153,19 @@ impl DatasetKind {
                 | DatasetKind::MmmuMultiImage
                 | DatasetKind::ShareGptZh
                 | DatasetKind::ShareGptEn
+                | DatasetKind::ShareGptZhMultiTurn
+                | DatasetKind::ShareGptEnMultiTurn
+        )
+    }
+
+    /// Yields whole conversations (runs only with `--multi-turn`).
+    pub fn is_multi_turn(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::RandomMultiTurn
+                | DatasetKind::ShareGptZhMultiTurn
+                | DatasetKind::ShareGptEnMultiTurn
+                | DatasetKind::CustomMultiTurn
         )
     }
 
@@ -155,6 +180,7 @@ impl DatasetKind {
                 | DatasetKind::RandomRerank
                 | DatasetKind::SpeedBenchmark
                 | DatasetKind::SpeedBenchmarkLong
+                | DatasetKind::RandomMultiTurn
         )
     }
 
@@ -162,7 +188,8 @@ impl DatasetKind {
     pub fn needs_tokenizer(self) -> bool {
         matches!(
             self,
-            DatasetKind::Random
+            DatasetKind::RandomMultiTurn
+                | DatasetKind::Random
                 | DatasetKind::RandomVl
                 | DatasetKind::RandomEmbedding
                 | DatasetKind::RandomEmbeddingBatch
@@ -175,8 +202,12 @@ impl DatasetKind {
         match self {
             DatasetKind::OpenQa => Some("AI-ModelScope/HC3-Chinese (open_qa.jsonl)"),
             DatasetKind::LongAlpaca => Some("Yukang/LongAlpaca-12k (LongAlpaca-12k.json)"),
-            DatasetKind::ShareGptZh => Some("swift/sharegpt (common_zh_70k.jsonl)"),
-            DatasetKind::ShareGptEn => Some("swift/sharegpt (common_en_70k.jsonl)"),
+            DatasetKind::ShareGptZh | DatasetKind::ShareGptZhMultiTurn => {
+                Some("swift/sharegpt (common_zh_70k.jsonl)")
+            }
+            DatasetKind::ShareGptEn | DatasetKind::ShareGptEnMultiTurn => {
+                Some("swift/sharegpt (common_en_70k.jsonl)")
+            }
             DatasetKind::Flickr8k => Some("clip-benchmark/wds_flickr8k (test/*.tar shards)"),
             DatasetKind::KontextBench => Some("black-forest-labs/kontext-bench (parquet files)"),
             DatasetKind::MmmuMultiImage => Some("MMMU/MMMU (<subject>/validation-*.parquet)"),

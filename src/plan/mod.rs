@@ -3,6 +3,7 @@
 //! The engine never re-checks a flag. Errors here are usage errors (exit code 2) and name the flag.
 
 mod kinds;
+mod multi_turn;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -16,6 +17,7 @@ use crate::cli::Cli;
 use crate::visualizer::{VisualizerKind, VisualizerSettings};
 
 pub use kinds::*;
+pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
 
@@ -109,6 +111,8 @@ pub struct RunPlan {
     pub dataset_args: DatasetArgs,
     /// `random_vl` images.
     pub image: ImageSettings,
+    /// `--multi-turn`: conversations instead of single requests.
+    pub multi_turn: Option<MultiTurnSettings>,
 }
 
 /// The total timeout used for `--total-timeout 0` (none): a century.
@@ -387,6 +391,7 @@ impl RunPlan {
         {
             return usage("--tokenize-prompt is not supported with --dataset mmmu_multi_image: its multimodal messages cannot be sent as a flat token-id list");
         }
+        let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompts)?;
         let tokens = token_settings(&cli, &prompts, api)?;
         let dataset_args = dataset_args(&cli, &tokens)?;
         let image = image_settings(&cli)?;
@@ -512,6 +517,7 @@ impl RunPlan {
             tokens,
             dataset_args,
             image,
+            multi_turn,
             cli,
         })
     }

@@ -190,6 +190,10 @@ pub(super) fn dataset_args(cli: &Cli, tokens: &TokenSettings) -> Result<DatasetA
     let Some(map) = &cli.dataset_args else {
         return Ok(args);
     };
+    if cli.turns.multi_turn {
+        // Validated against the multi-turn schema by `multi_turn::multi_turn_settings`.
+        return Ok(args);
+    }
     for (key, value) in map {
         match key.as_str() {
             "target_input_len" => match value.as_u64() {

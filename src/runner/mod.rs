@@ -2,6 +2,7 @@
 //! turn, and the end-of-sweep report. Maps the outcome to an exit code.
 
 mod aggregate;
+mod multi_turn;
 mod single;
 mod tracker;
 

@@ -56,6 +56,8 @@ pub struct RunResult {
     pub workload: Option<WorkloadThroughput>,
     /// Its folder (`benchmark_data.db` and the JSON files).
     pub run_dir: PathBuf,
+    /// Its per-trace summary (`--multi-turn` runs; empty otherwise).
+    pub trace: crate::metrics::TraceSummary,
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
@@ -122,12 +124,22 @@ pub async fn run_single(
 
     let seed = run_seed(plan, run_index);
     let started = std::time::Instant::now();
-    let (requests, intended) = prepare(ctx, spec, seed)?;
-    tracing::info!(
-        "Prepared {} request bodies in {:.2} s",
-        requests.len(),
-        started.elapsed().as_secs_f64()
-    );
+    let (requests, intended, conversations) = match &plan.multi_turn {
+        Some(_) => (
+            Vec::new(),
+            Vec::new(),
+            Some(super::multi_turn::conversations(ctx, spec, seed)?),
+        ),
+        None => {
+            let (requests, intended) = prepare(ctx, spec, seed)?;
+            tracing::info!(
+                "Prepared {} request bodies in {:.2} s",
+                requests.len(),
+                started.elapsed().as_secs_f64()
+            );
+            (requests, intended, None)
+        }
+    };
     let parallel = if spec.parallel > 0 {
         spec.parallel as usize
     } else {
@@ -157,7 +169,9 @@ pub async fn run_single(
         stopped_early = checked == conn_test::Checked::Interrupted;
     }
     let requests = if stopped_early { Vec::new() } else { requests };
-    if spec.warmup > 0 {
+    if conversations.is_some() {
+        super::multi_turn::log_warmup(spec);
+    } else if spec.warmup > 0 {
         tracing::info!(
             "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
             spec.warmup,
@@ -226,7 +240,14 @@ pub async fn run_single(
         duration: plan.duration,
         seed,
     };
-    let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await;
+    let outcome = match (&plan.multi_turn, conversations) {
+        (Some(settings), Some(convs)) if !stopped_early => {
+            let client = &client;
+            super::multi_turn::dispatch(ctx, settings, client, spec, seed, convs, tx).await
+        }
+        (Some(_), _) => engine::DispatchOutcome::default(),
+        (None, _) => engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await,
+    };
     let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
     *ctx.tracker.lock().expect("tracker lock") = observers.tracker;
     progress.finish();
@@ -296,6 +317,8 @@ pub async fn run_single(
     )?;
     tracing::info!("\n{}", export::console::summary_table(&summary));
     tracing::info!("\n{}", export::console::percentile_table(&percentiles));
+    let trace = observers.trace.summary();
+    super::multi_turn::write_trace_summary(&run_dir, &trace)?;
     // Like evalscope, the workload files exist only when a request succeeded.
     let workload = observers.timeline.throughput();
     if let Some(w) = &workload {
@@ -326,5 +349,6 @@ pub async fn run_single(
         interrupted,
         workload,
         run_dir,
+        trace,
     })
 }
