@@ -56,7 +56,8 @@
 //! Chat: a role chunk `{"delta":{"role":"assistant","content":""}}` written together with the first content
 //! chunk (as vLLM does), one `delta.content` chunk per `tokens_per_chunk` tokens, `finish_reason` on the
 //! last, then — only with `stream_options.include_usage` — a chunk with `"choices":[]` and `usage`
-//! (`prompt_tokens`, `completion_tokens`, `total_tokens`, `prompt_tokens_details.cached_tokens: 0`), then
+//! (`prompt_tokens`, `completion_tokens`, `total_tokens`, `prompt_tokens_details.cached_tokens`: 0, or with
+//! [`SimConfig::prefix_cache`] the words of the longest prefix served before — see [`prefix_cache`]), then
 //! `data: [DONE]`. Completions: the same without the role chunk, `choices[0].text` instead of `delta`.
 //! The last content chunk, the usage chunk and `[DONE]` share one write.
 //!
@@ -74,6 +75,7 @@ pub mod fault;
 #[cfg(test)]
 mod fault_tests;
 pub mod join;
+pub mod prefix_cache;
 mod request;
 mod routes;
 mod stream;
@@ -119,6 +121,9 @@ pub struct SimConfig {
     pub record_truth: bool,
     /// Faults applied to every N-th generation request (first matching rule wins; see [`fault`]).
     pub faults: Vec<FaultRule>,
+    /// Remember served prompts and answers and report repeated prefixes as `cached_tokens` (see
+    /// [`prefix_cache`]); off: `cached_tokens` is always 0.
+    pub prefix_cache: bool,
 }
 
 impl Default for SimConfig {
@@ -131,6 +136,7 @@ impl Default for SimConfig {
             threads: 1,
             record_truth: true,
             faults: Vec::new(),
+            prefix_cache: false,
         }
     }
 }
@@ -143,6 +149,7 @@ pub(crate) struct Shared {
     truth: Arc<truth::TruthLog>,
     requests: Mutex<Vec<CapturedRequest>>,
     model: Mutex<Option<String>>,
+    prefix: prefix_cache::PrefixCache,
 }
 
 impl Shared {
@@ -235,6 +242,7 @@ impl SimServer {
             truth: Arc::default(),
             requests: Mutex::default(),
             model: Mutex::default(),
+            prefix: prefix_cache::PrefixCache::default(),
         });
         let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
         Ok(SimServer {

@@ -21,6 +21,7 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::fault::{self, Fault, FaultyBody, ResetFlag};
+use super::prefix_cache::Chain;
 use super::request::GenRequest;
 use super::stream::{write_text_fault, Api, Plan, SimBody, SseBody, ERROR_EVENT, TOKEN_TEXT};
 use super::truth::TruthRecord;
@@ -156,6 +157,12 @@ pub(crate) async fn handle(
         std::future::pending::<()>().await;
     }
     let (tokens, finish_reason) = request.output_plan(cfg.output_tokens);
+    let cached_tokens = match cfg.prefix_cache.then(|| Chain::of_body(&body)).flatten() {
+        Some((chain, chat)) => shared
+            .prefix
+            .serve(&chain, chat, tokens, TOKEN_TEXT.trim_end()),
+        None => 0,
+    };
     let plan = Plan {
         api,
         id,
@@ -166,6 +173,7 @@ pub(crate) async fn handle(
         finish_reason,
         include_usage: request.include_usage(),
         prompt_tokens,
+        cached_tokens,
         received,
         ttft: cfg.ttft,
         itl: cfg.itl,
