@@ -8,6 +8,8 @@ mod percentile;
 mod samples;
 mod summary;
 pub mod trace;
+#[cfg(test)]
+mod trace_golden_tests;
 mod workload;
 
 #[cfg(test)]

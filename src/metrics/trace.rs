@@ -311,7 +311,9 @@ mod tests {
         assert!(json.starts_with("{\n    \"n_traces\": 2,\n    \"rows\": [\n        {\n            \"metric\": \"Latency (s)\",\n            \"mean\": 2.0,"), "{json}");
         let table = s.to_table();
         assert!(
-            table.contains("│ Latency (s)                 │  2     │"),
+            table.contains(
+                "│ Latency (s)                 │      2 │     1 │     2 │   2.8 │   2.9 │  2.98 │     3 │"
+            ),
             "{table}"
         );
     }
