@@ -99,7 +99,7 @@ pub(super) fn multi_turn_settings(
         if multi_dataset {
             return usage(format!(
                 "--dataset {} yields whole conversations: add --multi-turn (--number then counts conversations, --parallel the conversations in flight)",
-                cli.dataset
+                cli.dataset.as_str()
             ));
         }
         if flags.multi_turn_args.is_some() {
@@ -126,7 +126,7 @@ pub(super) fn multi_turn_settings(
     if !kind.is_multi_turn() {
         return usage(format!(
             "--multi-turn needs a multi-turn dataset, not --dataset {}: use random_multi_turn, share_gpt_zh_multi_turn, share_gpt_en_multi_turn or custom_multi_turn",
-            cli.dataset
+            cli.dataset.as_str()
         ));
     }
     if cli.tokenize_prompt {

@@ -246,7 +246,7 @@ pub async fn run_single(
             super::multi_turn::dispatch(ctx, settings, client, spec, seed, convs, tx).await
         }
         (Some(_), _) => engine::DispatchOutcome::default(),
-        (None, _) => engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await,
+        (None, _) => engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?,
     };
     let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
     *ctx.tracker.lock().expect("tracker lock") = observers.tracker;
