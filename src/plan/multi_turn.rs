@@ -80,6 +80,9 @@ pub struct MultiTurnSettings {
     pub args: MultiTurnArgs,
     /// `--session-header`: header name carrying one stable id per conversation.
     pub session_header: Option<String>,
+    /// The deprecated `--multi-turn-args` as evalscope writes it into `benchmark_args.json` (its defaults
+    /// overlaid with the keys given), when given.
+    pub legacy_args: Option<Map<String, Value>>,
 }
 
 /// Validates the multi-turn flags against the rest of the plan. `None` when `--multi-turn` is off (after
@@ -166,12 +169,30 @@ pub(super) fn multi_turn_settings(
             ))
         }
     };
+    let legacy_args = legacy_dump(cli);
     Ok(Some(MultiTurnSettings {
         min_turns,
         max_turns,
         args,
         session_header,
+        legacy_args,
     }))
+}
+
+/// evalscope's `MultiTurnArgs.model_dump()` of a (valid) `--multi-turn-args`.
+fn legacy_dump(cli: &Cli) -> Option<Map<String, Value>> {
+    let given: Map<String, Value> =
+        serde_json::from_str(cli.turns.multi_turn_args.as_ref()?).ok()?;
+    let mut out = Map::new();
+    for (key, default) in [
+        ("first_turn_length", serde_json::json!(65000)),
+        ("subsequent_turn_length", serde_json::json!(500)),
+        ("chars_per_token", serde_json::json!(3.0)),
+        ("num_workers", serde_json::json!(4)),
+    ] {
+        out.insert(key.into(), given.get(key).cloned().unwrap_or(default));
+    }
+    Some(out)
 }
 
 /// `--dataset-args` with the deprecated `--multi-turn-args` folded in (`setdefault`: `--dataset-args`

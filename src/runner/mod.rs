@@ -280,6 +280,7 @@ fn write_report(
             summary: r.summary.clone(),
             percentiles: r.percentiles.clone(),
             workload: r.workload.clone(),
+            trace: r.trace.clone(),
         })
         .collect();
     let text = export::report::performance_summary(&info, &runs);
