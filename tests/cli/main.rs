@@ -16,6 +16,7 @@ mod interrupt;
 mod interrupt_trials;
 mod keepalive;
 mod media;
+mod multi_turn;
 mod outputs;
 mod parquet_sets;
 mod report;
