@@ -304,7 +304,7 @@ fn multi_turn_usage_errors_exit_2_and_write_nothing() {
             "--multi-turn is not supported in open-loop mode",
         ),
         (
-            vec!["--dataset", "openqa"],
+            vec!["--dataset", "random"],
             "--multi-turn needs a multi-turn dataset",
         ),
         (
