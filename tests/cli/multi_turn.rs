@@ -353,7 +353,9 @@ fn multi_turn_usage_errors_exit_2_and_write_nothing() {
             "--model",
             "m",
             "--dataset",
-            "custom_multi_turn",
+            "random_multi_turn",
+            "--tokenizer-path",
+            &tok,
         ],
     );
     assert_eq!(out.status.code(), Some(2));
