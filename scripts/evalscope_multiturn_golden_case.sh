@@ -1,17 +1,34 @@
 #!/bin/bash
-# usage: run_case.sh CASE -- evalscope args (use PORT placeholder)
+# Makes one golden case for tests/fixtures/evalscope-golden/: runs the real `evalscope perf` (from $EVALSCOPE,
+# default /work/evenv/bin/evalscope) against llmperf's simulator with its prefix cache on, in its own process
+# (build it first: cargo build --example truth).
+#
+# usage: scripts/evalscope_multiturn_golden_case.sh CASE [INPUT_FILE...] -- EVALSCOPE_PERF_ARGS...
+#   PORT in the arguments is replaced by the simulator's port; input files are copied next to the run.
+# The case lands in $WORK/out_CASE (default WORK=/tmp/llmperf-mt-gold); copy outputs/, command.txt and
+# console.txt from there, rewriting absolute paths to relative ones.
 set -u
-case_name=$1; shift; shift
-cd /tmp/gold
-rm -rf "out_$case_name"; mkdir -p "out_$case_name"
-mkfifo /tmp/gold/fifo_$case_name 2>/dev/null
-( /work/wt-multiturn/target/debug/examples/truth serve-sim --ttft-ms 50 --itl-ms 10 --tokens 64 --threads 1 --prefix-cache < /tmp/gold/fifo_$case_name > /tmp/gold/sim_$case_name.txt 2>&1 & echo $! > /tmp/gold/simpid_$case_name )
-exec 7>/tmp/gold/fifo_$case_name
-for i in $(seq 50); do [ -s /tmp/gold/sim_$case_name.txt ] && break; sleep 0.2; done
-port=$(head -1 /tmp/gold/sim_$case_name.txt | cut -d' ' -f1)
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=${WORK:-/tmp/llmperf-mt-gold}
+evalscope=${EVALSCOPE:-/work/evenv/bin/evalscope}
+case_name=$1; shift
+inputs=()
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do inputs+=("$(realpath "$1")"); shift; done
+shift
+out="$work/out_$case_name"
+rm -rf "$out"; mkdir -p "$out"
+ln -sfn "$repo/../shared/tokenizers" "$out/tokenizers"
+for f in "${inputs[@]}"; do cp "$f" "$out/"; done
+fifo="$work/fifo_$case_name"; rm -f "$fifo"; mkfifo "$fifo"
+"$repo/target/debug/examples/truth" serve-sim --ttft-ms 50 --itl-ms 10 --tokens 64 --threads 1 --prefix-cache \
+  < "$fifo" > "$work/sim_$case_name.txt" 2>&1 &
+exec 7>"$fifo"
+for _ in $(seq 100); do [ -s "$work/sim_$case_name.txt" ] && break; sleep 0.1; done
+port=$(head -1 "$work/sim_$case_name.txt" | cut -d' ' -f1)
 args=("$@"); args=("${args[@]//PORT/$port}")
-echo "evalscope perf ${args[*]}" > "out_$case_name/command.txt"
-echo "serve-sim --ttft-ms 50 --itl-ms 10 --tokens 64 --threads 1 --prefix-cache (llmperf's simulator: cargo run --example truth)" >> "out_$case_name/command.txt"
-(cd "out_$case_name" && ln -sfn /work/shared/tokenizers tokenizers && cp ../common_en_70k.jsonl . 2>/dev/null; /work/evenv/bin/evalscope perf "${args[@]}" > console.txt 2>&1; echo "rc=$?" >> command.txt)
+echo "evalscope perf ${args[*]}" > "$out/command.txt"
+echo "simulator: cargo run --example truth -- serve-sim --ttft-ms 50 --itl-ms 10 --tokens 64 --threads 1 --prefix-cache" >> "$out/command.txt"
+(cd "$out" && "$evalscope" perf "${args[@]}" > console.txt 2>&1; echo "rc=$?" >> command.txt)
 exec 7>&-
-sleep 0.5
+wait
+rm -f "$fifo" "$out/tokenizers"

@@ -110,6 +110,9 @@ pub enum DatasetName {
     /// JSONL lines of message arrays, turns split at assistant messages (needs `--multi-turn`).
     #[value(name = "custom_multi_turn")]
     CustomMultiTurn,
+    /// Recorded requests replayed at their recorded times (needs `--open-loop`).
+    #[value(name = "workload_trace")]
+    WorkloadTrace,
 }
 
 impl ApiName {
@@ -155,6 +158,7 @@ impl DatasetName {
             DatasetName::ShareGptZhMultiTurn => "share_gpt_zh_multi_turn",
             DatasetName::ShareGptEnMultiTurn => "share_gpt_en_multi_turn",
             DatasetName::CustomMultiTurn => "custom_multi_turn",
+            DatasetName::WorkloadTrace => "workload_trace",
         }
     }
 }

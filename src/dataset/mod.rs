@@ -17,6 +17,7 @@ pub mod random;
 mod synthetic;
 mod text_lines;
 mod webdataset;
+pub mod workload_trace;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -290,6 +291,11 @@ impl Prompts {
                 )?)
             }
             PromptSource::Fixed(text) => Source::Items(vec![shaper.wrap(text)]),
+            // Replayed by the runner from the plan's validated trace.
+            PromptSource::Dataset {
+                kind: DatasetKind::WorkloadTrace,
+                ..
+            } => Source::Items(Vec::new()),
             PromptSource::Dataset {
                 kind: kind @ (DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong),
                 ..

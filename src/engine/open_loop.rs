@@ -132,7 +132,7 @@ fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome
             out.interrupted = true;
             break;
         }
-        let mut record = RequestRecord::new(s.first_index + i, false, request.body, at);
+        let mut record = request.into_record(s.first_index + i, at);
         let started = s.client.try_start_now(&mut record);
         s.in_flight.count.fetch_add(1, Ordering::AcqRel);
         let guard = Guard(s.in_flight.clone());
@@ -193,9 +193,17 @@ pub(super) async fn run(
         }
     }
 
-    let offsets = {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
-        poisson_offsets_s(measured.len(), dispatch.rate, &mut rng)
+    // A replayed trace brings its own arrival offsets; otherwise a seeded Poisson schedule.
+    let offsets = match measured
+        .iter()
+        .map(|r| r.offset_s)
+        .collect::<Option<Vec<f64>>>()
+    {
+        Some(own) if !own.is_empty() => own,
+        _ => {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
+            poisson_offsets_s(measured.len(), dispatch.rate, &mut rng)
+        }
     };
     let in_flight = Arc::new(InFlight::default());
     let schedule = Schedule {

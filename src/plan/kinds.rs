@@ -106,6 +106,8 @@ pub enum DatasetKind {
     ShareGptEnMultiTurn,
     /// JSONL lines of message arrays, turns split at assistant messages.
     CustomMultiTurn,
+    /// Recorded request bodies replayed at their recorded arrival times.
+    WorkloadTrace,
 }
 
 impl From<ApiName> for ApiKind {
@@ -146,6 +148,7 @@ impl From<DatasetName> for DatasetKind {
             N::ShareGptZhMultiTurn => DatasetKind::ShareGptZhMultiTurn,
             N::ShareGptEnMultiTurn => DatasetKind::ShareGptEnMultiTurn,
             N::CustomMultiTurn => DatasetKind::CustomMultiTurn,
+            N::WorkloadTrace => DatasetKind::WorkloadTrace,
         }
     }
 }
@@ -177,6 +180,7 @@ impl DatasetKind {
             DatasetKind::ShareGptZhMultiTurn => "share_gpt_zh_multi_turn",
             DatasetKind::ShareGptEnMultiTurn => "share_gpt_en_multi_turn",
             DatasetKind::CustomMultiTurn => "custom_multi_turn",
+            DatasetKind::WorkloadTrace => "workload_trace",
         }
     }
 

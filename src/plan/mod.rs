@@ -13,6 +13,7 @@ mod parse;
 mod prompts;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -131,6 +132,8 @@ pub struct RunPlan {
     pub as_typed: AsTyped,
     /// `--multi-turn`: conversations instead of single requests.
     pub multi_turn: Option<MultiTurnSettings>,
+    /// `--dataset workload_trace`: the requests to replay, in order, with their arrival offsets.
+    pub trace: Option<std::sync::Arc<Vec<crate::dataset::workload_trace::TraceRequest>>>,
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -162,17 +165,30 @@ pub const NO_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 86_400);
 impl RunPlan {
     /// Validates `cli` into a plan. `now` names the timestamp folder.
     pub fn from_cli(cli: Cli, now: chrono::DateTime<chrono::Local>) -> Result<RunPlan, UsageError> {
-        let model = endpoint::model(&cli)?;
-        let model_id = endpoint::model_id(&model);
+        // A replayed trace's bodies name their own models: --model is optional there, as in evalscope.
+        let trace_without_model = cli.dataset == DatasetName::WorkloadTrace
+            && cli.model.is_none()
+            && cli.prompt.is_none();
+        let model = if trace_without_model {
+            String::new()
+        } else {
+            endpoint::model(&cli)?
+        };
+        let model_id = if trace_without_model {
+            cli.dataset.as_str().to_string()
+        } else {
+            endpoint::model_id(&model)
+        };
         let api = ApiKind::from(cli.api);
         let (mut url, appended) = complete_url_for(&cli.url, api.endpoint_suffix())?;
         let headers = endpoint::headers(&cli)?;
         let timeouts = endpoint::timeouts(&cli);
-        let (mode, runs) = load::runs(&cli)?;
+        let (mode, mut runs) = load::runs(&cli)?;
         let duration = load::duration(&cli)?;
         let max_tokens = prompts::max_tokens(&cli)?;
         let prompt_source = prompts::source(&cli)?;
         let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompt_source)?;
+        let trace = trace::workload_trace(&cli, mode, &prompt_source, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
         let dataset_args = dataset_args(&cli, &tokens)?;
         let image = image_settings(&cli)?;
@@ -228,6 +244,7 @@ impl RunPlan {
                 dataset_args: cli.dataset_args,
             },
             multi_turn,
+            trace,
         })
     }
 

@@ -190,8 +190,8 @@ pub(super) fn dataset_args(cli: &Cli, tokens: &TokenSettings) -> Result<DatasetA
     let Some(map) = &cli.dataset_args else {
         return Ok(args);
     };
-    if cli.turns.multi_turn {
-        // Validated against the multi-turn schema by `multi_turn::multi_turn_settings`.
+    if cli.turns.multi_turn || cli.dataset == crate::cli::DatasetName::WorkloadTrace {
+        // Validated against the multi-turn or trace schema (`multi_turn.rs`, `trace.rs`).
         return Ok(args);
     }
     for (key, value) in map {

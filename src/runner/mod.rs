@@ -4,6 +4,7 @@
 mod aggregate;
 mod multi_turn;
 mod single;
+mod trace;
 mod tracker;
 
 use std::time::Duration;

@@ -80,6 +80,9 @@ fn prepare(
     let total = spec.total() as usize;
     let mut bodies = Vec::with_capacity(total);
     let mut intended = Vec::with_capacity(total);
+    if let Some(trace) = &ctx.plan.trace {
+        return Ok(super::trace::prepare(ctx, trace, spec, &mut rng));
+    }
     // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
     let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_));
     let n = if fixed { 1 } else { total };
@@ -97,10 +100,7 @@ fn prepare(
     let requests = bodies
         .into_iter()
         .enumerate()
-        .map(|(i, body)| PreparedRequest {
-            body,
-            is_warmup: (i as u64) < spec.warmup,
-        })
+        .map(|(i, body)| PreparedRequest::new(body, (i as u64) < spec.warmup))
         .collect();
     Ok((requests, intended))
 }
