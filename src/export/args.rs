@@ -32,7 +32,11 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     let mut put = |k: &str, v: Value| {
         m.insert(k.to_string(), v);
     };
-    put("model", json!(plan.model));
+    // null for a replayed trace run without --model (its bodies name their models).
+    put(
+        "model",
+        json!((!plan.model.is_empty()).then_some(&plan.model)),
+    );
     put("model_id", json!(plan.model_id));
     put("attn_implementation", Value::Null);
     put("api", json!(plan.api_name.as_str()));

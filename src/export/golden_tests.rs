@@ -354,4 +354,14 @@ fn multi_turn_console_tables_and_reports_match_goldens() {
         info.endpoint = endpoint.trim_end_matches([' ', '│']).to_string();
         check_report(case, &info);
     }
+    let case = "j_workload_trace";
+    check_console(case);
+    let mut info = info(case, "workload_trace", "workload_trace", "openai", false);
+    let golden = fs::read_to_string(run_root(case).join("performance_summary.txt")).unwrap();
+    let endpoint = golden
+        .lines()
+        .find_map(|l| l.strip_prefix("│ Endpoint              │ "))
+        .expect("endpoint row");
+    info.endpoint = endpoint.trim_end_matches([' ', '│']).to_string();
+    check_report(case, &info);
 }

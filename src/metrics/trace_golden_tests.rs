@@ -176,3 +176,101 @@ fn multi_turn_goldens_are_reproduced_byte_for_byte() {
         assert_same_text(&format!("{what} table"), &table, &logged_trace_table(&run));
     }
 }
+
+/// The `workload_trace` golden (`j_workload_trace`): its rows replayed through the accumulator reproduce
+/// `benchmark_summary.json` and `benchmark_percentile.json`. The run was single-turn, so the server's
+/// `cached_tokens` (the simulator's prefix cache; evalscope keeps no usage chunk) are recomputed by running
+/// the same prefix cache over the stored bodies in send order.
+#[test]
+fn workload_trace_golden_is_reproduced_from_its_rows() {
+    use crate::sim::prefix_cache::{Chain, PrefixCache};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/evalscope-golden/j_workload_trace/outputs");
+    let stamp = std::fs::read_dir(&root)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let run = stamp.join("trace/rate_-1.0_number_1000");
+    let con = Connection::open_with_flags(
+        run.join("benchmark_data.db"),
+        OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut stmt = con
+        .prepare(
+            "SELECT start_time, completed_time, success, is_stream, latency, first_chunk_latency, prompt_tokens, \
+             completion_tokens, time_per_output_token, inter_token_latencies, request, request_id FROM result ORDER BY rowid",
+        )
+        .unwrap();
+    struct Row {
+        sample: Sample,
+        itl: Vec<f64>,
+        body: String,
+        request_id: String,
+    }
+    let mut rows: Vec<Row> = stmt
+        .query_map([], |r| {
+            let f = |i: usize| r.get::<_, Option<f64>>(i).map(|v| v.unwrap_or(0.0));
+            let u = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.unwrap_or(0) as u64);
+            let itl: String = r.get(9)?;
+            Ok(Row {
+                sample: Sample {
+                    start_time: f(0)?,
+                    completed_time: f(1)?,
+                    success: r.get::<_, i64>(2)? == 1,
+                    is_stream: r.get::<_, i64>(3)? == 1,
+                    latency: f(4)?,
+                    ttft: f(5)?,
+                    prompt_tokens: u(6)?,
+                    completion_tokens: u(7)?,
+                    tpot: f(8)?,
+                    ..Sample::default()
+                },
+                itl: serde_json::from_str(&itl).unwrap(),
+                body: r.get(10)?,
+                request_id: r.get(11)?,
+            })
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r.request_id.as_str()).collect();
+    assert_eq!(ids.len(), 12);
+    assert!(
+        ids.iter().all(|id| id.starts_with("req-")),
+        "request ids stored: {ids:?}"
+    );
+    let cache = PrefixCache::default();
+    let mut by_send: Vec<usize> = (0..rows.len()).collect();
+    by_send.sort_by(|&a, &b| {
+        rows[a]
+            .sample
+            .start_time
+            .total_cmp(&rows[b].sample.start_time)
+    });
+    for i in by_send {
+        let (chain, chat) = Chain::of_body(rows[i].body.as_bytes()).unwrap();
+        let answer = rows[i].sample.completion_tokens as u32;
+        rows[i].sample.cached_tokens = Some(cache.serve(&chain, chat, answer, "hello"));
+    }
+    let mut acc = Accumulator::new(SummaryContext {
+        concurrency: -1,
+        request_rate: -1.0,
+        input_only: false,
+    });
+    for r in &rows {
+        acc.add_sample(&r.sample, r.itl.iter().copied());
+    }
+    let mut summary = acc.summary();
+    summary.extras = Default::default();
+    let want = std::fs::read_to_string(run.join("benchmark_summary.json")).unwrap();
+    assert_same_text("trace summary", &summary.to_json_string(), &want);
+    let want = std::fs::read_to_string(run.join("benchmark_percentile.json")).unwrap();
+    assert_same_text(
+        "trace percentiles",
+        &acc.percentiles().to_json_string(),
+        &want,
+    );
+}

@@ -261,7 +261,7 @@ fn write_report(
     interrupted: bool,
 ) -> Result<()> {
     let info = export::report::ReportInfo {
-        model: plan.model.clone(),
+        model: plan.model_id.clone(),
         dataset: plan.dataset_name().to_string(),
         api: plan.api_name.as_str().to_string(),
         alias: plan.alias.clone(),

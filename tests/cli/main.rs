@@ -26,3 +26,4 @@ mod tls;
 mod tokens;
 mod visualizer;
 mod workload;
+mod workload_trace;
