@@ -171,6 +171,11 @@ fn random_multi_turn_resends_the_history_with_the_real_answers() {
     }
     let report =
         std::fs::read_to_string(run.parent().unwrap().join("performance_summary.txt")).unwrap();
+    let html = std::fs::read_to_string(run.parent().unwrap().join("perf_report.html")).unwrap();
+    assert!(
+        html.contains("TTFT per turn"),
+        "the HTML report charts TTFT per turn"
+    );
     assert!(
         report.contains("Per-Trace Metrics") && report.contains("Turns/Req"),
         "{report}"

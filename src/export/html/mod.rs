@@ -12,6 +12,7 @@ mod page;
 mod sections;
 mod svg;
 mod timeline;
+mod turns;
 
 #[cfg(test)]
 mod tests;
