@@ -110,6 +110,16 @@ pub enum DatasetName {
     /// JSONL lines of message arrays, turns split at assistant messages (needs `--multi-turn`).
     #[value(name = "custom_multi_turn")]
     CustomMultiTurn,
+    /// applied-compute/trie coding-agent traces: synthetic turns of the recorded lengths, recorded
+    /// tool latency and output caps (needs `--multi-turn`, `--tokenizer-path`).
+    #[value(name = "trie_agentic_coding")]
+    TrieAgenticCoding,
+    /// applied-compute/trie code Q&A traces (as `trie_agentic_coding`).
+    #[value(name = "trie_code_qa")]
+    TrieCodeQa,
+    /// applied-compute/trie office-work agent traces (as `trie_agentic_coding`).
+    #[value(name = "trie_office_work")]
+    TrieOfficeWork,
     /// Recorded requests replayed at their recorded times (needs `--open-loop`).
     #[value(name = "workload_trace")]
     WorkloadTrace,
@@ -159,6 +169,9 @@ impl DatasetName {
             DatasetName::ShareGptEnMultiTurn => "share_gpt_en_multi_turn",
             DatasetName::CustomMultiTurn => "custom_multi_turn",
             DatasetName::WorkloadTrace => "workload_trace",
+            DatasetName::TrieAgenticCoding => "trie_agentic_coding",
+            DatasetName::TrieCodeQa => "trie_code_qa",
+            DatasetName::TrieOfficeWork => "trie_office_work",
         }
     }
 }

@@ -16,6 +16,7 @@ mod parquet_rows;
 pub mod random;
 mod synthetic;
 mod text_lines;
+mod trie;
 mod webdataset;
 pub mod workload_trace;
 

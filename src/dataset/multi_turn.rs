@@ -104,6 +104,13 @@ pub fn load(
             share_gpt(&read(&file)?, settings.max_turns, shaper, limit, &file)?
         }
         DatasetKind::CustomMultiTurn => custom(&read(path)?, settings.max_turns, shaper, limit),
+        DatasetKind::TrieAgenticCoding | DatasetKind::TrieCodeQa | DatasetKind::TrieOfficeWork => {
+            let Some(tok) = tokenizer else {
+                bail!("--dataset {} needs --tokenizer-path", kind.name());
+            };
+            let file = super::conversations::sharegpt_file(path, super::trie::file_name(kind))?;
+            super::trie::conversations(&read(&file)?, &Vocab::new(tok)?, limit, plan.params.seed)?
+        }
         other => bail!("--dataset {} is not a multi-turn dataset", other.name()),
     };
     if convs.is_empty() {

@@ -108,6 +108,12 @@ pub enum DatasetKind {
     CustomMultiTurn,
     /// Recorded request bodies replayed at their recorded arrival times.
     WorkloadTrace,
+    /// Trie agentic traces (`agentic_coding_8k.jsonl`).
+    TrieAgenticCoding,
+    /// Trie code Q&A traces (`code_qa_8k.jsonl`).
+    TrieCodeQa,
+    /// Trie office-work traces (`office_work_8k.jsonl`).
+    TrieOfficeWork,
 }
 
 impl From<ApiName> for ApiKind {
@@ -149,6 +155,9 @@ impl From<DatasetName> for DatasetKind {
             N::ShareGptEnMultiTurn => DatasetKind::ShareGptEnMultiTurn,
             N::CustomMultiTurn => DatasetKind::CustomMultiTurn,
             N::WorkloadTrace => DatasetKind::WorkloadTrace,
+            N::TrieAgenticCoding => DatasetKind::TrieAgenticCoding,
+            N::TrieCodeQa => DatasetKind::TrieCodeQa,
+            N::TrieOfficeWork => DatasetKind::TrieOfficeWork,
         }
     }
 }
@@ -181,6 +190,9 @@ impl DatasetKind {
             DatasetKind::ShareGptEnMultiTurn => "share_gpt_en_multi_turn",
             DatasetKind::CustomMultiTurn => "custom_multi_turn",
             DatasetKind::WorkloadTrace => "workload_trace",
+            DatasetKind::TrieAgenticCoding => "trie_agentic_coding",
+            DatasetKind::TrieCodeQa => "trie_code_qa",
+            DatasetKind::TrieOfficeWork => "trie_office_work",
         }
     }
 
@@ -195,6 +207,9 @@ impl DatasetKind {
                 | DatasetKind::ShareGptEn
                 | DatasetKind::ShareGptZhMultiTurn
                 | DatasetKind::ShareGptEnMultiTurn
+                | DatasetKind::TrieAgenticCoding
+                | DatasetKind::TrieCodeQa
+                | DatasetKind::TrieOfficeWork
         )
     }
 
@@ -206,6 +221,9 @@ impl DatasetKind {
                 | DatasetKind::ShareGptZhMultiTurn
                 | DatasetKind::ShareGptEnMultiTurn
                 | DatasetKind::CustomMultiTurn
+                | DatasetKind::TrieAgenticCoding
+                | DatasetKind::TrieCodeQa
+                | DatasetKind::TrieOfficeWork
         )
     }
 
@@ -237,6 +255,9 @@ impl DatasetKind {
         matches!(
             self,
             DatasetKind::RandomMultiTurn
+                | DatasetKind::TrieAgenticCoding
+                | DatasetKind::TrieCodeQa
+                | DatasetKind::TrieOfficeWork
                 | DatasetKind::Random
                 | DatasetKind::RandomVl
                 | DatasetKind::RandomEmbedding
@@ -249,6 +270,11 @@ impl DatasetKind {
     pub fn hub_source(self) -> Option<&'static str> {
         match self {
             DatasetKind::OpenQa => Some("AI-ModelScope/HC3-Chinese (open_qa.jsonl)"),
+            DatasetKind::TrieAgenticCoding => {
+                Some("evalscope/trie-workloads (agentic_coding_8k.jsonl)")
+            }
+            DatasetKind::TrieCodeQa => Some("evalscope/trie-workloads (code_qa_8k.jsonl)"),
+            DatasetKind::TrieOfficeWork => Some("evalscope/trie-workloads (office_work_8k.jsonl)"),
             DatasetKind::LongAlpaca => Some("Yukang/LongAlpaca-12k (LongAlpaca-12k.json)"),
             DatasetKind::ShareGptZh | DatasetKind::ShareGptZhMultiTurn => {
                 Some("swift/sharegpt (common_zh_70k.jsonl)")

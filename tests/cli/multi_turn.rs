@@ -366,3 +366,76 @@ fn multi_turn_usage_errors_exit_2_and_write_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("add --multi-turn"));
 }
+
+#[test]
+fn trie_traces_replay_recorded_lengths_and_tool_latency() {
+    let sim = cache_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("code_qa_8k.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"input_prompt_length": 12, "num_turns": 2, "assistant_response_length": [3, 4], "tool_call_output_length": [5, 6], "tool_call_latency": [0.2, 0.0], "final_assistant_response_length": 7}"#,
+            "\n{\"num_turns\": 1}\n"
+        ),
+    )
+    .unwrap();
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    let out_dir = dir.path().join("out");
+    let out = llmperf(
+        &out_dir,
+        &[
+            "--url",
+            &url,
+            "--model",
+            "m",
+            "--multi-turn",
+            "--dataset",
+            "trie_code_qa",
+            "--dataset-path",
+            dir.path().to_str().unwrap(),
+            "--tokenizer-path",
+            &tokenizer_dir("qwen3"),
+            "--number",
+            "1",
+            "--seed",
+            "3",
+            "--extra-args",
+            r#"{"ignore_eos": true}"#,
+            "--name",
+            "trie",
+        ],
+    );
+    ok(&out);
+    let run = run_root(&out_dir, "trie").join("parallel_1_number_1");
+    let rows = turns(&run.join("benchmark_data.db"));
+    assert_eq!(
+        rows.len(),
+        3,
+        "num_turns + 1 turns; the malformed trace is skipped"
+    );
+    let caps: Vec<i64> = rows
+        .iter()
+        .map(|t| t.2["max_tokens"].as_i64().unwrap())
+        .collect();
+    assert_eq!(caps, vec![3, 4, 7], "per-turn output caps");
+    let completions: Vec<i64> = rows.iter().map(|t| t.4).collect();
+    assert_eq!(completions, vec![3, 4, 7], "ignore_eos honours them");
+    assert!(
+        rows[1].6 - rows[0].7 >= 0.2,
+        "the recorded tool latency before turn 2"
+    );
+    let tok = llmperf::tokenizer::Tokenizer::load(&tokenizer_dir("qwen3")).unwrap();
+    let first = rows[0].2["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(
+        tok.count(first).unwrap(),
+        12,
+        "the first prompt has the recorded length"
+    );
+    let tool = rows[1].2["messages"][2]["content"].as_str().unwrap();
+    assert_eq!(
+        tok.count(tool).unwrap(),
+        5,
+        "the tool output has the recorded length"
+    );
+}
