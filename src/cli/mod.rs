@@ -3,8 +3,10 @@
 //! This is the raw form: values as typed, with only per-value parsing. Every rule that involves more than
 //! one flag lives in [`crate::plan`].
 
+pub mod arrival;
 mod multi_turn;
 mod parsers;
+pub mod server_metrics;
 mod values;
 
 use clap::{ArgAction, Parser};
@@ -402,6 +404,14 @@ pub struct Cli {
         help_heading = "Simulator (--api mock)"
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
+
+    /// `--burstiness`, `--ramp-up`.
+    #[command(flatten)]
+    pub arrival: arrival::ArrivalArgs,
+
+    /// `--server-metrics` and the simulator's `/metrics` and reasoning knobs.
+    #[command(flatten)]
+    pub server_side: server_metrics::ServerMetricsArgs,
 }
 
 impl Cli {

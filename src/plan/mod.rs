@@ -11,6 +11,7 @@ mod load;
 mod multi_turn;
 mod parse;
 mod prompts;
+mod server_side;
 #[cfg(test)]
 mod tests;
 mod trace;
@@ -28,6 +29,7 @@ pub use kinds::*;
 pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use server_side::ServerSidePlan;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -134,6 +136,8 @@ pub struct RunPlan {
     pub multi_turn: Option<MultiTurnSettings>,
     /// `--dataset workload_trace`: the requests to replay, in order, with their arrival offsets.
     pub trace: Option<std::sync::Arc<Vec<crate::dataset::workload_trace::TraceRequest>>>,
+    /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
+    pub server_side: ServerSidePlan,
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -198,6 +202,7 @@ impl RunPlan {
         let output_root = output_root(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
+        let server_side = server_side::server_side_plan(&cli, api, &runs)?;
         Ok(RunPlan {
             model,
             model_id,
@@ -245,6 +250,7 @@ impl RunPlan {
             },
             multi_turn,
             trace,
+            server_side,
         })
     }
 

@@ -33,6 +33,8 @@ pub struct Observers {
     pub tracker: Option<ProgressTracker>,
     /// `--multi-turn`: turns grouped by conversation (`trace_summary.json`).
     pub trace: TraceAccumulator,
+    /// Reasoning vs answer statistics (summary keys when any response carried reasoning).
+    pub reasoning: crate::reasoning::ReasoningStats,
 }
 
 /// What the aggregator completes on each record before counting it: the intended prompt length, and token
@@ -49,6 +51,7 @@ impl Completion {
     fn apply(&self, record: &mut RequestRecord) {
         record.intended_prompt_tokens = self.intended.get(record.index).copied().flatten();
         self.counter.fill(record);
+        record.reasoning = crate::reasoning::split(record, self.counter.tokenizer.as_deref());
     }
 }
 
@@ -87,6 +90,7 @@ pub async fn aggregate(
         acc.add(&record);
         observers.trace.feed(&record);
         observers.timeline.feed_record(&record);
+        observers.reasoning.add(&record);
         if let (true, Some(tracker)) = (counts, &mut observers.tracker) {
             tracker.request_done();
         }

@@ -51,6 +51,8 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         faults: mock.faults.clone(),
         // Conversations resend their history: let the simulator report it cached.
         prefix_cache: plan.multi_turn.is_some(),
+        metrics_fault: plan.server_side.mock_metrics_fault,
+        reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;
