@@ -204,7 +204,10 @@ pub struct Cli {
 
     /// Dataset options as a JSON object: `target_input_len` (fit prompts to this many tokens),
     /// `input_len_mode` (`cap` keeps shorter prompts, `drop` drops them), `prefix_file` (real text
-    /// prepended up to the target), `prefix_role` (`system` or `user`).
+    /// prepended up to the target), `prefix_role` (`system` or `user`). Multi-turn datasets:
+    /// `think_time_s` (seconds before each later turn: 2.5, [1, 4] or {"exponential_mean": 2.5}),
+    /// `first_turn_length`, `subsequent_turn_length`, `chars_per_token`. `workload_trace`: `speed`,
+    /// `model_override`, `model_mapping`, `match_output_length`.
     #[arg(long, value_name = "JSON", value_parser = parse_json_object, help_heading = "Prompts")]
     pub dataset_args: Option<serde_json::Map<String, serde_json::Value>>,
 
