@@ -7,6 +7,7 @@ pub mod arrival;
 mod multi_turn;
 mod parsers;
 pub mod server_metrics;
+pub mod shard;
 mod values;
 
 use clap::{ArgAction, Parser};
@@ -415,6 +416,10 @@ pub struct Cli {
     /// `--server-metrics` and the simulator's `/metrics` and reasoning knobs.
     #[command(flatten)]
     pub server_side: server_metrics::ServerMetricsArgs,
+
+    /// `--shard`, `--shard-count`, `--start-at`.
+    #[command(flatten)]
+    pub sharding: shard::ShardArgs,
 }
 
 impl Cli {

@@ -85,6 +85,7 @@ pub mod metrics;
 pub mod prefix_cache;
 mod request;
 mod routes;
+pub mod serve;
 mod stream;
 #[cfg(test)]
 mod tests;
