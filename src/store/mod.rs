@@ -9,8 +9,9 @@
 //!
 //! Row values follow evalscope: failed requests store NULL `latency`, `first_chunk_latency`, token counts,
 //! `max_gpu_memory_cost` and `time_per_output_token`, and `'[]'` ITLs; successful ones store
-//! `max_gpu_memory_cost = 0.0`; `request_id` is NULL unless a replayed trace gave one; `conversation_id` and `turn_index` (from 0) place
-//! a `--multi-turn` request in its conversation (NULL otherwise); `response_messages` is
+//! `max_gpu_memory_cost = 0.0`; `request_id` is NULL unless a replayed trace gave one; `conversation_id`
+//! and `turn_index` (from 0) place a `--multi-turn` request in its conversation (NULL otherwise);
+//! `response_messages` is
 //! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). Warmup records are never stored.
 
 #[cfg(test)]
