@@ -223,8 +223,14 @@ pub async fn run_single(
         request_rate: spec.rate,
         input_only: plan.api.input_only(),
     });
+    // A multi-turn run counts conversations (its requests are built turn by turn, not prepared).
+    let progress_total = if conversations.is_some() {
+        spec.number
+    } else {
+        counts.0
+    };
     let progress =
-        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), counts.0);
+        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), progress_total);
     let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
     if let Some(t) = &mut tracker {
         t.run_started(&spec.dir_name);
