@@ -7,6 +7,7 @@
 pub mod client;
 mod closed_loop;
 pub mod conn_test;
+pub mod conversation;
 pub mod http1;
 mod open_loop;
 pub(crate) mod rx_stamp;
@@ -31,6 +32,33 @@ pub struct PreparedRequest {
     pub body: Arc<str>,
     /// Warmup requests are not measured.
     pub is_warmup: bool,
+    /// A replayed trace's arrival offset, seconds after the run starts (open loop).
+    pub offset_s: Option<f64>,
+    /// Stored in the `request_id` column.
+    pub request_id: Option<Arc<str>>,
+    /// Header lines sent with this request only (`Name: value\r\n` each).
+    pub extra_headers: Option<Arc<str>>,
+}
+
+impl PreparedRequest {
+    /// A request of `body` without per-request extras.
+    pub fn new(body: Arc<str>, is_warmup: bool) -> Self {
+        PreparedRequest {
+            body,
+            is_warmup,
+            offset_s: None,
+            request_id: None,
+            extra_headers: None,
+        }
+    }
+
+    /// Its record, as request `index` meant to be sent at `scheduled_at`.
+    pub fn into_record(self, index: usize, scheduled_at: Instant) -> RequestRecord {
+        let mut r = RequestRecord::new(index, self.is_warmup, self.body, scheduled_at);
+        r.request_id = self.request_id;
+        r.extra_headers = self.extra_headers;
+        r
+    }
 }
 
 /// What the dispatcher needs for one run.
@@ -46,6 +74,13 @@ pub struct Dispatch {
     pub duration: Option<Duration>,
     /// Seed for the arrival schedule.
     pub seed: u64,
+    /// Gap distribution and rate ramp of a paced schedule.
+    pub shape: schedule::ArrivalShape,
+    /// Arrival offsets given by the plan split (`--shard`) instead of drawn from `seed`: open loop, one per
+    /// measured request; paced closed loop, one per request.
+    pub offsets_s: Option<Vec<f64>>,
+    /// Open loop: the origin of the measured schedule (`--start-at`), if later than the warmup's end.
+    pub origin: Option<Instant>,
 }
 
 /// How dispatching ended.
@@ -59,6 +94,8 @@ pub struct DispatchOutcome {
     pub hit_duration: bool,
     /// Dispatch stopped early because of a signal (some requests were never sent).
     pub interrupted: bool,
+    /// When the measured schedule began (open loop: after the warmup phase; closed loop: at once).
+    pub began: Option<Instant>,
 }
 
 /// Sends `requests` (warmup first) per `dispatch`, delivering every finished record to `records`. Returns
@@ -110,7 +147,7 @@ async fn send_one(
     shutdown: &Shutdown,
     free_at: &mut Instant,
 ) -> bool {
-    let record = RequestRecord::new(index, request.is_warmup, request.body, scheduled_at);
+    let record = request.into_record(index, scheduled_at);
     tokio::select! {
         biased;
         record = client.send(record) => {

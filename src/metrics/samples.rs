@@ -35,6 +35,8 @@ pub(crate) struct Sample {
     pub n_decode_chunks: u32,
     /// Failure kind label (failures only).
     pub failure: Option<&'static str>,
+    /// Multi-turn: `(turns in the context, from 1; first turn of its conversation)`.
+    pub turn: Option<(u32, bool)>,
 }
 
 /// The percentile columns of the successful requests, each an exact [`SortedSpill`] (bounded memory).

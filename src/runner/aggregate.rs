@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use super::tracker::ProgressTracker;
 use crate::api::usage_fallback::UsageFallback;
-use crate::metrics::{Accumulator, WorkloadTimeline};
+use crate::metrics::{Accumulator, TraceAccumulator, WorkloadTimeline};
 use crate::progress::Progress;
 use crate::record::RequestRecord;
 use crate::store::Store;
@@ -31,6 +31,10 @@ pub struct Observers {
     pub visualizer: Option<VisualizerFeed>,
     /// `--enable-progress-tracker`: counts measured requests into `progress.json`.
     pub tracker: Option<ProgressTracker>,
+    /// `--multi-turn`: turns grouped by conversation (`trace_summary.json`).
+    pub trace: TraceAccumulator,
+    /// Reasoning vs answer statistics (summary keys when any response carried reasoning).
+    pub reasoning: crate::reasoning::ReasoningStats,
 }
 
 /// What the aggregator completes on each record before counting it: the intended prompt length, and token
@@ -47,6 +51,7 @@ impl Completion {
     fn apply(&self, record: &mut RequestRecord) {
         record.intended_prompt_tokens = self.intended.get(record.index).copied().flatten();
         self.counter.fill(record);
+        record.reasoning = crate::reasoning::split(record, self.counter.tokenizer.as_deref());
     }
 }
 
@@ -69,8 +74,12 @@ pub async fn aggregate(
     let mut measuring = false;
     let mut batch: Vec<RequestRecord> = Vec::new();
     while let Some(mut record) = records.recv().await {
+        // A conversation advances the progress once, with its last turn.
+        let counts = record.turn.is_none_or(|t| t.is_last);
         if record.is_warmup {
-            progress.warmup_finished();
+            if counts {
+                progress.warmup_finished();
+            }
             continue;
         }
         completion.apply(&mut record);
@@ -79,14 +88,18 @@ pub async fn aggregate(
             progress.start_clock();
         }
         acc.add(&record);
+        observers.trace.feed(&record);
         observers.timeline.feed_record(&record);
-        if let Some(tracker) = &mut observers.tracker {
+        observers.reasoning.add(&record);
+        if let (true, Some(tracker)) = (counts, &mut observers.tracker) {
             tracker.request_done();
         }
         if let Some(feed) = &observers.visualizer {
             feed.log(&acc.running_message_json());
         }
-        progress.finished(record.success);
+        if counts {
+            progress.finished(record.success);
+        }
         if acc.total().is_multiple_of(log_every_n) {
             tracing::info!("{}", acc.running_log_json());
         }

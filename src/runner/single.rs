@@ -56,6 +56,8 @@ pub struct RunResult {
     pub workload: Option<WorkloadThroughput>,
     /// Its folder (`benchmark_data.db` and the JSON files).
     pub run_dir: PathBuf,
+    /// Its per-trace summary (`--multi-turn` runs; empty otherwise).
+    pub trace: crate::metrics::TraceSummary,
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
@@ -63,7 +65,12 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
-    let base = plan.params.seed.unwrap_or_else(rand::random);
+    // Shards without --seed share the seed derived from the plan fingerprint.
+    let base = plan
+        .params
+        .seed
+        .or(plan.sharding.as_ref().map(|s| s.seed))
+        .unwrap_or_else(rand::random);
     base.wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(run_index as u64)
 }
@@ -78,6 +85,9 @@ fn prepare(
     let total = spec.total() as usize;
     let mut bodies = Vec::with_capacity(total);
     let mut intended = Vec::with_capacity(total);
+    if let Some(trace) = &ctx.plan.trace {
+        return Ok(super::trace::prepare(ctx, trace, spec, &mut rng));
+    }
     // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
     let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_));
     let n = if fixed { 1 } else { total };
@@ -95,10 +105,7 @@ fn prepare(
     let requests = bodies
         .into_iter()
         .enumerate()
-        .map(|(i, body)| PreparedRequest {
-            body,
-            is_warmup: (i as u64) < spec.warmup,
-        })
+        .map(|(i, body)| PreparedRequest::new(body, (i as u64) < spec.warmup))
         .collect();
     Ok((requests, intended))
 }
@@ -122,17 +129,44 @@ pub async fn run_single(
 
     let seed = run_seed(plan, run_index);
     let started = std::time::Instant::now();
-    let (requests, intended) = prepare(ctx, spec, seed)?;
-    tracing::info!(
-        "Prepared {} request bodies in {:.2} s",
-        requests.len(),
-        started.elapsed().as_secs_f64()
-    );
+    let (requests, intended, conversations) = match &plan.multi_turn {
+        Some(_) => (
+            Vec::new(),
+            Vec::new(),
+            Some(super::multi_turn::conversations(ctx, spec, seed)?),
+        ),
+        None => {
+            let (requests, intended) = prepare(ctx, spec, seed)?;
+            tracing::info!(
+                "Prepared {} request bodies in {:.2} s",
+                requests.len(),
+                started.elapsed().as_secs_f64()
+            );
+            (requests, intended, None)
+        }
+    };
     let parallel = if spec.parallel > 0 {
         spec.parallel as usize
     } else {
         1024
     };
+    let work = crate::shard::split(
+        plan.sharding.as_ref(),
+        plan.mode,
+        spec,
+        (seed, plan.server_side.arrival),
+        requests,
+        intended,
+        parallel,
+    );
+    let counts = (work.measured, work.slots);
+    let crate::shard::ShardWork {
+        requests,
+        intended,
+        parallel,
+        offsets_s,
+        ..
+    } = work;
     let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
 
     // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
@@ -157,7 +191,9 @@ pub async fn run_single(
         stopped_early = checked == conn_test::Checked::Interrupted;
     }
     let requests = if stopped_early { Vec::new() } else { requests };
-    if spec.warmup > 0 {
+    if conversations.is_some() {
+        super::multi_turn::log_warmup(spec);
+    } else if spec.warmup > 0 {
         tracing::info!(
             "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
             spec.warmup,
@@ -190,8 +226,14 @@ pub async fn run_single(
         },
         &run_dir,
     );
+    // A multi-turn run counts conversations (its requests are built turn by turn, not prepared).
+    let progress_total = if conversations.is_some() {
+        spec.number
+    } else {
+        counts.0
+    };
     let progress =
-        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
+        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), progress_total);
     let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
     if let Some(t) = &mut tracker {
         t.run_started(&spec.dir_name);
@@ -200,6 +242,7 @@ pub async fn run_single(
         tracker,
         visualizer: ctx.visualizer.clone(),
         timeline: crate::metrics::WorkloadTimeline::spilling_in(&run_dir),
+        ..Observers::default()
     };
     let (tx, rx) = mpsc::channel(parallel.clamp(64, 8192));
     let aggregator = tokio::spawn(aggregate(
@@ -219,17 +262,35 @@ pub async fn run_single(
             },
         },
     ));
+    let scrape =
+        crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
+    // After the connection test and just before sending: a shard records itself and waits for --start-at.
+    let shard =
+        crate::shard::begin(plan, run_index, counts, &run_dir, &args, &ctx.shutdown).await?;
     let dispatch = Dispatch {
         mode: plan.mode,
         parallel,
         rate: spec.rate,
         duration: plan.duration,
         seed,
+        shape: plan.server_side.arrival,
+        offsets_s,
+        origin: shard.as_ref().and_then(|s| s.origin),
     };
-    let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?;
+    let outcome = match (&plan.multi_turn, conversations) {
+        (Some(settings), Some(convs)) if !stopped_early => {
+            let client = &client;
+            super::multi_turn::dispatch(ctx, settings, client, spec, seed, convs, tx).await
+        }
+        (Some(_), _) => engine::DispatchOutcome::default(),
+        (None, _) => engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?,
+    };
+    if let (Some(shard), Some(began)) = (&shard, outcome.began) {
+        crate::shard::finish(shard, began, &run_dir, &args)?;
+    }
     let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
     *ctx.tracker.lock().expect("tracker lock") = observers.tracker;
     progress.finish();
@@ -277,6 +338,11 @@ pub async fn run_single(
     if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
         tracing::warn!("{warning}");
     }
+    summary
+        .extras
+        .appended
+        .extend(observers.reasoning.summary_keys());
+    crate::server_metrics::finish_for_run(scrape, &run_dir, &mut summary).await;
     let percentiles = acc.percentiles();
     let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();
     if spilled_bytes > 0 {
@@ -306,6 +372,8 @@ pub async fn run_single(
     )?;
     tracing::info!("\n{}", export::console::summary_table(&summary));
     tracing::info!("\n{}", export::console::percentile_table(&percentiles));
+    let trace = observers.trace.summary();
+    super::multi_turn::write_trace_summary(&run_dir, &trace)?;
     // Like evalscope, the workload files exist only when a request succeeded.
     let workload = observers.timeline.throughput();
     if let Some(w) = &workload {
@@ -335,5 +403,6 @@ pub async fn run_single(
         interrupted,
         workload,
         run_dir,
+        trace,
     })
 }

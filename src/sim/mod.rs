@@ -26,6 +26,8 @@
 //!   tokens = words of the query plus words of every document (vLLM reports only `total_tokens`).
 //! * `GET /v1/models` — one model: the `model` of the most recent request, else `"mock-model"`.
 //! * `GET /health` — `{"status":"ok"}`.
+//! * `GET /metrics` — Prometheus text with vLLM's metric names and the simulator's true counters, gauges
+//!   and histograms ([`metrics`]); [`SimConfig::metrics_fault`] makes it missing, slow or garbage.
 //! * Anything else: 404 `{"error":{"message":…,"type":"not_found","code":404}}`; a known path with the
 //!   wrong method: 405; a body that is not valid JSON (or lacks `messages` / `prompt` / `input`): 400 with
 //!   type `invalid_request_error`.
@@ -45,6 +47,10 @@
 //! `"text"` (other parts count 0), or in the `prompt` string; a `prompt` that is a list of token ids counts
 //! its length; a list of strings sums them. Embeddings `input` follows the same rule (sum over a list).
 //!
+//! **Reasoning**: with [`SimConfig::reasoning_tokens`] = R, the first R output tokens of a chat response go
+//! out as `delta.reasoning_content` (`message.reasoning_content` when not streaming), the rest as
+//! `content`, and the usage carries `completion_tokens_details.reasoning_tokens` = min(R, output tokens).
+//!
 //! # Timing
 //! Token `i` (0-based) is produced at `received + ttft + i * itl` on an absolute timeline from the instant
 //! the request head was parsed, slept to with `sleep_until` (zero delays never touch the timer). A stream
@@ -56,7 +62,8 @@
 //! Chat: a role chunk `{"delta":{"role":"assistant","content":""}}` written together with the first content
 //! chunk (as vLLM does), one `delta.content` chunk per `tokens_per_chunk` tokens, `finish_reason` on the
 //! last, then — only with `stream_options.include_usage` — a chunk with `"choices":[]` and `usage`
-//! (`prompt_tokens`, `completion_tokens`, `total_tokens`, `prompt_tokens_details.cached_tokens: 0`), then
+//! (`prompt_tokens`, `completion_tokens`, `total_tokens`, `prompt_tokens_details.cached_tokens`: 0, or with
+//! [`SimConfig::prefix_cache`] the words of the longest prefix served before — see [`prefix_cache`]), then
 //! `data: [DONE]`. Completions: the same without the role chunk, `choices[0].text` instead of `delta`.
 //! The last content chunk, the usage chunk and `[DONE]` share one write.
 //!
@@ -74,8 +81,11 @@ pub mod fault;
 #[cfg(test)]
 mod fault_tests;
 pub mod join;
+pub mod metrics;
+pub mod prefix_cache;
 mod request;
 mod routes;
+pub mod serve;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -95,6 +105,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
 pub use fault::{Fault, FaultRule};
+pub use metrics::MetricsFault;
 pub use routes::FAULT_HEADER;
 pub use truth::{write_truth_jsonl, TruthRecord};
 
@@ -119,6 +130,14 @@ pub struct SimConfig {
     pub record_truth: bool,
     /// Faults applied to every N-th generation request (first matching rule wins; see [`fault`]).
     pub faults: Vec<FaultRule>,
+    /// Remember served prompts and answers and report repeated prefixes as `cached_tokens` (see
+    /// [`prefix_cache`]); off: `cached_tokens` is always 0.
+    pub prefix_cache: bool,
+    /// How `GET /metrics` misbehaves (`None`: it answers normally; see [`metrics`]).
+    pub metrics_fault: Option<MetricsFault>,
+    /// Leading output tokens of each chat response sent as `reasoning_content` (and reported as
+    /// `usage.completion_tokens_details.reasoning_tokens`); 0 = none.
+    pub reasoning_tokens: u32,
 }
 
 impl Default for SimConfig {
@@ -131,6 +150,9 @@ impl Default for SimConfig {
             threads: 1,
             record_truth: true,
             faults: Vec::new(),
+            prefix_cache: false,
+            metrics_fault: None,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -143,6 +165,8 @@ pub(crate) struct Shared {
     truth: Arc<truth::TruthLog>,
     requests: Mutex<Vec<CapturedRequest>>,
     model: Mutex<Option<String>>,
+    prefix: prefix_cache::PrefixCache,
+    metrics: Arc<metrics::SimMetrics>,
 }
 
 impl Shared {
@@ -235,6 +259,8 @@ impl SimServer {
             truth: Arc::default(),
             requests: Mutex::default(),
             model: Mutex::default(),
+            prefix: prefix_cache::PrefixCache::default(),
+            metrics: Arc::default(),
         });
         let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
         Ok(SimServer {

@@ -1,5 +1,6 @@
 //! End-to-end tests: the `llmperf` binary against the built-in simulator on 127.0.0.1 (port 0).
 
+mod arrivals;
 mod bad_input;
 mod commands;
 mod common;
@@ -15,14 +16,20 @@ mod hub_download;
 mod interrupt;
 mod interrupt_trials;
 mod keepalive;
+mod kubernetes;
 mod media;
 mod memory;
+mod multi_turn;
 mod outputs;
 mod parquet_sets;
 mod report;
 mod requests;
 mod secrets;
+mod server_metrics;
+mod shards;
+mod slurm;
 mod tls;
 mod tokens;
 mod visualizer;
 mod workload;
+mod workload_trace;
