@@ -66,11 +66,23 @@ struct SummaryJson {
     avg_output_tokens: f64,
     #[serde(rename = "Input Throughput (tok/s)")]
     input_throughput: f64,
+    #[serde(rename = "Avg Turns/Request", skip_serializing_if = "Option::is_none")]
+    avg_turns: Option<f64>,
     #[serde(
         rename = "KV Cache Hit Rate (%)",
         skip_serializing_if = "Option::is_none"
     )]
     kv_cache_hit_rate_pct: Option<f64>,
+    #[serde(
+        rename = "Avg First-Turn TTFT (ms)",
+        skip_serializing_if = "Option::is_none"
+    )]
+    avg_first_turn_ttft_ms: Option<f64>,
+    #[serde(
+        rename = "Avg Subsequent-Turn TTFT (ms)",
+        skip_serializing_if = "Option::is_none"
+    )]
+    avg_later_turn_ttft_ms: Option<f64>,
     #[serde(
         rename = "Avg Decoded Tok/Iter",
         skip_serializing_if = "Option::is_none"
@@ -182,7 +194,10 @@ impl SummaryJson {
             avg_itl_ms: s.avg_itl_ms,
             avg_output_tokens: s.avg_output_tokens,
             input_throughput: s.input_throughput,
+            avg_turns: s.avg_turns,
             kv_cache_hit_rate_pct: s.kv_cache_hit_rate_pct,
+            avg_first_turn_ttft_ms: s.avg_first_turn_ttft_ms,
+            avg_later_turn_ttft_ms: s.avg_later_turn_ttft_ms,
             avg_decoded_tokens_per_iter: s.avg_decoded_tokens_per_iter,
             spec_accept_rate: s.spec_accept_rate,
             wall_input_throughput: extras.wall_input_throughput,

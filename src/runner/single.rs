@@ -53,6 +53,8 @@ pub struct RunResult {
     pub workload: Option<WorkloadThroughput>,
     /// Its folder (`benchmark_data.db` and the JSON files).
     pub run_dir: PathBuf,
+    /// Its per-trace summary (`--multi-turn` runs; empty otherwise).
+    pub trace: crate::metrics::TraceSummary,
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
@@ -80,6 +82,9 @@ fn prepare(
     let total = spec.total() as usize;
     let mut bodies = Vec::with_capacity(total);
     let mut intended = Vec::with_capacity(total);
+    if let Some(trace) = &ctx.plan.trace {
+        return Ok(super::trace::prepare(ctx, trace, spec, &mut rng));
+    }
     // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
     let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_));
     let n = if fixed { 1 } else { total };
@@ -97,10 +102,7 @@ fn prepare(
     let requests = bodies
         .into_iter()
         .enumerate()
-        .map(|(i, body)| PreparedRequest {
-            body,
-            is_warmup: (i as u64) < spec.warmup,
-        })
+        .map(|(i, body)| PreparedRequest::new(body, (i as u64) < spec.warmup))
         .collect();
     Ok((requests, intended))
 }
@@ -126,12 +128,22 @@ pub async fn run_single(
 
     let seed = run_seed(plan, run_index);
     let started = std::time::Instant::now();
-    let (requests, intended) = prepare(ctx, spec, seed)?;
-    tracing::info!(
-        "Prepared {} request bodies in {:.2} s",
-        requests.len(),
-        started.elapsed().as_secs_f64()
-    );
+    let (requests, intended, conversations) = match &plan.multi_turn {
+        Some(_) => (
+            Vec::new(),
+            Vec::new(),
+            Some(super::multi_turn::conversations(ctx, spec, seed)?),
+        ),
+        None => {
+            let (requests, intended) = prepare(ctx, spec, seed)?;
+            tracing::info!(
+                "Prepared {} request bodies in {:.2} s",
+                requests.len(),
+                started.elapsed().as_secs_f64()
+            );
+            (requests, intended, None)
+        }
+    };
     let parallel = if spec.parallel > 0 {
         spec.parallel as usize
     } else {
@@ -153,7 +165,11 @@ pub async fn run_single(
     if stopped_early {
         work.requests = Vec::new();
     }
-    log_warmup(plan, spec);
+    if conversations.is_some() {
+        super::multi_turn::log_warmup(spec);
+    } else {
+        log_warmup(plan, spec);
+    }
 
     let this = ThisRun {
         spec,
@@ -161,8 +177,9 @@ pub async fn run_single(
         seed,
         dir: &run_dir,
         args: &args,
+        stopped_early,
     };
-    let measured = dispatch(ctx, &this, &client, work, tracker).await?;
+    let measured = dispatch(ctx, &this, &client, work, conversations, tracker).await?;
     if matches!(
         plan.dataset_kind(),
         Some(DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong)
@@ -245,6 +262,8 @@ struct ThisRun<'a> {
     dir: &'a Path,
     /// Its `benchmark_args.json` (a shard records it).
     args: &'a serde_json::Map<String, serde_json::Value>,
+    /// A signal came before anything was sent.
+    stopped_early: bool,
 }
 
 /// Creates the run's database, starts the aggregator, sends this process's share of the requests (all of
@@ -254,6 +273,7 @@ async fn dispatch(
     this: &ThisRun<'_>,
     client: &HttpClient,
     work: crate::shard::ShardWork,
+    conversations: Option<Vec<crate::dataset::multi_turn::Conversation>>,
     tracker: &mut Option<ProgressTracker>,
 ) -> Result<Measured> {
     let (spec, run_dir, seed) = (this.spec, this.dir, this.seed);
@@ -270,40 +290,22 @@ async fn dispatch(
     let mut store = Store::create(&db_path, plan.db_commit_interval)?;
     store.commit_on_exit(&ctx.shutdown);
     tracing::info!("Save the data base to: {}", db_path.display());
-    let acc = Accumulator::new(SummaryContext {
-        concurrency: spec.parallel,
-        request_rate: spec.rate,
-        input_only: plan.api.input_only(),
-    });
-    let progress =
-        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), counts.0);
-    let mut lent = tracker.take();
-    if let Some(t) = &mut lent {
-        t.run_started(&spec.dir_name);
-    }
-    let observers = Observers {
-        tracker: lent,
-        visualizer: ctx.visualizer.clone(),
-        ..Observers::default()
+    // A multi-turn run counts conversations (its requests are built turn by turn, not prepared).
+    let progress_total = if conversations.is_some() {
+        spec.number
+    } else {
+        counts.0
     };
     let (tx, rx) = mpsc::channel(parallel.clamp(64, 8192));
-    let aggregator = tokio::spawn(aggregate(
-        rx,
-        acc,
-        progress,
+    let aggregator = start_aggregator(
+        ctx,
+        this,
         store,
-        plan.log_every_n,
-        observers,
-        Completion {
-            intended,
-            counter: UsageFallback {
-                tokenizer: ctx.prompts.tokenizer.clone(),
-                input_only: plan.api.input_only(),
-                template_kwargs: crate::dataset::template_kwargs(plan),
-                image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
-            },
-        },
-    ));
+        rx,
+        intended,
+        progress_total,
+        tracker.take(),
+    );
     let scrape =
         crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
     let cpu_start = crate::resources::client_cpu();
@@ -322,7 +324,16 @@ async fn dispatch(
         offsets_s,
         origin: shard.as_ref().and_then(|s| s.origin),
     };
-    let outcome = engine::run(client, &dispatch, requests, tx, &ctx.shutdown).await;
+    let outcome = match (&plan.multi_turn, conversations) {
+        (Some(settings), Some(convs)) if !this.stopped_early => {
+            Ok(super::multi_turn::dispatch(ctx, settings, client, spec, seed, convs, tx).await)
+        }
+        (Some(_), _) => {
+            drop(tx);
+            Ok(engine::DispatchOutcome::default())
+        }
+        (None, _) => engine::run(client, &dispatch, requests, tx, &ctx.shutdown).await,
+    };
     let mut done = aggregator.await.context("the aggregator task failed")?;
     *tracker = done.observers.tracker.take();
     let outcome = outcome?;
@@ -366,6 +377,55 @@ async fn dispatch(
     })
 }
 
+/// Starts the run's aggregator on the records `rx` receives, owning the store and lent the tracker.
+fn start_aggregator(
+    ctx: &SweepContext<'_>,
+    this: &ThisRun<'_>,
+    store: Store,
+    rx: mpsc::Receiver<crate::record::RequestRecord>,
+    intended: Vec<Option<u64>>,
+    progress_total: u64,
+    mut tracker: Option<ProgressTracker>,
+) -> tokio::task::JoinHandle<super::aggregate::Aggregated> {
+    let (plan, spec, run_dir) = (ctx.plan, this.spec, this.dir);
+    let acc = Accumulator::spilling_in(
+        SummaryContext {
+            concurrency: spec.parallel,
+            request_rate: spec.rate,
+            input_only: plan.api.input_only(),
+        },
+        run_dir,
+    );
+    let progress =
+        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), progress_total);
+    if let Some(t) = &mut tracker {
+        t.run_started(&spec.dir_name);
+    }
+    let observers = Observers {
+        tracker,
+        visualizer: ctx.visualizer.clone(),
+        timeline: crate::metrics::WorkloadTimeline::spilling_in(run_dir),
+        ..Observers::default()
+    };
+    tokio::spawn(aggregate(
+        rx,
+        acc,
+        progress,
+        store,
+        plan.log_every_n,
+        observers,
+        Completion {
+            intended,
+            counter: UsageFallback {
+                tokenizer: ctx.prompts.tokenizer.clone(),
+                input_only: plan.api.input_only(),
+                template_kwargs: crate::dataset::template_kwargs(plan),
+                image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
+            },
+        },
+    ))
+}
+
 /// The run's summary, percentiles and workload files, logged and written as soon as the run ends.
 async fn write_results(
     ctx: &SweepContext<'_>,
@@ -394,6 +454,13 @@ async fn write_results(
         .extend(observers.reasoning.summary_keys());
     crate::server_metrics::finish_for_run(scrape, &run_dir, &mut summary).await;
     let percentiles = acc.percentiles();
+    let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();
+    if spilled_bytes > 0 {
+        tracing::info!(
+            "Exact percentiles: {:.1} MiB of samples were kept in temporary files (removed at the end of the run) instead of in memory",
+            spilled_bytes as f64 / 1048576.0
+        );
+    }
     if let Some(e) = &summary.extras.input_token_error {
         let line = format!(
             "Input length check ({} requests): server prompt_tokens − intended: mean {}, max {}, exact {}% (intended mean {})",
@@ -415,6 +482,8 @@ async fn write_results(
     )?;
     tracing::info!("\n{}", export::console::summary_table(&summary));
     tracing::info!("\n{}", export::console::percentile_table(&percentiles));
+    let trace = observers.trace.summary();
+    super::multi_turn::write_trace_summary(&run_dir, &trace)?;
     // Like evalscope, the workload files exist only when a request succeeded.
     let workload = observers.timeline.throughput();
     if let Some(w) = &workload {
@@ -422,10 +491,9 @@ async fn write_results(
             &run_dir.join("workload_throughput.json"),
             &w.to_json_string(),
         )?;
-        write_file(
-            &run_dir.join("workload_timeline.json"),
-            &observers.timeline.to_json_string(),
-        )?;
+        observers
+            .timeline
+            .write_json_file(&run_dir.join("workload_timeline.json"))?;
         tracing::info!("\n{}", export::console::workload_table(w));
     }
     tracing::info!(
@@ -442,5 +510,6 @@ async fn write_results(
         interrupted,
         workload,
         run_dir,
+        trace,
     })
 }
