@@ -6,6 +6,7 @@ mod accumulator;
 mod client;
 mod percentile;
 mod samples;
+mod spill;
 mod summary;
 pub mod trace;
 #[cfg(test)]
