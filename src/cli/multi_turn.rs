@@ -9,7 +9,7 @@ pub struct MultiTurnFlags {
     /// Multi-turn conversations: `--number` counts conversations and `--parallel` the conversations in
     /// flight; each turn sends the whole history with the server's real answers. Needs a multi-turn dataset:
     /// `random_multi_turn`, `share_gpt_zh_multi_turn`, `share_gpt_en_multi_turn`, `custom_multi_turn`,
-    /// `trie_agentic_coding`, `trie_code_qa`, `trie_office_work`.
+    /// `swe_smith`, `trie_agentic_coding`, `trie_code_qa`, `trie_office_work`.
     #[arg(long, help_heading = "Multi-turn")]
     pub multi_turn: bool,
 

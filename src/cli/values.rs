@@ -110,6 +110,10 @@ pub enum DatasetName {
     /// JSONL lines of message arrays, turns split at assistant messages (needs `--multi-turn`).
     #[value(name = "custom_multi_turn")]
     CustomMultiTurn,
+    /// SWE-smith agent conversations from a pre-built `agentic_dataset.json` (needs `--multi-turn`,
+    /// `--dataset-path`).
+    #[value(name = "swe_smith")]
+    SweSmith,
     /// applied-compute/trie coding-agent traces: synthetic turns of the recorded lengths, recorded
     /// tool latency and output caps (needs `--multi-turn`, `--tokenizer-path`).
     #[value(name = "trie_agentic_coding")]
@@ -169,6 +173,7 @@ impl DatasetName {
             DatasetName::ShareGptEnMultiTurn => "share_gpt_en_multi_turn",
             DatasetName::CustomMultiTurn => "custom_multi_turn",
             DatasetName::WorkloadTrace => "workload_trace",
+            DatasetName::SweSmith => "swe_smith",
             DatasetName::TrieAgenticCoding => "trie_agentic_coding",
             DatasetName::TrieCodeQa => "trie_code_qa",
             DatasetName::TrieOfficeWork => "trie_office_work",

@@ -14,6 +14,7 @@ mod line_by_line;
 pub mod multi_turn;
 mod parquet_rows;
 pub mod random;
+mod swe_smith;
 mod synthetic;
 mod text_lines;
 mod trie;

@@ -8,6 +8,7 @@
 //! * `share_gpt_zh_multi_turn` / `share_gpt_en_multi_turn`: one turn per non-empty `human` message of a
 //!   `swift/sharegpt` line (assistant text discarded), truncated to `--max-turns`; a conversation is kept
 //!   when its first user message passes the length filter.
+//! * `swe_smith`: a pre-built `agentic_dataset.json` (see [`super::swe_smith`]).
 //! * `custom_multi_turn`: JSONL lines of message arrays; turns are the runs of non-assistant messages
 //!   between assistant messages; malformed lines are skipped with a warning, as evalscope.
 
@@ -33,6 +34,9 @@ pub struct Turn {
     pub max_tokens: Option<u64>,
     /// Seconds to wait before sending this turn (a replayed tool call's latency).
     pub tool_latency_s: Option<f64>,
+    /// The conversation's routing key (read from the first turn): each request gets `rid`
+    /// `<rid>_t<turn number>` unless its body already has one (`swe_smith`).
+    pub rid: Option<String>,
 }
 
 impl Turn {
@@ -42,6 +46,7 @@ impl Turn {
             messages,
             max_tokens: None,
             tool_latency_s: None,
+            rid: None,
         }
     }
 }
@@ -53,6 +58,9 @@ pub type Conversation = Vec<Turn>;
 pub enum ConversationSource {
     /// Read from a file once, cycled.
     Fixed(Vec<Conversation>),
+    /// Every conversation of the file (empty ones included), rotated by the run's `--dataset-offset`
+    /// before the empty ones are dropped and the run's are taken (`swe_smith`).
+    Rotated(Vec<Conversation>),
     /// Generated per run (`random_multi_turn`).
     Random {
         /// Token windows of the drawn lengths.
@@ -104,6 +112,13 @@ pub fn load(
             share_gpt(&read(&file)?, settings.max_turns, shaper, limit, &file)?
         }
         DatasetKind::CustomMultiTurn => custom(&read(path)?, settings.max_turns, shaper, limit),
+        DatasetKind::SweSmith => {
+            let all = super::swe_smith::conversations(path)?;
+            if all.iter().any(|c| !c.is_empty()) {
+                return Ok(ConversationSource::Rotated(all));
+            }
+            Vec::new()
+        }
         DatasetKind::TrieAgenticCoding | DatasetKind::TrieCodeQa | DatasetKind::TrieOfficeWork => {
             let Some(tok) = tokenizer else {
                 bail!("--dataset {} needs --tokenizer-path", kind.name());
@@ -250,6 +265,20 @@ impl ConversationSource {
     ) -> Result<Vec<Conversation>> {
         match self {
             ConversationSource::Fixed(convs) => Ok(convs.iter().take(total).cloned().collect()),
+            ConversationSource::Rotated(convs) => {
+                // evalscope: `conversations[offset:] + conversations[:offset]` when offset > 0.
+                let start = usize::try_from(dataset_offset)
+                    .ok()
+                    .filter(|&o| o < convs.len())
+                    .unwrap_or(0);
+                Ok(convs[start..]
+                    .iter()
+                    .chain(&convs[..start])
+                    .filter(|c| !c.is_empty())
+                    .take(total)
+                    .cloned()
+                    .collect())
+            }
             ConversationSource::Random { text, turns } => {
                 let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7E57_C0DE);
                 let counts: Vec<u64> = (0..total)

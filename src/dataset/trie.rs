@@ -85,6 +85,7 @@ fn conversation(
         messages: vec![user(text(input, rng)?)],
         max_tokens: Some(cap(0)?),
         tool_latency_s: None,
+        rid: None,
     }];
     for i in 0..n {
         let len = tool_output[i]
@@ -98,6 +99,7 @@ fn conversation(
             messages: vec![user(text(len, rng)?)],
             max_tokens: Some(cap(i + 1)?),
             tool_latency_s: Some(wait),
+            rid: None,
         });
     }
     Ok(turns)

@@ -146,6 +146,7 @@ async fn converse(
             run.seed as u32
         ))
     });
+    let rid = conversation.first().and_then(|t| t.rid.as_ref());
     let mut history = History {
         messages: Vec::new(),
         prev_prompt_tokens: 0,
@@ -179,6 +180,10 @@ async fn converse(
             .compose_value(&Item::Chat(history.messages.clone()), rng);
         if let Some(n) = turn.max_tokens {
             body.insert("max_tokens".into(), json!(n));
+        }
+        if let Some(rid) = &rid {
+            body.entry("rid")
+                .or_insert_with(|| json!(format!("{rid}_t{}", turn_index + 1)));
         }
         let index = shared.next_index.fetch_add(1, Ordering::Relaxed);
         let body: Arc<str> = Arc::from(crate::pyjson::dumps(&body));

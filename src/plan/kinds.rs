@@ -108,6 +108,8 @@ pub enum DatasetKind {
     CustomMultiTurn,
     /// Recorded request bodies replayed at their recorded arrival times.
     WorkloadTrace,
+    /// SWE-smith agent conversations (pre-built `agentic_dataset.json`).
+    SweSmith,
     /// Trie agentic traces (`agentic_coding_8k.jsonl`).
     TrieAgenticCoding,
     /// Trie code Q&A traces (`code_qa_8k.jsonl`).
@@ -155,6 +157,7 @@ impl From<DatasetName> for DatasetKind {
             N::ShareGptEnMultiTurn => DatasetKind::ShareGptEnMultiTurn,
             N::CustomMultiTurn => DatasetKind::CustomMultiTurn,
             N::WorkloadTrace => DatasetKind::WorkloadTrace,
+            N::SweSmith => DatasetKind::SweSmith,
             N::TrieAgenticCoding => DatasetKind::TrieAgenticCoding,
             N::TrieCodeQa => DatasetKind::TrieCodeQa,
             N::TrieOfficeWork => DatasetKind::TrieOfficeWork,
@@ -190,6 +193,7 @@ impl DatasetKind {
             DatasetKind::ShareGptEnMultiTurn => "share_gpt_en_multi_turn",
             DatasetKind::CustomMultiTurn => "custom_multi_turn",
             DatasetKind::WorkloadTrace => "workload_trace",
+            DatasetKind::SweSmith => "swe_smith",
             DatasetKind::TrieAgenticCoding => "trie_agentic_coding",
             DatasetKind::TrieCodeQa => "trie_code_qa",
             DatasetKind::TrieOfficeWork => "trie_office_work",
@@ -221,6 +225,7 @@ impl DatasetKind {
                 | DatasetKind::ShareGptZhMultiTurn
                 | DatasetKind::ShareGptEnMultiTurn
                 | DatasetKind::CustomMultiTurn
+                | DatasetKind::SweSmith
                 | DatasetKind::TrieAgenticCoding
                 | DatasetKind::TrieCodeQa
                 | DatasetKind::TrieOfficeWork
@@ -270,6 +275,9 @@ impl DatasetKind {
     pub fn hub_source(self) -> Option<&'static str> {
         match self {
             DatasetKind::OpenQa => Some("AI-ModelScope/HC3-Chinese (open_qa.jsonl)"),
+            DatasetKind::SweSmith => Some(
+                "SWE-bench/SWE-smith-trajectories (split tool) and builds conversations from it; llmperf reads the agentic_dataset.json that evalscope's examples/perf/build_swe_smith_dataset.py builds",
+            ),
             DatasetKind::TrieAgenticCoding => {
                 Some("evalscope/trie-workloads (agentic_coding_8k.jsonl)")
             }

@@ -128,7 +128,7 @@ pub(super) fn multi_turn_settings(
     };
     if !kind.is_multi_turn() {
         return usage(format!(
-            "--multi-turn needs a multi-turn dataset, not --dataset {}: use random_multi_turn, share_gpt_zh_multi_turn, share_gpt_en_multi_turn, custom_multi_turn, trie_agentic_coding, trie_code_qa or trie_office_work",
+            "--multi-turn needs a multi-turn dataset, not --dataset {}: use random_multi_turn, share_gpt_zh_multi_turn, share_gpt_en_multi_turn, custom_multi_turn, swe_smith, trie_agentic_coding, trie_code_qa or trie_office_work",
             cli.dataset.as_str()
         ));
     }

@@ -29,6 +29,7 @@ mod secrets;
 mod server_metrics;
 mod shards;
 mod slurm;
+mod swe_smith;
 mod tls;
 mod tokens;
 mod visualizer;

@@ -23,9 +23,9 @@ fn cache_sim() -> SimServer {
 }
 
 /// One stored turn: `(conversation_id, turn_index, request body, prompt, completion, cached, start, end)`.
-type Turn = (i64, i64, Value, i64, i64, Option<i64>, f64, f64);
+pub(crate) type Turn = (i64, i64, Value, i64, i64, Option<i64>, f64, f64);
 
-fn turns(db: &Path) -> Vec<Turn> {
+pub(crate) fn turns(db: &Path) -> Vec<Turn> {
     let conn = rusqlite::Connection::open(db).unwrap();
     let mut stmt = conn
         .prepare(
