@@ -3,6 +3,7 @@
 //! This is the raw form: values as typed, with only per-value parsing. Every rule that involves more than
 //! one flag lives in [`crate::plan`].
 
+pub mod compat;
 mod parsers;
 
 use clap::{ArgAction, Parser};
@@ -13,7 +14,12 @@ pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, Head
 /// Example (no server needed): llmperf --api mock --model demo --prompt 'Write a story' --parallel 1 4
 /// --number 20 40 --max-tokens 64 --stream
 #[derive(Debug, Clone, Parser)]
-#[command(name = "llmperf", version, max_term_width = 110)]
+#[command(
+    name = "llmperf",
+    version,
+    max_term_width = 110,
+    infer_long_args = true
+)]
 pub struct Cli {
     // ── Endpoint ─────────────────────────────────────────────────────────────────────────────────────
     /// Model name sent as `model` in every request body; its last path component names the output folder.
@@ -388,6 +394,11 @@ pub struct Cli {
         help_heading = "Simulator (--api mock)"
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
+
+    // ── evalscope compatibility ──────────────────────────────────────────────────────────────────────
+    /// evalscope's engine-tuning flags.
+    #[command(flatten)]
+    pub tuning: compat::TuningFlags,
 }
 
 impl Cli {

@@ -70,9 +70,15 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("sla_fixed_parallel", Value::Null);
     put("sla_number_multiplier", Value::Null);
     put("db_commit_interval", json!(plan.db_commit_interval));
-    put("queue_size_multiplier", json!(5));
-    put("in_flight_task_multiplier", json!(2));
-    put("num_workers", json!(0));
+    put(
+        "queue_size_multiplier",
+        json!(plan.tuning.queue_size_multiplier),
+    );
+    put(
+        "in_flight_task_multiplier",
+        json!(plan.tuning.in_flight_task_multiplier),
+    );
+    put("num_workers", json!(plan.tuning.num_workers));
     put("log_every_n_query", json!(plan.log_every_n));
     put("debug", json!(cli.debug));
     put("enable_progress_tracker", json!(plan.progress_tracker));

@@ -14,6 +14,8 @@ pub enum ApiKind {
     Embedding,
     /// `/v1/reranks` (`openai_rerank`, `rerank`): `{"query": …, "documents": […]}` bodies, input tokens only.
     Rerank,
+    /// `/v1/responses` (`openai_responses`, `openai_response`, `responses`): the OpenAI Responses API.
+    Responses,
 }
 
 impl ApiKind {
@@ -28,6 +30,7 @@ impl ApiKind {
             ApiKind::OpenAi | ApiKind::Mock => "chat/completions",
             ApiKind::Embedding => "embeddings",
             ApiKind::Rerank => "reranks",
+            ApiKind::Responses => "responses",
         }
     }
 }
@@ -130,6 +133,19 @@ impl DatasetKind {
             .iter()
             .find(|(_, k)| *k == self)
             .map_or("?", |(n, _)| n)
+    }
+
+    /// Datasets whose evalscope schema is `TextDatasetArgs` (`target_input_len`, `input_len_mode`,
+    /// `prefix_file`, `prefix_role`); every other dataset's schema forbids every key.
+    pub fn takes_text_length_args(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::OpenQa
+                | DatasetKind::LongAlpaca
+                | DatasetKind::ShareGptZh
+                | DatasetKind::ShareGptEn
+                | DatasetKind::LineByLine
+        )
     }
 
     /// Datasets that also take a local copy of the hub dataset as a folder (image shards, ShareGPT files).

@@ -109,6 +109,8 @@ pub struct RunPlan {
     pub dataset_args: DatasetArgs,
     /// `random_vl` images.
     pub image: ImageSettings,
+    /// evalscope's engine-tuning flags, validated (recorded only).
+    pub tuning: crate::cli::compat::Tuning,
 }
 
 /// The total timeout used for `--total-timeout 0` (none): a century.
@@ -134,13 +136,14 @@ impl RunPlan {
             "mock" => ApiKind::Mock,
             "openai_embedding" | "embedding" => ApiKind::Embedding,
             "openai_rerank" | "rerank" => ApiKind::Rerank,
-            other => {
-                return usage(format!(
-                    "--api {other:?} is not supported; use one of: openai, openai_embedding (embedding), openai_rerank (rerank), mock"
-                ))
-            }
+            "openai_responses" | "openai_response" | "responses" => ApiKind::Responses,
+            other => return usage(crate::cli::compat::unsupported_api(other)),
         };
+        let tuning = cli.tuning.validate().map_err(UsageError)?;
         let (mut url, _) = complete_url_for(&cli.url, api.endpoint_suffix())?;
+        if api == ApiKind::Responses {
+            responses_url(&mut url, &cli)?;
+        }
 
         let mut headers: Vec<(String, String)> = Vec::new();
         for h in &cli.headers {
@@ -388,7 +391,7 @@ impl RunPlan {
             return usage("--tokenize-prompt is not supported with --dataset mmmu_multi_image: its multimodal messages cannot be sent as a flat token-id list");
         }
         let tokens = token_settings(&cli, &prompts, api)?;
-        let dataset_args = dataset_args(&cli, &tokens)?;
+        let dataset_args = dataset_args(&cli, &tokens, &prompts)?;
         let image = image_settings(&cli)?;
         let query_template = match &cli.query_template {
             Some(t) => {
@@ -472,7 +475,7 @@ impl RunPlan {
                     faults: cli.mock_fault.clone(),
                 })
             }
-            ApiKind::OpenAi | ApiKind::Embedding | ApiKind::Rerank => {
+            ApiKind::OpenAi | ApiKind::Embedding | ApiKind::Rerank | ApiKind::Responses => {
                 if !cli.mock_fault.is_empty() {
                     return usage(
                         "--mock-fault configures the built-in simulator: add --api mock, or drop --mock-fault",
@@ -512,6 +515,7 @@ impl RunPlan {
             tokens,
             dataset_args,
             image,
+            tuning,
             cli,
         })
     }

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod common;
+mod compat;
 mod diagnostics;
 mod dispatch;
 mod embeddings;
@@ -19,6 +20,7 @@ mod outputs;
 mod parquet_sets;
 mod report;
 mod requests;
+mod responses;
 mod secrets;
 mod tls;
 mod tokens;

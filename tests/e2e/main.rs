@@ -6,5 +6,6 @@
 #[allow(dead_code)]
 mod common;
 mod generation;
+mod responses;
 mod server;
 mod tokens;
