@@ -242,7 +242,7 @@ impl HttpClient {
                 let at = Instant::now();
                 let msg = match e {
                     http1::Error::Connect(_) => {
-                        format!("{e} ({})", self.inner.pool.endpoint().authority())
+                        format!("{e} ({})", self.inner.pool.endpoint().route())
                     }
                     _ => e.to_string(),
                 };

@@ -9,6 +9,7 @@ mod closed_loop;
 pub mod conn_test;
 mod http1;
 mod open_loop;
+pub mod proxy;
 pub(crate) mod rx_stamp;
 pub mod schedule;
 pub mod sse;

@@ -18,6 +18,7 @@ mod keepalive;
 mod media;
 mod outputs;
 mod parquet_sets;
+mod proxy;
 mod report;
 mod requests;
 mod responses;
