@@ -195,7 +195,7 @@ fn truthy(v: Option<&Value>) -> bool {
 fn fail_with(record: &mut RequestRecord, kind: FailureKind, text: String) {
     if record.error.is_none() {
         record.failure = Some(kind);
-        record.error = Some(crate::engine::client::one_line(&text));
+        record.error = Some(crate::record::one_line(&text));
     }
 }
 

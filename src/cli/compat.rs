@@ -1,6 +1,6 @@
 //! evalscope compatibility at the flag level: evalscope's engine-tuning flags (accepted, validated as
 //! evalscope validates them, recorded in `benchmark_args.json`, with no effect on llmperf's engine), and the
-//! messages for evalscope API plugins llmperf has no counterpart for.
+//! hint for evalscope API plugins llmperf has no counterpart for.
 
 use clap::Args;
 
@@ -53,22 +53,10 @@ impl TuningFlags {
     }
 }
 
-/// The usage error for an `--api` name llmperf does not run, saying what to use instead.
-pub fn unsupported_api(name: &str) -> String {
-    let known = "openai, openai_responses (openai_response, responses), openai_embedding (embedding), openai_rerank (rerank), mock";
-    let why = match name {
-        "custom" => " (evalscope's `custom` is a Python plugin to subclass; llmperf loads no Python plugins)",
-        "dashscope" => " (evalscope's `dashscope` plugin sends no requests in 1.14.1)",
-        "systemone" | "autotrust" => " (evalscope's decision-service plugins are not part of llmperf)",
-        _ => "",
-    };
-    let shape = if why.is_empty() {
-        String::new()
-    } else {
-        "; to shape the request body, use --api openai (chat/completions or completions) or --api openai_responses with --query-template (a JSON body; `%m` and `%p` are replaced by the model and the prompt) and --extra-args".to_string()
-    };
-    format!("--api {name:?} is not supported{why}; use one of: {known}{shape}")
-}
+/// Added to the error for an `--api` name llmperf does not run (evalscope's `custom` is a Python class to
+/// subclass, `dashscope` sends no requests in 1.14.1, `systemone`/`autotrust` are decision services):
+/// how to shape requests instead.
+pub const UNSUPPORTED_API_HINT: &str = ". evalscope's Python API plugins (custom, dashscope, systemone, autotrust) have no counterpart: shape the request body with --query-template (a JSON body; `%m` and `%p` are replaced by the model and the prompt) and --extra-args on --api openai (chat/completions, completions) or --api openai_responses";
 
 #[cfg(test)]
 mod tests {
