@@ -341,6 +341,12 @@ pub struct Cli {
     #[arg(long, help_heading = "Output")]
     pub enable_progress_tracker: bool,
 
+    /// Add PD-disaggregation estimates from each streamed reply's inter-token latencies: the first gap
+    /// (`Avg PD Handoff Latency (ms)`), its excess over the reply's median later gap (`Avg PD Handoff
+    /// Overhead (ms)`) and the later gaps (`Avg Steady ITL (ms)`), with their percentile columns.
+    #[arg(long, help_heading = "Output")]
+    pub enable_pd_metrics: bool,
+
     // ── Visualizer ───────────────────────────────────────────────────────────────────────────────────
     /// Log the running metrics after every request, and each run's summary, to an experiment tracker
     /// through its Python SDK (a `python3` child process, or `$LLMPERF_PYTHON`; `pip install <name>` first).

@@ -57,7 +57,7 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("parallel", json!(spec.parallel));
     put("rate", json!(spec.rate));
     put("warmup_num", json!(plan.warmup_num));
-    put("enable_pd_metrics", json!(false));
+    put("enable_pd_metrics", json!(plan.pd_metrics));
     put("open_loop", json!(plan.mode == LoadMode::Open));
     put("sleep_interval", json!(plan.sleep_interval.as_secs()));
     put("duration", json!(typed.duration_s));

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::client::{self, ClientDiagnostics, ClientTiming, CpuUse};
+use super::pd::PdMetrics;
 use super::percentile::PercentileTable;
 use super::samples::{Sample, SuccessRows};
 use super::summary::{
@@ -25,6 +26,8 @@ pub struct SummaryContext {
     pub request_rate: f64,
     /// Embedding / rerank APIs: input-only summary keys and percentile columns.
     pub input_only: bool,
+    /// `--enable-pd-metrics`: the PD handoff keys and columns ([`super::pd`]).
+    pub pd_metrics: bool,
 }
 
 /// Python's built-in `sum()` over floats (CPython ≥ 3.12: Neumaier-compensated), kept incrementally.
@@ -93,6 +96,7 @@ pub struct Accumulator {
     rows: SuccessRows,
     client: ClientTiming,
     input_error: ErrorSums,
+    pd: PdMetrics,
 }
 
 /// Running sums of server − intended prompt tokens.
@@ -136,6 +140,7 @@ impl Accumulator {
             rows: SuccessRows::default(),
             client: ClientTiming::default(),
             input_error: ErrorSums::default(),
+            pd: PdMetrics::default(),
         }
     }
 
@@ -217,6 +222,9 @@ impl Accumulator {
         self.rows.itl.extend(itl);
         for &x in &self.rows.itl[first_itl..] {
             self.itl_sum.add(x);
+        }
+        if self.ctx.pd_metrics {
+            self.pd.add(&self.rows.itl[first_itl..]);
         }
         if s.is_stream {
             self.n_stream_success += 1;
@@ -329,6 +337,9 @@ impl Accumulator {
             m.push((keys::AVG_TPOT, avg_tpot.ms()));
             m.push((keys::AVG_ITL, avg_itl.ms()));
             m.push((keys::AVG_OUTPUT_TOKENS, safe_div(completion, n).round(4)));
+            if self.ctx.pd_metrics {
+                m.extend(self.pd.summary_keys());
+            }
         }
         if self.n_cache > 0 {
             let cached = self.total_cached_tokens as f64 * 100.0;
@@ -392,7 +403,19 @@ impl Accumulator {
 
     /// The 11-row percentile table over the successful requests.
     pub fn percentiles(&self) -> PercentileTable {
-        self.rows.table(self.ctx.input_only)
+        let mut table = self.rows.table(self.ctx.input_only);
+        if self.ctx.pd_metrics && !self.ctx.input_only {
+            let at = table
+                .columns
+                .iter()
+                .position(|(k, _)| k == "ITL (ms)")
+                .map_or(table.columns.len(), |i| i + 1);
+            for (i, (key, values)) in self.pd.percentile_columns().into_iter().enumerate() {
+                let column = super::percentile::percentile_column(values);
+                table.columns.insert(at + i, (key.to_string(), column));
+            }
+        }
+        table
     }
 
     /// The periodic "every N queries" log text: evalscope's raw metrics message as `json.dumps(indent=2)`

@@ -129,6 +129,8 @@ pub struct RunPlan {
     pub as_typed: AsTyped,
     /// evalscope's engine-tuning flags, validated (recorded only).
     pub tuning: crate::cli::compat::Tuning,
+    /// `--enable-pd-metrics`.
+    pub pd_metrics: bool,
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -219,6 +221,7 @@ impl RunPlan {
             dataset_args,
             image,
             tuning,
+            pd_metrics: cli.enable_pd_metrics,
             as_typed: AsTyped {
                 connect_timeout_s: cli.connect_timeout,
                 read_timeout_s: cli.read_timeout,

@@ -186,6 +186,7 @@ pub async fn run_single(
         concurrency: spec.parallel,
         request_rate: spec.rate,
         input_only: plan.api.input_only(),
+        pd_metrics: plan.pd_metrics,
     });
     let progress =
         crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);

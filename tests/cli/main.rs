@@ -19,6 +19,7 @@ mod keepalive;
 mod media;
 mod outputs;
 mod parquet_sets;
+mod pd_metrics;
 mod proxy;
 mod report;
 mod requests;
