@@ -16,6 +16,7 @@ pub mod error;
 pub mod export;
 pub mod hub;
 pub mod jsonscan;
+pub mod local_server;
 pub mod logging;
 pub mod metrics;
 pub mod plan;
@@ -116,5 +117,14 @@ fn run_on(
     };
     let items = dataset::Prompts::load(&plan, tokenizer, limit)
         .map_err(|e| Error::usage(format!("{e:#}")))?;
+    // Started from this (the main) thread, so the server follows llmperf if it dies; stopped on drop.
+    let _server = match &plan.local {
+        Some(settings) => Some(local_server::LocalServer::start(
+            settings,
+            plan.timeouts.total,
+            || shutdown.signal(),
+        )?),
+        None => None,
+    };
     runtime.block_on(runner::run_sweep(plan, items, shutdown))
 }

@@ -26,6 +26,23 @@ pub struct TuningFlags {
     pub in_flight_task_multiplier: i64,
 }
 
+/// The heading of the local-server flags.
+const LOCAL_HEADING: &str = "Local server (--api local, local_vllm)";
+
+/// evalscope's flags for the server `--api local` / `local_vllm` starts.
+#[derive(Debug, Clone, Args)]
+pub struct LocalFlags {
+    /// Port of the server `--api local` / `local_vllm` starts on 127.0.0.1 (the URL becomes
+    /// `http://127.0.0.1:PORT/v1/chat/completions`) [default: 8877].
+    #[arg(long, value_name = "PORT", help_heading = LOCAL_HEADING)]
+    pub port: Option<u16>,
+
+    /// Attention implementation of the local server: `flash_attention_2` or `sdpa` (vLLM's
+    /// `VLLM_ATTENTION_BACKEND` FLASH_ATTN / TORCH_SDPA; llama.cpp's `--flash-attn on` / `off`).
+    #[arg(long, value_name = "NAME", value_parser = ["flash_attention_2", "sdpa"], help_heading = LOCAL_HEADING)]
+    pub attn_implementation: Option<String>,
+}
+
 /// The tuning values after evalscope's validators, as `benchmark_args.json` records them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {

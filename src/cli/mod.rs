@@ -412,6 +412,10 @@ pub struct Cli {
     /// evalscope's engine-tuning flags.
     #[command(flatten)]
     pub tuning: compat::TuningFlags,
+
+    /// evalscope's local-server flags.
+    #[command(flatten)]
+    pub local: compat::LocalFlags,
 }
 
 impl Cli {

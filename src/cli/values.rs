@@ -36,6 +36,12 @@ pub enum ApiName {
     /// Alias of `openai_responses`.
     #[value(name = "responses")]
     Responses,
+    /// A local server started for `--model` (vLLM, else llama.cpp for a `.gguf` file).
+    #[value(name = "local")]
+    Local,
+    /// vLLM started for `--model`, as evalscope starts it.
+    #[value(name = "local_vllm")]
+    LocalVllm,
     /// The built-in simulator, started in-process on a free loopback port.
     #[value(name = "mock")]
     Mock,
@@ -121,6 +127,8 @@ impl ApiName {
             ApiName::OpenAiResponses => "openai_responses",
             ApiName::OpenAiResponse => "openai_response",
             ApiName::Responses => "responses",
+            ApiName::Local => "local",
+            ApiName::LocalVllm => "local_vllm",
             ApiName::Mock => "mock",
         }
     }

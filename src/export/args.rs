@@ -34,10 +34,16 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     };
     put("model", json!(plan.model));
     put("model_id", json!(plan.model_id));
-    put("attn_implementation", Value::Null);
+    put(
+        "attn_implementation",
+        json!(plan
+            .local
+            .as_ref()
+            .and_then(|l| l.attn_implementation.clone())),
+    );
     put("api", json!(plan.api_name.as_str()));
     put("tokenizer_path", json!(plan.tokens.tokenizer_path));
-    put("port", json!(8877));
+    put("port", json!(plan.port));
     put("url", json!(url));
     put("headers", Value::Object(headers));
     put("connect_timeout", json!(typed.connect_timeout_s));

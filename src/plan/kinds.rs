@@ -106,7 +106,7 @@ pub enum DatasetKind {
 impl From<ApiName> for ApiKind {
     fn from(name: ApiName) -> ApiKind {
         match name {
-            ApiName::OpenAi => ApiKind::OpenAi,
+            ApiName::OpenAi | ApiName::Local | ApiName::LocalVllm => ApiKind::OpenAi,
             ApiName::Mock => ApiKind::Mock,
             ApiName::OpenAiEmbedding | ApiName::Embedding => ApiKind::Embedding,
             ApiName::OpenAiRerank | ApiName::Rerank => ApiKind::Rerank,

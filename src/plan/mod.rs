@@ -131,6 +131,10 @@ pub struct RunPlan {
     pub tuning: crate::cli::compat::Tuning,
     /// `--enable-pd-metrics`.
     pub pd_metrics: bool,
+    /// `--api local` / `local_vllm`: the server to start.
+    pub local: Option<crate::local_server::LocalSettings>,
+    /// `--port`.
+    pub port: u16,
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -166,7 +170,12 @@ impl RunPlan {
         let model_id = endpoint::model_id(&model);
         let api = ApiKind::from(cli.api);
         let tuning = cli.tuning.validate().map_err(UsageError)?;
-        let (mut url, appended) = complete_url_for(&cli.url, api.endpoint_suffix())?;
+        let local = local_settings(&cli, &model)?;
+        let (mut url, appended) = match &local {
+            // evalscope's _resolve_local_url: the server's own URL, whatever --url says.
+            Some(l) => (local_url(l.port, cli.dataset), false),
+            None => complete_url_for(&cli.url, api.endpoint_suffix())?,
+        };
         if api == ApiKind::Responses {
             responses_url(&mut url, &cli)?;
         }
@@ -222,6 +231,8 @@ impl RunPlan {
             image,
             tuning,
             pd_metrics: cli.enable_pd_metrics,
+            port: cli.local.port.unwrap_or(8877),
+            local,
             as_typed: AsTyped {
                 connect_timeout_s: cli.connect_timeout,
                 read_timeout_s: cli.read_timeout,

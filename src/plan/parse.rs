@@ -300,3 +300,51 @@ pub(super) fn responses_url(url: &mut Url, cli: &Cli) -> Result<(), UsageError> 
     }
     Ok(())
 }
+
+/// `--api local` / `local_vllm`: the server to start; `--port` and `--attn-implementation` belong to them.
+pub(super) fn local_settings(
+    cli: &Cli,
+    model: &str,
+) -> Result<Option<crate::local_server::LocalSettings>, UsageError> {
+    use crate::cli::ApiName;
+    use crate::local_server::{LocalApi, LocalSettings};
+    let api = match cli.api {
+        ApiName::Local => LocalApi::Local,
+        ApiName::LocalVllm => LocalApi::LocalVllm,
+        _ => {
+            for (flag, given) in [
+                ("--port", cli.local.port.is_some()),
+                (
+                    "--attn-implementation",
+                    cli.local.attn_implementation.is_some(),
+                ),
+            ] {
+                if given {
+                    return usage(format!(
+                        "{flag} applies only to the server --api local / local_vllm starts; drop it, or put the port in --url"
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+    };
+    if cli.local.port == Some(0) {
+        return usage("--port 0: give the port the local server should listen on");
+    }
+    Ok(Some(LocalSettings {
+        api,
+        model: model.to_string(),
+        port: cli.local.port.unwrap_or(8877),
+        attn_implementation: cli.local.attn_implementation.clone(),
+    }))
+}
+
+/// evalscope's URL for a local server: `/v1/completions` for the speed benchmarks, else chat.
+pub(super) fn local_url(port: u16, dataset: crate::cli::DatasetName) -> Url {
+    use crate::cli::DatasetName;
+    let endpoint = match dataset {
+        DatasetName::SpeedBenchmark | DatasetName::SpeedBenchmarkLong => "completions",
+        _ => "chat/completions",
+    };
+    Url::parse(&format!("http://127.0.0.1:{port}/v1/{endpoint}")).expect("a valid URL")
+}

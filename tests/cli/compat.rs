@@ -73,3 +73,37 @@ fn bad_tuning_values_and_ambiguous_prefixes_are_usage_errors() {
         "no output folder"
     );
 }
+
+#[test]
+fn local_server_flags_need_a_local_api_and_a_server_to_start() {
+    let out = tempfile::tempdir().unwrap();
+    let o = llmperf(
+        out.path(),
+        &["--model", "m", "--prompt", "p", "--port", "9000"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--port applies only"));
+    // No Python with vLLM and no .gguf model: a usage error naming both ways, before any output.
+    let o = llmperf_env(
+        out.path(),
+        &[
+            "--api",
+            "local",
+            "--model",
+            "Qwen/Qwen3-0.6B",
+            "--prompt",
+            "p",
+        ],
+        &[("LLMPERF_PYTHON", "/bin/false")],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--api local: no local server") && err.contains("llama-server"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(out.path()).unwrap().next().is_none(),
+        "no output folder"
+    );
+}

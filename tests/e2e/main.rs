@@ -6,6 +6,7 @@
 #[allow(dead_code)]
 mod common;
 mod generation;
+mod local_server;
 mod responses;
 mod server;
 mod tokens;
