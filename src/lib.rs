@@ -14,6 +14,7 @@ pub mod dataset;
 pub mod engine;
 pub mod error;
 pub mod export;
+pub mod gpu_memory;
 pub mod hub;
 pub mod jsonscan;
 pub mod local_server;
@@ -126,5 +127,6 @@ fn run_on(
         )?),
         None => None,
     };
+    let _gpu = _server.as_ref().and_then(|_| gpu_memory::Sampler::start());
     runtime.block_on(runner::run_sweep(plan, items, shutdown))
 }

@@ -9,8 +9,8 @@
 //!
 //! Row values follow evalscope: failed requests store NULL `latency`, `first_chunk_latency`, token counts,
 //! `max_gpu_memory_cost` and `time_per_output_token`, and `'[]'` ITLs; successful ones store
-//! `max_gpu_memory_cost = 0.0`; `request_id` is NULL; `response_messages` is
-//! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). Warmup records are never stored.
+//! `max_gpu_memory_cost` = the local server's peak GPU memory in GiB ([`crate::gpu_memory`], 0.0 without
+//! one); `request_id` is NULL; `response_messages` is `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). Warmup records are never stored.
 
 #[cfg(test)]
 mod compat_tests;
@@ -395,7 +395,7 @@ impl Writer {
             when_ok(r.ttft_s()),
             tokens(Some(r.prompt_tokens())),
             tokens(Some(r.completion_tokens())),
-            when_ok(0.0),
+            when_ok(crate::gpu_memory::peak_gib()),
             when_ok(r.tpot_s()),
             None::<&str>,
             r.is_stream,

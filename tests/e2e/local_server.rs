@@ -94,6 +94,22 @@ fn local_vllm_starts_serves_and_stops_the_server() {
     let Some(mut cmd) = command("local_vllm", port, dir.path(), out.path(), &extra) else {
         return;
     };
+    // A stand-in nvidia-smi: two GPUs using 1 GiB and 2 GiB.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/bin/sh\ncase \"$1\" in -L) printf 'GPU 0: Fake (UUID: a)\\nGPU 1: Fake (UUID: b)\\n';; *) printf '1024\\n2048\\n';; esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&smi, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.env("PATH", path);
     let output = cmd.output().unwrap();
     ok(&output);
     let console = String::from_utf8_lossy(&output.stderr);
@@ -151,6 +167,17 @@ fn local_vllm_starts_serves_and_stops_the_server() {
             .all(|r| r.success && r.completion_tokens.unwrap() > 0),
         "{rows:?}"
     );
+    // The GPUs' memory (summed, GiB) fills max_gpu_memory_cost.
+    let db =
+        rusqlite::Connection::open(root.join("parallel_1_number_2/benchmark_data.db")).unwrap();
+    let gpu: Vec<f64> = db
+        .prepare("SELECT max_gpu_memory_cost FROM result")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|v| v.unwrap())
+        .collect();
+    assert_eq!(gpu, [3.0, 3.0]);
     let args = json_file(&root.join("parallel_1_number_2/benchmark_args.json"));
     assert_eq!(
         args["url"],
@@ -179,16 +206,29 @@ fn local_picks_vllm_and_ctrl_c_stops_the_server() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until the benchmark is under way (the server answers), then interrupt llmperf alone.
+    // Wait until the benchmark is under way (its database exists), then interrupt llmperf alone.
     let t0 = Instant::now();
-    while !port_open(port) {
+    let started = || {
+        std::fs::read_dir(out.path())
+            .ok()
+            .and_then(|mut stamps| stamps.next())
+            .is_some_and(|stamp| {
+                let run = stamp
+                    .unwrap()
+                    .path()
+                    .join(MODEL)
+                    .join("parallel_1_number_500");
+                run.join("benchmark_data.db").exists()
+            })
+    };
+    while !started() {
         assert!(
             t0.elapsed() < Duration::from_secs(120),
-            "the server never came up"
+            "the benchmark never started"
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(1));
     #[allow(unsafe_code)]
     // SAFETY: kill(2) on our own child process.
     unsafe {
