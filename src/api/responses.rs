@@ -177,6 +177,11 @@ fn usage_of(response: &Value) -> Option<Usage> {
         cached_tokens: details
             .and_then(|d| d.get("cached_tokens"))
             .and_then(Value::as_u64),
+        reasoning_tokens: u
+            .get("output_tokens_details")
+            .or_else(|| u.get("completion_tokens_details"))
+            .and_then(|d| d.get("reasoning_tokens"))
+            .and_then(Value::as_u64),
     })
 }
 

@@ -3,8 +3,10 @@
 //! This is the raw form: values as typed, with only per-value parsing. Every rule that involves more than
 //! one flag lives in [`crate::plan`].
 
+pub mod arrival;
 pub mod compat;
 mod parsers;
+pub mod server_metrics;
 mod values;
 
 use clap::{ArgAction, Parser};
@@ -416,6 +418,14 @@ pub struct Cli {
     /// evalscope's local-server flags.
     #[command(flatten)]
     pub local: compat::LocalFlags,
+
+    /// `--burstiness`, `--ramp-up`.
+    #[command(flatten)]
+    pub arrival: arrival::ArrivalArgs,
+
+    /// `--server-metrics` and the simulator's `/metrics` and reasoning knobs.
+    #[command(flatten)]
+    pub server_side: server_metrics::ServerMetricsArgs,
 }
 
 impl Cli {

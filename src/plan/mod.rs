@@ -10,6 +10,7 @@ mod kinds;
 mod load;
 mod parse;
 mod prompts;
+mod server_side;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,7 @@ pub use crate::error::UsageError;
 pub use kinds::*;
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use server_side::ServerSidePlan;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -135,6 +137,8 @@ pub struct RunPlan {
     pub local: Option<crate::local_server::LocalSettings>,
     /// `--port`.
     pub port: u16,
+    /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
+    pub server_side: ServerSidePlan,
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -194,6 +198,7 @@ impl RunPlan {
         let output_root = output_root(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
+        let server_side = server_side::server_side_plan(&cli, api, &runs)?;
         Ok(RunPlan {
             model,
             model_id,
@@ -243,6 +248,7 @@ impl RunPlan {
                 dataset_path: cli.dataset_path,
                 dataset_args: cli.dataset_args,
             },
+            server_side,
         })
     }
 

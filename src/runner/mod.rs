@@ -47,6 +47,8 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         // Nothing reads the ground truth in a plain run; keep memory flat on long runs.
         record_truth: false,
         faults: mock.faults.clone(),
+        metrics_fault: plan.server_side.mock_metrics_fault,
+        reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;

@@ -190,6 +190,7 @@ mod tests {
             finish_reason: "stop",
             include_usage: false,
             prompt_tokens: 3,
+            reasoning_tokens: 0,
             received: Instant::now(),
             ttft: Duration::ZERO,
             itl: Duration::ZERO,

@@ -1,5 +1,6 @@
 //! End-to-end tests: the `llmperf` binary against the built-in simulator on 127.0.0.1 (port 0).
 
+mod arrivals;
 mod bad_input;
 mod commands;
 mod common;
@@ -25,6 +26,7 @@ mod report;
 mod requests;
 mod responses;
 mod secrets;
+mod server_metrics;
 mod tls;
 mod tokens;
 mod visualizer;

@@ -9,4 +9,5 @@ mod generation;
 mod local_server;
 mod responses;
 mod server;
+mod server_metrics;
 mod tokens;
