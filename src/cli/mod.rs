@@ -7,6 +7,7 @@ pub mod arrival;
 pub mod compat;
 mod parsers;
 pub mod server_metrics;
+pub mod shard;
 mod values;
 
 use clap::{ArgAction, Parser};
@@ -426,6 +427,10 @@ pub struct Cli {
     /// `--server-metrics` and the simulator's `/metrics` and reasoning knobs.
     #[command(flatten)]
     pub server_side: server_metrics::ServerMetricsArgs,
+
+    /// `--shard`, `--shard-count`, `--start-at`.
+    #[command(flatten)]
+    pub sharding: shard::ShardArgs,
 }
 
 impl Cli {

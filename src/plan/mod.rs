@@ -139,6 +139,8 @@ pub struct RunPlan {
     pub port: u16,
     /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
     pub server_side: ServerSidePlan,
+    /// `--shard` / `--start-at`: this process's part of a sharded plan.
+    pub sharding: Option<crate::shard::Sharding>,
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -199,7 +201,8 @@ impl RunPlan {
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
         let server_side = server_side::server_side_plan(&cli, api, &runs)?;
-        Ok(RunPlan {
+        let shard_flags = cli.sharding.clone();
+        let mut plan = RunPlan {
             model,
             model_id,
             api,
@@ -249,7 +252,14 @@ impl RunPlan {
                 dataset_args: cli.dataset_args,
             },
             server_side,
-        })
+            sharding: None,
+        };
+        plan.sharding = crate::shard::resolve(&plan, &shard_flags, &|k| std::env::var(k).ok())
+            .map_err(UsageError)?;
+        if let Some(s) = &plan.sharding {
+            plan.output_root = crate::shard::output_root(&plan.output_root, s);
+        }
+        Ok(plan)
     }
 
     /// The dataset plugin, `None` with `--prompt`.

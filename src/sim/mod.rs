@@ -85,6 +85,7 @@ pub mod metrics;
 mod request;
 mod responses;
 mod routes;
+pub mod serve;
 mod stream;
 #[cfg(test)]
 mod tests;
