@@ -133,6 +133,9 @@ struct ServeArgs {
     truth: Option<PathBuf>,
     #[arg(long)]
     rt: bool,
+    /// Report repeated prompt prefixes as `cached_tokens` (multi-turn goldens).
+    #[arg(long)]
+    prefix_cache: bool,
 }
 
 /// `serve-sim`: runs the simulator until stdin closes.
@@ -151,6 +154,7 @@ pub fn serve_sim(args: &[String]) {
         output_tokens: a.tokens,
         threads: a.threads,
         record_truth: a.truth.is_some(),
+        prefix_cache: a.prefix_cache,
         ..SimConfig::default()
     })
     .expect("simulator starts");

@@ -4,6 +4,7 @@ pub mod embedding;
 mod event_scan;
 pub mod openai;
 pub mod openai_event;
+pub mod reply_text;
 pub mod responses;
 pub mod usage_fallback;
 

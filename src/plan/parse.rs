@@ -194,6 +194,10 @@ pub(super) fn dataset_args(
     let Some(map) = &cli.dataset_args else {
         return Ok(args);
     };
+    if cli.turns.multi_turn || cli.dataset == crate::cli::DatasetName::WorkloadTrace {
+        // Validated against the multi-turn or trace schema (`multi_turn.rs`, `trace.rs`).
+        return Ok(args);
+    }
     // evalscope validates --dataset-args against the dataset's own schema, which forbids unknown keys: only
     // the real-text datasets take the text-length keys; every other dataset takes none.
     if let PromptSource::Dataset { kind, .. } = prompts {

@@ -2,7 +2,9 @@
 //! turn, and the end-of-sweep report. Ends as [`Error::Interrupted`] when a signal stopped it.
 
 mod aggregate;
+mod multi_turn;
 mod single;
+mod trace;
 mod tracker;
 
 use std::time::Duration;
@@ -47,6 +49,8 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         // Nothing reads the ground truth in a plain run; keep memory flat on long runs.
         record_truth: false,
         faults: mock.faults.clone(),
+        // Conversations resend their history: let the simulator report it cached.
+        prefix_cache: plan.multi_turn.is_some(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         ..SimConfig::default()
@@ -260,7 +264,7 @@ fn write_report(
     interrupted: bool,
 ) -> Result<()> {
     let info = export::report::ReportInfo {
-        model: plan.model.clone(),
+        model: plan.model_id.clone(),
         dataset: plan.dataset_name().to_string(),
         api: plan.api_name.as_str().to_string(),
         alias: plan.alias.clone(),
@@ -291,6 +295,7 @@ pub fn write_root_report(
             summary: r.summary.clone(),
             percentiles: r.percentiles.clone(),
             workload: r.workload.clone(),
+            trace: r.trace.clone(),
         })
         .collect();
     let text = export::report::performance_summary(info, &runs);

@@ -38,7 +38,8 @@ fn response_head(plan: &Plan, status: &str) -> String {
 fn usage(plan: &Plan) -> String {
     let (p, c) = (plan.prompt_tokens, u64::from(plan.tokens));
     format!(
-        r#""usage":{{"input_tokens":{p},"input_tokens_details":{{"cached_tokens":0}},"output_tokens":{c},"output_tokens_details":{{"reasoning_tokens":0}},"total_tokens":{}}}"#,
+        r#""usage":{{"input_tokens":{p},"input_tokens_details":{{"cached_tokens":{}}},"output_tokens":{c},"output_tokens_details":{{"reasoning_tokens":0}},"total_tokens":{}}}"#,
+        plan.cached_tokens,
         p + c
     )
 }
@@ -191,6 +192,7 @@ mod tests {
             include_usage: false,
             prompt_tokens: 3,
             reasoning_tokens: 0,
+            cached_tokens: 1,
             received: Instant::now(),
             ttft: Duration::ZERO,
             itl: Duration::ZERO,
@@ -232,6 +234,10 @@ mod tests {
         let done = events.last().unwrap();
         assert_eq!(done["response"]["usage"]["input_tokens"], 3);
         assert_eq!(done["response"]["usage"]["output_tokens"], 2);
+        assert_eq!(
+            done["response"]["usage"]["input_tokens_details"]["cached_tokens"],
+            1
+        );
         assert_eq!(
             done["response"]["output"][0]["content"][0]["text"],
             "hello hello "

@@ -7,6 +7,7 @@
 mod common;
 mod generation;
 mod local_server;
+mod multi_turn;
 mod responses;
 mod server;
 mod server_metrics;
