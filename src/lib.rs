@@ -14,8 +14,10 @@ pub mod dataset;
 pub mod engine;
 pub mod error;
 pub mod export;
+pub mod gpu_memory;
 pub mod hub;
 pub mod jsonscan;
+pub mod local_server;
 pub mod logging;
 pub mod merge;
 pub mod metrics;
@@ -120,5 +122,15 @@ fn run_on(
     };
     let items = dataset::Prompts::load(&plan, tokenizer, limit)
         .map_err(|e| Error::usage(format!("{e:#}")))?;
+    // Started from this (the main) thread, so the server follows llmperf if it dies; stopped on drop.
+    let _server = match &plan.local {
+        Some(settings) => Some(local_server::LocalServer::start(
+            settings,
+            plan.timeouts.total,
+            || shutdown.signal(),
+        )?),
+        None => None,
+    };
+    let _gpu = _server.as_ref().and_then(|_| gpu_memory::Sampler::start());
     runtime.block_on(runner::run_sweep(plan, items, shutdown))
 }

@@ -27,6 +27,21 @@ pub enum ApiName {
     /// Alias of `openai_rerank`.
     #[value(name = "rerank")]
     Rerank,
+    /// The OpenAI Responses API, `/v1/responses`.
+    #[value(name = "openai_responses")]
+    OpenAiResponses,
+    /// Alias of `openai_responses`.
+    #[value(name = "openai_response")]
+    OpenAiResponse,
+    /// Alias of `openai_responses`.
+    #[value(name = "responses")]
+    Responses,
+    /// A local server started for `--model` (vLLM, else llama.cpp for a `.gguf` file).
+    #[value(name = "local")]
+    Local,
+    /// vLLM started for `--model`, as evalscope starts it.
+    #[value(name = "local_vllm")]
+    LocalVllm,
     /// The built-in simulator, started in-process on a free loopback port.
     #[value(name = "mock")]
     Mock,
@@ -138,6 +153,11 @@ impl ApiName {
             ApiName::Embedding => "embedding",
             ApiName::OpenAiRerank => "openai_rerank",
             ApiName::Rerank => "rerank",
+            ApiName::OpenAiResponses => "openai_responses",
+            ApiName::OpenAiResponse => "openai_response",
+            ApiName::Responses => "responses",
+            ApiName::Local => "local",
+            ApiName::LocalVllm => "local_vllm",
             ApiName::Mock => "mock",
         }
     }

@@ -18,7 +18,7 @@ use anyhow::{anyhow, Result};
 use super::http1::{self, Conn, Head};
 use crate::api::openai_event;
 use crate::engine::sse::SseFramer;
-use crate::plan::RunPlan;
+use crate::plan::{ApiKind, RunPlan};
 use crate::record::{one_line, FailureKind, RequestRecord};
 
 /// Longest error body kept in a record (the rest is cut, with a note).
@@ -51,6 +51,8 @@ struct Inner {
     size_hint: [AtomicUsize; 3],
     /// CPU work injected before each send ([`INJECT_WORK_ENV`]).
     inject_work: Option<Duration>,
+    /// The API whose events are read.
+    api: ApiKind,
 }
 
 /// The most a size hint reserves up front.
@@ -89,6 +91,7 @@ impl HttpClient {
                 debug: plan.debug,
                 usage_counted_later: plan.tokens.tokenizer_path.is_some() || plan.api.input_only(),
                 size_hint: Default::default(),
+                api: plan.api,
                 inject_work: std::env::var(INJECT_WORK_ENV)
                     .ok()
                     .and_then(|v| v.trim().parse::<u64>().ok())
@@ -243,7 +246,7 @@ impl HttpClient {
                 let at = Instant::now();
                 let msg = match e {
                     http1::Error::Connect(_) => {
-                        format!("{e} ({})", self.inner.pool.endpoint().authority())
+                        format!("{e} ({})", self.inner.pool.endpoint().route())
                     }
                     _ => e.to_string(),
                 };
@@ -279,6 +282,7 @@ impl HttpClient {
             let mut framer = SseFramer::new();
             let mut saw_done = false;
             let debug = self.inner.debug;
+            let api = self.inner.api;
             let index = record.index;
             let read = conn
                 .read_body(endpoint, &head, |data, at| {
@@ -291,7 +295,7 @@ impl HttpClient {
                     }
                     framer.push(data, |event| {
                         saw_done |= event == b"[DONE]";
-                        openai_event::apply_stream_event(record, event, at)
+                        crate::api::apply_stream_event(api, record, event, at)
                     });
                 })
                 .await;
@@ -300,12 +304,16 @@ impl HttpClient {
                     let at = Instant::now();
                     framer.finish(|event| {
                         saw_done |= event == b"[DONE]";
-                        openai_event::apply_stream_event(record, event, at)
+                        crate::api::apply_stream_event(api, record, event, at)
                     });
                     if !saw_done && record.failure.is_none() && !has_usage(record) {
+                        let end = match api {
+                            ApiKind::Responses => "a `response.completed` event",
+                            _ => "`data: [DONE]`",
+                        };
                         record.fail(
                             FailureKind::BadResponse,
-                            "the stream ended without `data: [DONE]` and carried no token usage",
+                            format!("the stream ended without {end} and carried no token usage"),
                             at,
                         );
                     }
@@ -326,7 +334,7 @@ impl HttpClient {
             match &read {
                 Ok(_) => {
                     record.completed_at = at;
-                    if openai_event::apply_body(record, &bytes) {
+                    if crate::api::apply_body(self.inner.api, record, &bytes) {
                         finish(record, self.inner.usage_counted_later);
                     } else {
                         record.fail(

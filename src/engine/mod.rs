@@ -10,6 +10,7 @@ pub mod conn_test;
 pub mod conversation;
 pub mod http1;
 mod open_loop;
+pub mod proxy;
 pub(crate) mod rx_stamp;
 pub mod schedule;
 pub mod sse;

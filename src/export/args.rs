@@ -38,10 +38,16 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         json!((!plan.model.is_empty()).then_some(&plan.model)),
     );
     put("model_id", json!(plan.model_id));
-    put("attn_implementation", Value::Null);
+    put(
+        "attn_implementation",
+        json!(plan
+            .local
+            .as_ref()
+            .and_then(|l| l.attn_implementation.clone())),
+    );
     put("api", json!(plan.api_name.as_str()));
     put("tokenizer_path", json!(plan.tokens.tokenizer_path));
-    put("port", json!(8877));
+    put("port", json!(plan.port));
     put("url", json!(url));
     put("headers", Value::Object(headers));
     put("connect_timeout", json!(typed.connect_timeout_s));
@@ -61,7 +67,7 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("parallel", json!(spec.parallel));
     put("rate", json!(spec.rate));
     put("warmup_num", json!(plan.warmup_num));
-    put("enable_pd_metrics", json!(false));
+    put("enable_pd_metrics", json!(plan.pd_metrics));
     put("open_loop", json!(plan.mode == LoadMode::Open));
     put("sleep_interval", json!(plan.sleep_interval.as_secs()));
     put("duration", json!(typed.duration_s));
@@ -74,9 +80,15 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("sla_fixed_parallel", Value::Null);
     put("sla_number_multiplier", Value::Null);
     put("db_commit_interval", json!(plan.db_commit_interval));
-    put("queue_size_multiplier", json!(5));
-    put("in_flight_task_multiplier", json!(2));
-    put("num_workers", json!(0));
+    put(
+        "queue_size_multiplier",
+        json!(plan.tuning.queue_size_multiplier),
+    );
+    put(
+        "in_flight_task_multiplier",
+        json!(plan.tuning.in_flight_task_multiplier),
+    );
+    put("num_workers", json!(plan.tuning.num_workers));
     put("log_every_n_query", json!(plan.log_every_n));
     put("debug", json!(plan.debug));
     put("enable_progress_tracker", json!(plan.progress_tracker));

@@ -56,6 +56,15 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
             add(&mut rows, key, value);
         }
     }
+    for (key, value) in [
+        ("Avg Steady ITL (ms)", s.avg_steady_itl_ms),
+        ("Avg PD Handoff Latency (ms)", s.avg_pd_handoff_latency_ms),
+        ("Avg PD Handoff Overhead (ms)", s.avg_pd_handoff_overhead_ms),
+    ] {
+        if let Some(value) = value {
+            add(&mut rows, key, value);
+        }
+    }
 
     section(&mut rows, "Tokens");
     add(&mut rows, "Avg Input Tokens", s.avg_input_tokens);

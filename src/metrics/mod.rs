@@ -4,6 +4,7 @@
 
 mod accumulator;
 mod client;
+mod pd;
 mod percentile;
 mod samples;
 mod spill;

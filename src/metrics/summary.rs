@@ -95,6 +95,9 @@ pub(crate) mod keys {
     pub const AVG_TTFT: &str = "Avg TTFT (ms)";
     pub const AVG_TPOT: &str = "Avg TPOT (ms)";
     pub const AVG_ITL: &str = "Avg ITL (ms)";
+    pub const AVG_STEADY_ITL: &str = "Avg Steady ITL (ms)";
+    pub const AVG_PD_HANDOFF_LATENCY: &str = "Avg PD Handoff Latency (ms)";
+    pub const AVG_PD_HANDOFF_OVERHEAD: &str = "Avg PD Handoff Overhead (ms)";
     pub const AVG_OUTPUT_TOKENS: &str = "Avg Output Tokens";
     pub const INPUT_THROUGHPUT: &str = "Input Throughput (tok/s)";
     pub const AVG_TURNS: &str = "Avg Turns/Request";
@@ -200,6 +203,12 @@ pub struct BenchmarkSummary {
     pub avg_tpot_ms: f64,
     /// `Avg ITL (ms)`.
     pub avg_itl_ms: f64,
+    /// `Avg Steady ITL (ms)` (`--enable-pd-metrics`, when some reply had two ITLs or more).
+    pub avg_steady_itl_ms: Option<f64>,
+    /// `Avg PD Handoff Latency (ms)` (`--enable-pd-metrics`, when some reply had an ITL).
+    pub avg_pd_handoff_latency_ms: Option<f64>,
+    /// `Avg PD Handoff Overhead (ms)` (`--enable-pd-metrics`, when some reply had two ITLs or more).
+    pub avg_pd_handoff_overhead_ms: Option<f64>,
     /// `Avg Output Tokens`.
     pub avg_output_tokens: f64,
     /// `Input Throughput (tok/s)` (0.0 for LLM runs).
@@ -250,6 +259,9 @@ impl BenchmarkSummary {
                 keys::AVG_TTFT => s.avg_ttft_ms = f,
                 keys::AVG_TPOT => s.avg_tpot_ms = f,
                 keys::AVG_ITL => s.avg_itl_ms = f,
+                keys::AVG_STEADY_ITL => s.avg_steady_itl_ms = Some(f),
+                keys::AVG_PD_HANDOFF_LATENCY => s.avg_pd_handoff_latency_ms = Some(f),
+                keys::AVG_PD_HANDOFF_OVERHEAD => s.avg_pd_handoff_overhead_ms = Some(f),
                 keys::AVG_OUTPUT_TOKENS => s.avg_output_tokens = f,
                 keys::INPUT_THROUGHPUT => s.input_throughput = f,
                 keys::AVG_TURNS => s.avg_turns = Some(f),
@@ -288,6 +300,19 @@ impl BenchmarkSummary {
         put(keys::AVG_TTFT, self.avg_ttft_ms.into());
         put(keys::AVG_TPOT, self.avg_tpot_ms.into());
         put(keys::AVG_ITL, self.avg_itl_ms.into());
+        let pd = [
+            (keys::AVG_STEADY_ITL, self.avg_steady_itl_ms),
+            (keys::AVG_PD_HANDOFF_LATENCY, self.avg_pd_handoff_latency_ms),
+            (
+                keys::AVG_PD_HANDOFF_OVERHEAD,
+                self.avg_pd_handoff_overhead_ms,
+            ),
+        ];
+        for (key, value) in pd {
+            if let Some(v) = value {
+                put(key, v.into());
+            }
+        }
         put(keys::AVG_OUTPUT_TOKENS, self.avg_output_tokens.into());
         put(keys::INPUT_THROUGHPUT, self.input_throughput.into());
         let optional = [

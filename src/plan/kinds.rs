@@ -16,6 +16,8 @@ pub enum ApiKind {
     Embedding,
     /// `/v1/reranks` (`openai_rerank`, `rerank`): `{"query": …, "documents": […]}` bodies, input tokens only.
     Rerank,
+    /// `/v1/responses` (`openai_responses`, `openai_response`, `responses`): the OpenAI Responses API.
+    Responses,
 }
 
 impl ApiKind {
@@ -30,6 +32,7 @@ impl ApiKind {
             ApiKind::OpenAi | ApiKind::Mock => "chat/completions",
             ApiKind::Embedding => "embeddings",
             ApiKind::Rerank => "reranks",
+            ApiKind::Responses => "responses",
         }
     }
 }
@@ -121,10 +124,13 @@ pub enum DatasetKind {
 impl From<ApiName> for ApiKind {
     fn from(name: ApiName) -> ApiKind {
         match name {
-            ApiName::OpenAi => ApiKind::OpenAi,
+            ApiName::OpenAi | ApiName::Local | ApiName::LocalVllm => ApiKind::OpenAi,
             ApiName::Mock => ApiKind::Mock,
             ApiName::OpenAiEmbedding | ApiName::Embedding => ApiKind::Embedding,
             ApiName::OpenAiRerank | ApiName::Rerank => ApiKind::Rerank,
+            ApiName::OpenAiResponses | ApiName::OpenAiResponse | ApiName::Responses => {
+                ApiKind::Responses
+            }
         }
     }
 }
@@ -198,6 +204,19 @@ impl DatasetKind {
             DatasetKind::TrieCodeQa => "trie_code_qa",
             DatasetKind::TrieOfficeWork => "trie_office_work",
         }
+    }
+
+    /// Datasets whose evalscope schema is `TextDatasetArgs` (`target_input_len`, `input_len_mode`,
+    /// `prefix_file`, `prefix_role`); every other dataset's schema forbids every key.
+    pub fn takes_text_length_args(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::OpenQa
+                | DatasetKind::LongAlpaca
+                | DatasetKind::ShareGptZh
+                | DatasetKind::ShareGptEn
+                | DatasetKind::LineByLine
+        )
     }
 
     /// Datasets that also take a local copy of the hub dataset as a folder (image shards, ShareGPT files).

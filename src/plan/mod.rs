@@ -136,6 +136,14 @@ pub struct RunPlan {
     pub multi_turn: Option<MultiTurnSettings>,
     /// `--dataset workload_trace`: the requests to replay, in order, with their arrival offsets.
     pub trace: Option<std::sync::Arc<Vec<crate::dataset::workload_trace::TraceRequest>>>,
+    /// evalscope's engine-tuning flags, validated (recorded only).
+    pub tuning: crate::cli::compat::Tuning,
+    /// `--enable-pd-metrics`.
+    pub pd_metrics: bool,
+    /// `--api local` / `local_vllm`: the server to start.
+    pub local: Option<crate::local_server::LocalSettings>,
+    /// `--port`.
+    pub port: u16,
     /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
@@ -186,7 +194,16 @@ impl RunPlan {
             endpoint::model_id(&model)
         };
         let api = ApiKind::from(cli.api);
-        let (mut url, appended) = complete_url_for(&cli.url, api.endpoint_suffix())?;
+        let tuning = cli.tuning.validate().map_err(UsageError)?;
+        let local = local_settings(&cli, &model)?;
+        let (mut url, appended) = match &local {
+            // evalscope's _resolve_local_url: the server's own URL, whatever --url says.
+            Some(l) => (local_url(l.port, cli.dataset), false),
+            None => complete_url_for(&cli.url, api.endpoint_suffix())?,
+        };
+        if api == ApiKind::Responses {
+            responses_url(&mut url, &cli)?;
+        }
         let headers = endpoint::headers(&cli)?;
         let timeouts = endpoint::timeouts(&cli);
         let (mode, mut runs) = load::runs(&cli)?;
@@ -196,7 +213,7 @@ impl RunPlan {
         let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompt_source)?;
         let trace = trace::workload_trace(&cli, mode, &prompt_source, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
-        let dataset_args = dataset_args(&cli, &tokens)?;
+        let dataset_args = dataset_args(&cli, &tokens, &prompt_source)?;
         let image = image_settings(&cli)?;
         let query_template = prompts::query_template(&cli)?;
         let apply_chat_template =
@@ -241,6 +258,10 @@ impl RunPlan {
             tokens,
             dataset_args,
             image,
+            tuning,
+            pd_metrics: cli.enable_pd_metrics,
+            port: cli.local.port.unwrap_or(8877),
+            local,
             as_typed: AsTyped {
                 connect_timeout_s: cli.connect_timeout,
                 read_timeout_s: cli.read_timeout,

@@ -223,6 +223,7 @@ pub async fn run_single(
             concurrency: spec.parallel,
             request_rate: spec.rate,
             input_only: plan.api.input_only(),
+            pd_metrics: plan.pd_metrics,
         },
         &run_dir,
     );
@@ -259,6 +260,7 @@ pub async fn run_single(
                 input_only: plan.api.input_only(),
                 template_kwargs: crate::dataset::template_kwargs(plan),
                 image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
+                responses: plan.api == crate::plan::ApiKind::Responses,
             },
         },
     ));
@@ -322,12 +324,12 @@ pub async fn run_single(
         cpus: crate::resources::available_cpus(),
     };
 
+    let mut speed_rows = None;
     if matches!(
         plan.dataset_kind(),
         Some(DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong)
     ) {
-        let speeds = export::speed_benchmark::write(&db_path, &run_dir)?;
-        tracing::info!("Speed Benchmark Results: {}", pyjson::dumps(&speeds));
+        speed_rows = Some(export::speed_benchmark::write(&db_path, &run_dir)?);
     }
     // Marked only when the signal cut the run short: a run whose every request was sent and finished is
     // complete, even if the signal came while its last requests were in flight.
@@ -385,6 +387,10 @@ pub async fn run_single(
             .timeline
             .write_json_file(&run_dir.join("workload_timeline.json"))?;
         tracing::info!("\n{}", export::console::workload_table(w));
+    }
+    if let Some(speeds) = &speed_rows {
+        let table = export::speed_benchmark::table(speeds);
+        tracing::info!("\nSpeed Benchmark Results:\n{table}");
     }
     tracing::info!(
         "Save the summary to: {} ({rows} requests stored)",

@@ -18,6 +18,7 @@
 //!
 //! # Routes
 //! * `POST /v1/chat/completions`, `POST /v1/completions` — stream (SSE) or not; see below.
+//! * `POST /v1/responses` — the OpenAI Responses API, stream or not (events in `responses.rs`).
 //! * `POST /v1/embeddings` — `{"object":"list","data":[{"object":"embedding","index":i,"embedding":[8
 //!   floats]}],"model":M,"usage":{"prompt_tokens":P,"total_tokens":P}}` after `ttft`; one vector per input
 //!   string (or per token-id list in a list of lists).
@@ -84,6 +85,7 @@ pub mod join;
 pub mod metrics;
 pub mod prefix_cache;
 mod request;
+mod responses;
 mod routes;
 pub mod serve;
 mod stream;

@@ -65,6 +65,7 @@ pub(crate) async fn handle(
     let api = match (path, &parts.method) {
         ("/v1/chat/completions", &Method::POST) => Some(Api::Chat),
         ("/v1/completions", &Method::POST) => Some(Api::Completion),
+        ("/v1/responses", &Method::POST) => Some(Api::Responses),
         ("/v1/embeddings", &Method::POST) => None,
         ("/v1/rerank" | "/v1/reranks" | "/rerank", &Method::POST) => {
             return Ok(match serde_json::from_slice::<GenRequest>(&body) {
@@ -85,6 +86,7 @@ pub(crate) async fn handle(
         (
             "/v1/chat/completions"
             | "/v1/completions"
+            | "/v1/responses"
             | "/v1/embeddings"
             | "/v1/rerank"
             | "/v1/reranks"
@@ -124,8 +126,10 @@ pub(crate) async fn handle(
     let prompt_tokens = match api {
         Api::Chat if request.messages.is_some() => request.chat_prompt_tokens(),
         Api::Completion if request.prompt.is_some() => request.prompt.map_or(0, |c| c.tokens),
+        Api::Responses if request.input.is_some() => request.input.map_or(0, |c| c.tokens),
         Api::Chat => return Ok(missing("messages")),
         Api::Completion => return Ok(missing("prompt")),
+        Api::Responses => return Ok(missing("input")),
     };
     let cfg = &shared.cfg;
     let id = shared.next_id();
@@ -168,7 +172,7 @@ pub(crate) async fn handle(
     };
     let reasoning_tokens = match api {
         Api::Chat => cfg.reasoning_tokens.min(tokens),
-        Api::Completion => 0,
+        Api::Completion | Api::Responses => 0,
     };
     shared.metrics.started();
     let plan = Plan {
@@ -210,33 +214,14 @@ pub(crate) async fn handle(
     let answer_tokens = tokens - reasoning_tokens;
     let mut text = BytesMut::from(TOKEN_TEXT.repeat(answer_tokens as usize).as_bytes());
     write_text_fault(&mut text, fault);
-    let mut out = String::with_capacity(256);
-    out.push('{');
-    plan.write_head_fields(&mut out, false);
-    out.push_str(r#","choices":[{"index":0,"#);
-    match api {
-        Api::Chat if reasoning_tokens > 0 => {
-            out.push_str(r#""message":{"role":"assistant","reasoning_content":""#);
-            out.push_str(&TOKEN_TEXT.repeat(reasoning_tokens as usize));
-            out.push_str(r#"","content":""#);
-        }
-        Api::Chat => out.push_str(r#""message":{"role":"assistant","content":""#),
-        Api::Completion => out.push_str(r#""text":""#),
-    }
-    let mut tail = String::with_capacity(256);
-    tail.push_str(if api == Api::Chat { r#""},"# } else { r#"","# });
-    tail.push_str(r#""logprobs":null,"finish_reason":""#);
-    tail.push_str(finish_reason);
-    tail.push_str(r#""}],"#);
-    plan.write_usage(&mut tail);
-    tail.push('}');
-    let mut body = BytesMut::with_capacity(out.len() + text.len() + tail.len());
-    body.extend_from_slice(out.as_bytes());
-    body.extend_from_slice(&text);
-    body.extend_from_slice(tail.as_bytes());
+    let mut body = if api == Api::Responses {
+        super::responses::full_body(&plan, &text)
+    } else {
+        chat_body(&plan, &text)
+    };
     match fault {
         Some(Fault::Malformed | Fault::Truncated) => body.truncate(body.len() / 2),
-        Some(Fault::ErrorEvent) => {
+        Some(Fault::ErrorEvent) if api != Api::Responses => {
             body.clear();
             let event = &ERROR_EVENT[b"data: ".len()..ERROR_EVENT.len() - 2];
             body.extend_from_slice(event);
@@ -274,6 +259,36 @@ pub(crate) async fn handle(
             .insert(CONTENT_TYPE, content_type(fault, "application/json"));
     }
     Ok(resp)
+}
+
+/// A whole chat or completions body whose answer text is `text` (after the plan's reasoning tokens).
+fn chat_body(plan: &Plan, text: &[u8]) -> BytesMut {
+    let (api, finish_reason) = (plan.api, plan.finish_reason);
+    let mut out = String::with_capacity(256);
+    out.push('{');
+    plan.write_head_fields(&mut out, false);
+    out.push_str(r#","choices":[{"index":0,"#);
+    match api {
+        Api::Chat if plan.reasoning_tokens > 0 => {
+            out.push_str(r#""message":{"role":"assistant","reasoning_content":""#);
+            out.push_str(&TOKEN_TEXT.repeat(plan.reasoning_tokens as usize));
+            out.push_str(r#"","content":""#);
+        }
+        Api::Chat => out.push_str(r#""message":{"role":"assistant","content":""#),
+        Api::Completion | Api::Responses => out.push_str(r#""text":""#),
+    }
+    let mut tail = String::with_capacity(256);
+    tail.push_str(if api == Api::Chat { r#""},"# } else { r#"","# });
+    tail.push_str(r#""logprobs":null,"finish_reason":""#);
+    tail.push_str(finish_reason);
+    tail.push_str(r#""}],"#);
+    plan.write_usage(&mut tail);
+    tail.push('}');
+    let mut body = BytesMut::with_capacity(out.len() + text.len() + tail.len());
+    body.extend_from_slice(out.as_bytes());
+    body.extend_from_slice(text);
+    body.extend_from_slice(tail.as_bytes());
+    body
 }
 
 /// The body, wrapped when `fault` acts on the bytes in transit.

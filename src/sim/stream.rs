@@ -41,6 +41,8 @@ pub(crate) enum Api {
     Chat,
     /// `/v1/completions`.
     Completion,
+    /// `/v1/responses` (the Responses API, [`super::responses`]).
+    Responses,
 }
 
 impl Api {
@@ -49,6 +51,7 @@ impl Api {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Completion => "/v1/completions",
+            Api::Responses => "/v1/responses",
         }
     }
 }
@@ -114,6 +117,7 @@ impl Plan {
             (Api::Chat, true) => ("chatcmpl", "chat.completion.chunk"),
             (Api::Chat, false) => ("chatcmpl", "chat.completion"),
             (Api::Completion, _) => ("cmpl", "text_completion"),
+            (Api::Responses, _) => ("resp", "response"),
         };
         let _ = write!(
             out,
@@ -286,6 +290,12 @@ impl SseBody {
         let cut = j == 0 && matches!(fault, Some(Fault::Truncated | Fault::ErrorEvent));
         let last = j + 1 == self.chunks && !cut;
         let api = self.plan.api;
+        if api == Api::Responses {
+            super::responses::write_chunk(&mut self.buf, &self.plan, j, (start, end), last, cut);
+            self.ended |= cut;
+            self.sent_tokens = end;
+            return;
+        }
         let w = &mut self.buf;
         if j == 0 && api == Api::Chat {
             w.extend_from_slice(&self.prefix);
@@ -313,7 +323,7 @@ impl SseBody {
                 }
             }
             Api::Chat => w.extend_from_slice(br#"{"index":0,"delta":{"content":""#),
-            Api::Completion => w.extend_from_slice(br#"{"index":0,"text":""#),
+            Api::Completion | Api::Responses => w.extend_from_slice(br#"{"index":0,"text":""#),
         }
         for _ in reasoning_end.max(start)..end {
             w.extend_from_slice(TOKEN_TEXT.as_bytes());
@@ -323,7 +333,7 @@ impl SseBody {
         }
         w.extend_from_slice(match api {
             Api::Chat => br#""},"logprobs":null,"finish_reason":"#,
-            Api::Completion => br#"","logprobs":null,"finish_reason":"#,
+            Api::Completion | Api::Responses => br#"","logprobs":null,"finish_reason":"#,
         });
         if last {
             let _ = write!(w, r#""{}"}}]}}"#, self.plan.finish_reason);

@@ -6,7 +6,9 @@
 #[allow(dead_code)]
 mod common;
 mod generation;
+mod local_server;
 mod multi_turn;
+mod responses;
 mod server;
 mod server_metrics;
 mod tokens;
