@@ -415,6 +415,7 @@ impl Accumulator {
                 .collect(),
             wall_input_throughput,
             client: None,
+            appended: Vec::new(),
             input_token_error: (self.input_error.n > 0).then(|| {
                 let e = self.input_error;
                 let n = e.n as f64;

@@ -5,6 +5,7 @@
 mod accumulator;
 mod client;
 mod percentile;
+pub mod replay;
 mod samples;
 mod summary;
 pub mod trace;

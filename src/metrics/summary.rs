@@ -160,6 +160,8 @@ pub struct SummaryExtras {
     /// The client's self-diagnostics (every run llmperf makes; absent when a summary is rebuilt from
     /// stored rows).
     pub client: Option<ClientDiagnostics>,
+    /// Further keys written last, in order (reasoning accounting, `--server-metrics`).
+    pub appended: Vec<(String, Value)>,
 }
 
 /// One run's summary (evalscope's `BenchmarkSummary`), values already rounded as evalscope rounds them
@@ -350,6 +352,9 @@ impl BenchmarkSummary {
                 put(keys::CLIENT_WARNING, Value::String(w));
             }
         }
+        for (key, value) in &self.extras.appended {
+            put(key, value.clone());
+        }
         pyjson::dumps_indent4(&m)
     }
 }
@@ -393,6 +398,7 @@ mod tests {
             wall_input_throughput: None,
             client: None,
             input_token_error: None,
+            appended: Vec::new(),
         };
         let s = BenchmarkSummary::from_message(&msg, extras);
         assert_eq!(s.concurrency, 4);

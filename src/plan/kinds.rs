@@ -108,6 +108,12 @@ pub enum DatasetKind {
     CustomMultiTurn,
     /// Recorded request bodies replayed at their recorded arrival times.
     WorkloadTrace,
+    /// Mooncake JSONL trace, prompts synthesized to its lengths and hash ids.
+    MooncakeTrace,
+    /// BurstGPT CSV trace, prompts synthesized to its lengths.
+    BurstGptTrace,
+    /// Azure LLM inference CSV trace, prompts synthesized to its lengths.
+    AzureTrace,
     /// Trie agentic traces (`agentic_coding_8k.jsonl`).
     TrieAgenticCoding,
     /// Trie code Q&A traces (`code_qa_8k.jsonl`).
@@ -155,6 +161,9 @@ impl From<DatasetName> for DatasetKind {
             N::ShareGptEnMultiTurn => DatasetKind::ShareGptEnMultiTurn,
             N::CustomMultiTurn => DatasetKind::CustomMultiTurn,
             N::WorkloadTrace => DatasetKind::WorkloadTrace,
+            N::MooncakeTrace => DatasetKind::MooncakeTrace,
+            N::BurstGptTrace => DatasetKind::BurstGptTrace,
+            N::AzureTrace => DatasetKind::AzureTrace,
             N::TrieAgenticCoding => DatasetKind::TrieAgenticCoding,
             N::TrieCodeQa => DatasetKind::TrieCodeQa,
             N::TrieOfficeWork => DatasetKind::TrieOfficeWork,
@@ -190,6 +199,9 @@ impl DatasetKind {
             DatasetKind::ShareGptEnMultiTurn => "share_gpt_en_multi_turn",
             DatasetKind::CustomMultiTurn => "custom_multi_turn",
             DatasetKind::WorkloadTrace => "workload_trace",
+            DatasetKind::MooncakeTrace => "mooncake_trace",
+            DatasetKind::BurstGptTrace => "burstgpt_trace",
+            DatasetKind::AzureTrace => "azure_trace",
             DatasetKind::TrieAgenticCoding => "trie_agentic_coding",
             DatasetKind::TrieCodeQa => "trie_code_qa",
             DatasetKind::TrieOfficeWork => "trie_office_work",

@@ -134,6 +134,8 @@ pub struct RunPlan {
     pub multi_turn: Option<MultiTurnSettings>,
     /// `--dataset workload_trace`: the requests to replay, in order, with their arrival offsets.
     pub trace: Option<std::sync::Arc<Vec<crate::dataset::workload_trace::TraceRequest>>>,
+    /// `--dataset mooncake_trace / burstgpt_trace / azure_trace`: the checked trace, prompts still to build.
+    pub replay: Option<std::sync::Arc<crate::dataset::replay::ReplayTrace>>,
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -189,6 +191,7 @@ impl RunPlan {
         let prompt_source = prompts::source(&cli)?;
         let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompt_source)?;
         let trace = trace::workload_trace(&cli, mode, &prompt_source, &mut runs)?;
+        let replay = trace::replay_trace(&cli, mode, &prompt_source, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
         let dataset_args = dataset_args(&cli, &tokens)?;
         let image = image_settings(&cli)?;
@@ -245,6 +248,7 @@ impl RunPlan {
             },
             multi_turn,
             trace,
+            replay,
         })
     }
 

@@ -33,6 +33,8 @@ pub struct Observers {
     pub tracker: Option<ProgressTracker>,
     /// `--multi-turn`: turns grouped by conversation (`trace_summary.json`).
     pub trace: TraceAccumulator,
+    /// Replayed traces: send lag and cached tokens against the trace.
+    pub replay: crate::metrics::replay::ReplayFidelity,
 }
 
 /// What the aggregator completes on each record before counting it: the intended prompt length, and token
@@ -86,6 +88,7 @@ pub async fn aggregate(
         }
         acc.add(&record);
         observers.trace.feed(&record);
+        observers.replay.feed(&record);
         observers.timeline.feed_record(&record);
         if let (true, Some(tracker)) = (counts, &mut observers.tracker) {
             tracker.request_done();

@@ -19,6 +19,7 @@ mod media;
 mod multi_turn;
 mod outputs;
 mod parquet_sets;
+mod replay_traces;
 mod report;
 mod requests;
 mod secrets;
