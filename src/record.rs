@@ -63,6 +63,8 @@ pub struct Usage {
     pub completion_tokens: Option<u64>,
     /// `usage.prompt_tokens_details.cached_tokens`.
     pub cached_tokens: Option<u64>,
+    /// `usage.completion_tokens_details.reasoning_tokens`.
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// Where a request sits in a `--multi-turn` conversation.
@@ -129,6 +131,8 @@ pub struct RequestRecord {
     /// Header lines sent with this request only, each `Name: value\r\n` (`--session-header`, a replayed
     /// trace's `headers`). Never stored or logged.
     pub extra_headers: Option<Arc<str>>,
+    /// Reasoning vs answer accounting, set by the aggregator when the response carried reasoning.
+    pub reasoning: Option<crate::reasoning::ReasoningSplit>,
 }
 
 impl RequestRecord {
@@ -157,6 +161,7 @@ impl RequestRecord {
             turn: None,
             request_id: None,
             extra_headers: None,
+            reasoning: None,
         }
     }
 

@@ -3,8 +3,11 @@
 //! This is the raw form: values as typed, with only per-value parsing. Every rule that involves more than
 //! one flag lives in [`crate::plan`].
 
+pub mod arrival;
 mod multi_turn;
 mod parsers;
+pub mod server_metrics;
+pub mod shard;
 mod values;
 
 use clap::{ArgAction, Parser};
@@ -202,7 +205,10 @@ pub struct Cli {
 
     /// Dataset options as a JSON object: `target_input_len` (fit prompts to this many tokens),
     /// `input_len_mode` (`cap` keeps shorter prompts, `drop` drops them), `prefix_file` (real text
-    /// prepended up to the target), `prefix_role` (`system` or `user`).
+    /// prepended up to the target), `prefix_role` (`system` or `user`). Multi-turn datasets:
+    /// `think_time_s` (seconds before each later turn: 2.5, [1, 4] or {"exponential_mean": 2.5}),
+    /// `first_turn_length`, `subsequent_turn_length`, `chars_per_token`. `workload_trace`: `speed`,
+    /// `model_override`, `model_mapping`, `match_output_length`.
     #[arg(long, value_name = "JSON", value_parser = parse_json_object, help_heading = "Prompts")]
     pub dataset_args: Option<serde_json::Map<String, serde_json::Value>>,
 
@@ -402,6 +408,18 @@ pub struct Cli {
         help_heading = "Simulator (--api mock)"
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
+
+    /// `--burstiness`, `--ramp-up`.
+    #[command(flatten)]
+    pub arrival: arrival::ArrivalArgs,
+
+    /// `--server-metrics` and the simulator's `/metrics` and reasoning knobs.
+    #[command(flatten)]
+    pub server_side: server_metrics::ServerMetricsArgs,
+
+    /// `--shard`, `--shard-count`, `--start-at`.
+    #[command(flatten)]
+    pub sharding: shard::ShardArgs,
 }
 
 impl Cli {

@@ -241,6 +241,7 @@ pub async fn run(
 ) -> DispatchOutcome {
     let workers = run.parallel.max(1);
     let seed = run.seed;
+    let began = Instant::now();
     let shared = Arc::new(Shared {
         run,
         composer: composer.clone(),
@@ -276,5 +277,6 @@ pub async fn run(
         abandoned: shared.abandoned.load(Ordering::Relaxed),
         hit_duration: shared.hit_duration.load(Ordering::Relaxed),
         interrupted: shared.cut_short.load(Ordering::Relaxed),
+        began: Some(began),
     }
 }

@@ -13,11 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 
-use super::schedule::poisson_offsets_s;
+use super::schedule::seeded_offsets_s;
 use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
@@ -105,6 +104,8 @@ struct Schedule {
     first_index: usize,
     offsets: Vec<f64>,
     duration: Option<Duration>,
+    /// `--start-at`: the schedule's origin, unless the warmup ran past it.
+    origin: Option<Instant>,
 }
 
 /// How the dispatcher thread ended.
@@ -114,14 +115,21 @@ struct ThreadOutcome {
     hit_duration: bool,
     /// A signal stopped it before every request was sent.
     interrupted: bool,
+    /// The schedule's origin.
+    began: Option<Instant>,
 }
 
 /// The dispatcher thread.
 fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome {
     tighten_timing();
-    let t0 = Instant::now();
+    let t0 = s
+        .origin
+        .map_or_else(Instant::now, |o| o.max(Instant::now()));
     let deadline = s.duration.map(|d| t0 + d);
-    let mut out = ThreadOutcome::default();
+    let mut out = ThreadOutcome {
+        began: Some(t0),
+        ..ThreadOutcome::default()
+    };
     for (i, request) in measured.into_iter().enumerate() {
         let at = t0 + Duration::from_secs_f64(s.offsets[i]);
         if deadline.is_some_and(|d| at >= d) {
@@ -193,16 +201,17 @@ pub(super) async fn run(
         }
     }
 
-    // A replayed trace brings its own arrival offsets; otherwise a seeded Poisson schedule.
-    let offsets = match measured
+    // A replayed trace brings its own arrival offsets; then a shard's given ones; else a seeded schedule.
+    let own = measured
         .iter()
         .map(|r| r.offset_s)
         .collect::<Option<Vec<f64>>>()
-    {
-        Some(own) if !own.is_empty() => own,
-        _ => {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
-            poisson_offsets_s(measured.len(), dispatch.rate, &mut rng)
+        .filter(|o| !o.is_empty());
+    let offsets = match (own, &dispatch.offsets_s) {
+        (Some(own), _) => own,
+        (None, Some(given)) => given.clone(),
+        (None, None) => {
+            seeded_offsets_s(measured.len(), dispatch.rate, dispatch.shape, dispatch.seed)
         }
     };
     let in_flight = Arc::new(InFlight::default());
@@ -215,6 +224,7 @@ pub(super) async fn run(
         first_index: split,
         offsets,
         duration: dispatch.duration,
+        origin: dispatch.origin,
     };
     let thread = start_dispatcher(
         std::thread::Builder::new().name("llmperf-dispatch".into()),
@@ -230,6 +240,7 @@ pub(super) async fn run(
     outcome.dispatched += thread_outcome.dispatched;
     outcome.hit_duration = thread_outcome.hit_duration;
     outcome.interrupted = thread_outcome.interrupted;
+    outcome.began = thread_outcome.began;
     outcome.abandoned += in_flight.abandoned.load(Ordering::Relaxed);
     Ok(outcome)
 }

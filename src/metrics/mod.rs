@@ -26,6 +26,7 @@ pub use client::{
     SCHED_DELAY_LIMIT,
 };
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
+pub(crate) use samples::Sample;
 pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
 pub use trace::{TraceAccumulator, TraceSummary};
 pub use workload::{

@@ -19,7 +19,7 @@ pub const SEND_LAG_MAX: &str = "Trace Send Lag Max (ms)";
 /// Σ implied cached / Σ recorded input tokens, %.
 pub const IMPLIED_CACHED: &str = "Trace Implied Cached Tokens (%)";
 /// Σ server-reported cached / Σ server prompt tokens over the successes, % (null: none reported).
-pub const SERVER_CACHED: &str = "Server Cached Tokens (%)";
+pub const SERVER_CACHED: &str = "Trace Server Cached Tokens (%)";
 
 /// Collects what the fidelity keys need from the measured records.
 #[derive(Debug, Default)]

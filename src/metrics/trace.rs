@@ -36,6 +36,9 @@ pub struct TraceTurn {
     pub cached_tokens: u64,
 }
 
+/// One trace's turns, each with its eligible (previous turn's prompt + completion) tokens.
+type Turns = [(TraceTurn, u64)];
+
 /// Groups turns by conversation.
 #[derive(Debug, Clone, Default)]
 pub struct TraceAccumulator {
@@ -215,17 +218,15 @@ impl TraceAccumulator {
         }
         let traces: Vec<&Vec<(TraceTurn, u64)>> =
             self.order.iter().map(|k| &self.traces[k]).collect();
-        let metric = |f: &dyn Fn(&[(TraceTurn, u64)]) -> f64| -> Vec<f64> {
-            traces.iter().map(|t| f(t)).collect()
-        };
-        let latency =
-            |t: &[(TraceTurn, u64)]| (t[t.len() - 1].0.completed_time - t[0].0.start_time).max(0.0);
-        let first_ttft = |t: &[(TraceTurn, u64)]| t[0].0.ttft;
-        let ttfat = |t: &[(TraceTurn, u64)]| {
+        let metric =
+            |f: &dyn Fn(&Turns) -> f64| -> Vec<f64> { traces.iter().map(|t| f(t)).collect() };
+        let latency = |t: &Turns| (t[t.len() - 1].0.completed_time - t[0].0.start_time).max(0.0);
+        let first_ttft = |t: &Turns| t[0].0.ttft;
+        let ttfat = |t: &Turns| {
             let last = &t[t.len() - 1].0;
             ((last.start_time + last.ttft) - t[0].0.start_time).max(0.0)
         };
-        let decode_tps = |t: &[(TraceTurn, u64)]| {
+        let decode_tps = |t: &Turns| {
             let samples: Vec<f64> = t
                 .iter()
                 .filter(|(x, _)| x.completion_tokens > 1 && x.latency > x.ttft)
@@ -237,7 +238,7 @@ impl TraceAccumulator {
                 samples.iter().fold(0.0, |a, b| a + b) / samples.len() as f64
             }
         };
-        let cache_hit = |t: &[(TraceTurn, u64)]| {
+        let cache_hit = |t: &Turns| {
             let prompt: u64 = t.iter().map(|(x, _)| x.prompt_tokens).sum();
             if prompt == 0 {
                 return 0.0;
@@ -245,7 +246,7 @@ impl TraceAccumulator {
             let cached: u64 = t.iter().map(|(x, _)| x.cached_tokens).sum();
             cached as f64 / prompt as f64 * 100.0
         };
-        let eligible_hit = |t: &[(TraceTurn, u64)]| {
+        let eligible_hit = |t: &Turns| {
             let eligible: Vec<&(TraceTurn, u64)> = t.iter().filter(|(_, e)| *e > 0).collect();
             let total: u64 = eligible.iter().map(|(_, e)| e).sum();
             if total == 0 {

@@ -92,7 +92,6 @@ fn replay(run: &Path) -> (Accumulator, TraceAccumulator) {
             let cached = std::mem::replace(prev, seen);
             (*key, cached)
         };
-        let cached = Some(cached);
         let sample = Sample {
             start_time: f(0),
             completed_time: f(1),
@@ -103,7 +102,7 @@ fn replay(run: &Path) -> (Accumulator, TraceAccumulator) {
             prompt_tokens: u(6),
             completion_tokens: u(7),
             tpot: f(8),
-            cached_tokens: cached,
+            cached_tokens: Some(cached),
             turn: Some((users as u32, users == 1)),
             ..Sample::default()
         };
@@ -123,7 +122,7 @@ fn replay(run: &Path) -> (Accumulator, TraceAccumulator) {
                 latency: sample.latency,
                 prompt_tokens: sample.prompt_tokens,
                 completion_tokens: sample.completion_tokens,
-                cached_tokens: cached.unwrap_or(0),
+                cached_tokens: cached,
             },
         );
     }

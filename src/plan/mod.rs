@@ -11,6 +11,7 @@ mod load;
 mod multi_turn;
 mod parse;
 mod prompts;
+mod server_side;
 #[cfg(test)]
 mod tests;
 mod trace;
@@ -28,6 +29,7 @@ pub use kinds::*;
 pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use server_side::ServerSidePlan;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -136,6 +138,10 @@ pub struct RunPlan {
     pub trace: Option<std::sync::Arc<Vec<crate::dataset::workload_trace::TraceRequest>>>,
     /// `--dataset mooncake_trace / burstgpt_trace / azure_trace`: the checked trace, prompts still to build.
     pub replay: Option<std::sync::Arc<crate::dataset::replay::ReplayTrace>>,
+    /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
+    pub server_side: ServerSidePlan,
+    /// `--shard` / `--start-at`: this process's part of a sharded plan.
+    pub sharding: Option<crate::shard::Sharding>,
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -201,7 +207,9 @@ impl RunPlan {
         let output_root = output_root(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
-        Ok(RunPlan {
+        let server_side = server_side::server_side_plan(&cli, api, &runs)?;
+        let shard_flags = cli.sharding.clone();
+        let mut plan = RunPlan {
             model,
             model_id,
             api,
@@ -249,7 +257,15 @@ impl RunPlan {
             multi_turn,
             trace,
             replay,
-        })
+            server_side,
+            sharding: None,
+        };
+        plan.sharding = crate::shard::resolve(&plan, &shard_flags, &|k| std::env::var(k).ok())
+            .map_err(UsageError)?;
+        if let Some(s) = &plan.sharding {
+            plan.output_root = crate::shard::output_root(&plan.output_root, s);
+        }
+        Ok(plan)
     }
 
     /// The dataset plugin, `None` with `--prompt`.

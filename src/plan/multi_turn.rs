@@ -132,6 +132,9 @@ pub(super) fn multi_turn_settings(
             cli.dataset.as_str()
         ));
     }
+    if cli.sharding.shard.is_some() || cli.sharding.shard_count.is_some() {
+        return usage("--shard / --shard-count are not supported with --multi-turn: conversations are not split across machines; run one process per machine with its own --number");
+    }
     if cli.tokenize_prompt {
         return usage("--tokenize-prompt is not supported with --multi-turn: conversations are sent as messages to the chat/completions endpoint");
     }

@@ -35,6 +35,8 @@ pub struct Observers {
     pub trace: TraceAccumulator,
     /// Replayed traces: send lag and cached tokens against the trace.
     pub replay: crate::metrics::replay::ReplayFidelity,
+    /// Reasoning vs answer statistics (summary keys when any response carried reasoning).
+    pub reasoning: crate::reasoning::ReasoningStats,
 }
 
 /// What the aggregator completes on each record before counting it: the intended prompt length, and token
@@ -51,6 +53,7 @@ impl Completion {
     fn apply(&self, record: &mut RequestRecord) {
         record.intended_prompt_tokens = self.intended.get(record.index).copied().flatten();
         self.counter.fill(record);
+        record.reasoning = crate::reasoning::split(record, self.counter.tokenizer.as_deref());
     }
 }
 
@@ -90,6 +93,7 @@ pub async fn aggregate(
         observers.trace.feed(&record);
         observers.replay.feed(&record);
         observers.timeline.feed_record(&record);
+        observers.reasoning.add(&record);
         if let (true, Some(tracker)) = (counts, &mut observers.tracker) {
             tracker.request_done();
         }

@@ -65,7 +65,12 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
-    let base = plan.params.seed.unwrap_or_else(rand::random);
+    // Shards without --seed share the seed derived from the plan fingerprint.
+    let base = plan
+        .params
+        .seed
+        .or(plan.sharding.as_ref().map(|s| s.seed))
+        .unwrap_or_else(rand::random);
     base.wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(run_index as u64)
 }
@@ -148,6 +153,23 @@ pub async fn run_single(
     } else {
         1024
     };
+    let work = crate::shard::split(
+        plan.sharding.as_ref(),
+        plan.mode,
+        spec,
+        (seed, plan.server_side.arrival),
+        requests,
+        intended,
+        parallel,
+    );
+    let counts = (work.measured, work.slots);
+    let crate::shard::ShardWork {
+        requests,
+        intended,
+        parallel,
+        offsets_s,
+        ..
+    } = work;
     let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
 
     // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
@@ -204,8 +226,14 @@ pub async fn run_single(
         request_rate: spec.rate,
         input_only: plan.api.input_only(),
     });
+    // A multi-turn run counts conversations (its requests are built turn by turn, not prepared).
+    let progress_total = if conversations.is_some() {
+        spec.number
+    } else {
+        counts.0
+    };
     let progress =
-        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
+        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), progress_total);
     let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
     if let Some(t) = &mut tracker {
         t.run_started(&spec.dir_name);
@@ -233,15 +261,23 @@ pub async fn run_single(
             },
         },
     ));
+    let scrape =
+        crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
+    // After the connection test and just before sending: a shard records itself and waits for --start-at.
+    let shard =
+        crate::shard::begin(plan, run_index, counts, &run_dir, &args, &ctx.shutdown).await?;
     let dispatch = Dispatch {
         mode: plan.mode,
         parallel,
         rate: spec.rate,
         duration: plan.duration,
         seed,
+        shape: plan.server_side.arrival,
+        offsets_s,
+        origin: shard.as_ref().and_then(|s| s.origin),
     };
     let outcome = match (&plan.multi_turn, conversations) {
         (Some(settings), Some(convs)) if !stopped_early => {
@@ -251,6 +287,9 @@ pub async fn run_single(
         (Some(_), _) => engine::DispatchOutcome::default(),
         (None, _) => engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?,
     };
+    if let (Some(shard), Some(began)) = (&shard, outcome.began) {
+        crate::shard::finish(shard, began, &run_dir, &args)?;
+    }
     let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
     *ctx.tracker.lock().expect("tracker lock") = observers.tracker;
     progress.finish();
@@ -312,6 +351,11 @@ pub async fn run_single(
         );
         summary.extras.appended.extend(keys);
     }
+    summary
+        .extras
+        .appended
+        .extend(observers.reasoning.summary_keys());
+    crate::server_metrics::finish_for_run(scrape, &run_dir, &mut summary).await;
     let percentiles = acc.percentiles();
     if let Some(e) = &summary.extras.input_token_error {
         let line = format!(

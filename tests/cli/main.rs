@@ -1,5 +1,6 @@
 //! End-to-end tests: the `llmperf` binary against the built-in simulator on 127.0.0.1 (port 0).
 
+mod arrivals;
 mod bad_input;
 mod commands;
 mod common;
@@ -15,6 +16,7 @@ mod hub_download;
 mod interrupt;
 mod interrupt_trials;
 mod keepalive;
+mod kubernetes;
 mod media;
 mod multi_turn;
 mod outputs;
@@ -23,6 +25,9 @@ mod replay_traces;
 mod report;
 mod requests;
 mod secrets;
+mod server_metrics;
+mod shards;
+mod slurm;
 mod tls;
 mod tokens;
 mod visualizer;

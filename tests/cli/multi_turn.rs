@@ -171,6 +171,8 @@ fn random_multi_turn_resends_the_history_with_the_real_answers() {
     }
     let report =
         std::fs::read_to_string(run.parent().unwrap().join("performance_summary.txt")).unwrap();
+    let log = std::fs::read_to_string(run.parent().unwrap().join("benchmark.log")).unwrap();
+    assert!(log.contains("100%| 3/3 "), "progress counts conversations");
     let html = std::fs::read_to_string(run.parent().unwrap().join("perf_report.html")).unwrap();
     assert!(
         html.contains("TTFT per turn"),
@@ -257,7 +259,7 @@ fn multi_turn_usage_errors_exit_2_and_write_nothing() {
         "--tokenizer-path",
         &tok,
     ];
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--dataset", "random_multi_turn"], "--max-turns"),
         (
             vec!["--dataset", "random_multi_turn", "--max-turns", "0"],
@@ -335,6 +337,17 @@ fn multi_turn_usage_errors_exit_2_and_write_nothing() {
             "--session-header",
         ),
     ];
+    cases.push((
+        vec![
+            "--dataset",
+            "random_multi_turn",
+            "--max-turns",
+            "2",
+            "--shard-count",
+            "2",
+        ],
+        "not supported with --multi-turn",
+    ));
     for (extra, needle) in cases {
         let mut args: Vec<&str> = base.to_vec();
         args.extend(&extra);

@@ -154,7 +154,7 @@ fn mooncake_shared_hash_ids_are_exactly_the_cached_tokens() {
     let round4 = |x: f64| (x * 1e4).round() / 1e4;
     assert_eq!(summary["Trace Implied Cached Tokens (%)"], round4(implied));
     assert_eq!(
-        summary["Server Cached Tokens (%)"],
+        summary["Trace Server Cached Tokens (%)"],
         round4(implied),
         "the simulator served what the trace implies"
     );

@@ -8,4 +8,5 @@ mod common;
 mod generation;
 mod multi_turn;
 mod server;
+mod server_metrics;
 mod tokens;

@@ -261,5 +261,6 @@ fn run_section(out: &mut String, i: usize, r: &RunView) {
     if let Some(turns) = super::turns::turn_ttft_chart(&format!("turn-ttft-{i}"), &d.turn_ttft) {
         figure(out, &turns, "Mean and max time to first token at each turn of the conversations (successful requests); later turns resend the history, which a prefix cache serves.");
     }
+    super::server::section(out, i, r);
     out.push_str("</div></section>");
 }
