@@ -86,11 +86,12 @@ mod tests {
 
     #[test]
     fn keys_from_known_inputs() {
-        let mut f = ReplayFidelity::default();
-        f.lags_s = vec![0.002, 0.001, 0.0005];
-        f.cached_reported = true;
-        f.cached_tokens = 25;
-        f.prompt_tokens = 100;
+        let f = ReplayFidelity {
+            lags_s: vec![0.002, 0.001, 0.0005],
+            prompt_tokens: 100,
+            cached_tokens: 25,
+            cached_reported: true,
+        };
         let keys = f.keys(&[40, 60], &[0, 30]);
         let get = |k: &str| keys.iter().find(|(n, _)| n == k).unwrap().1.clone();
         assert_eq!(get(REQUESTS), 2);
