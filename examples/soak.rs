@@ -3,17 +3,21 @@
 //! sampled from `/proc/self` while it runs.
 //!
 //! 1. Soak: 100,000 streamed requests at `--parallel 1000`: no failure, RSS flat after warm-up, the same
-//!    number of open file descriptors before and after.
+//!    number of open file descriptors before and after. RSS is printed every `--report-every` requests (as
+//!    counted by the simulator) while the run goes on, and at the end compared with the RSS after the
+//!    first report.
 //! 2. Scale: 10,000 streams held open at once for 60 s (`--parallel 10000`, one token every 6 s).
 //!
-//! Run (release): `cargo run --release --example soak` — or `-- --requests N --parallel P --streams S
-//! --hold-s H` for other sizes. The soft `RLIMIT_NOFILE` is raised to the hard limit first; the streams
-//! phase needs about one descriptor per stream in each process.
+//! Run (release): `cargo run --release --example soak` — or `-- --requests N --report-every K --parallel P
+//! --tokens T --ttft-ms A --itl-ms B --streams S --hold-s H [--soak-only]` for other sizes, e.g. the
+//! 10-million-request soak: `-- --requests 10000000 --report-every 1000000 --tokens 2 --ttft-ms 0
+//! --itl-ms 0 --parallel 64 --soak-only`. The soft `RLIMIT_NOFILE` is raised to the hard limit first; the
+//! streams phase needs about one descriptor per stream in each process.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,6 +29,8 @@ struct Sample {
     at_s: f64,
     rss_kib: u64,
     fds: usize,
+    /// Requests the simulator had received.
+    served: u64,
 }
 
 fn rss_kib() -> u64 {
@@ -65,62 +71,92 @@ fn raise_nofile() -> (u64, u64) {
     (lim.rlim_cur, lim.rlim_max)
 }
 
-/// Samples this process every `every` until stopped.
+/// Samples this process every `every` until stopped; prints the RSS each time `served` passes a multiple
+/// of `report_every` (0: never).
 struct Sampler {
     samples: Arc<Mutex<Vec<Sample>>>,
+    /// `(requests, RSS KiB, seconds)` at each report.
+    reports: Arc<Mutex<Vec<(u64, u64, f64)>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Sampler {
-    fn start(every: Duration) -> Sampler {
+    fn start(every: Duration, served: Arc<AtomicU64>, report_every: u64) -> Sampler {
         let samples = Arc::new(Mutex::new(Vec::new()));
+        let reports = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, st) = (samples.clone(), stop.clone());
+        let (s, r, st) = (samples.clone(), reports.clone(), stop.clone());
         let t0 = Instant::now();
+        let base = served.load(Ordering::Relaxed);
         let thread = std::thread::spawn(move || {
+            let mut next = report_every;
             while !st.load(Ordering::Relaxed) {
                 let sample = Sample {
                     at_s: t0.elapsed().as_secs_f64(),
                     rss_kib: rss_kib(),
                     fds: open_fds(),
+                    served: served.load(Ordering::Relaxed) - base,
                 };
                 s.lock().unwrap().push(sample);
+                if report_every > 0 && sample.served >= next {
+                    println!(
+                        "  requests {:>11}: RSS {:7.1} MiB  ({:.0} s, {:.0} req/s so far)",
+                        sample.served,
+                        mib(sample.rss_kib),
+                        sample.at_s,
+                        sample.served as f64 / sample.at_s.max(1e-9)
+                    );
+                    std::io::stdout().flush().ok();
+                    r.lock()
+                        .unwrap()
+                        .push((sample.served, sample.rss_kib, sample.at_s));
+                    next = (sample.served / report_every + 1) * report_every;
+                }
                 std::thread::sleep(every);
             }
         });
         Sampler {
             samples,
+            reports,
             stop,
             thread: Some(thread),
         }
     }
 
-    fn finish(mut self) -> Vec<Sample> {
+    fn finish(mut self) -> (Vec<Sample>, Vec<(u64, u64, f64)>) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
         let v = self.samples.lock().unwrap().clone();
-        v
+        let r = self.reports.lock().unwrap().clone();
+        (v, r)
     }
 }
 
 /// The simulator in a child process (this binary with `--serve`), so its sockets and memory are its own.
 struct SimProcess {
     child: Child,
-    _stdout: BufReader<ChildStdout>,
     port: u16,
+    /// Requests the simulator has received (it prints the count every 50 ms).
+    served: Arc<AtomicU64>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl SimProcess {
     fn start(ttft_ms: u64, itl_ms: u64, threads: usize) -> SimProcess {
+        Self::start_with(ttft_ms, itl_ms, threads, 8)
+    }
+
+    fn start_with(ttft_ms: u64, itl_ms: u64, threads: usize, tokens: u64) -> SimProcess {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--serve",
                 &ttft_ms.to_string(),
                 &itl_ms.to_string(),
                 &threads.to_string(),
+                &tokens.to_string(),
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -134,10 +170,27 @@ impl SimProcess {
             .strip_prefix("PORT ")
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("simulator said {line:?}"));
+        let served = Arc::new(AtomicU64::new(0));
+        let count = served.clone();
+        let reader = std::thread::spawn(move || {
+            let mut stdout = stdout;
+            let mut line = String::new();
+            while matches!(stdout.read_line(&mut line), Ok(n) if n > 0) {
+                if let Some(n) = line
+                    .trim()
+                    .strip_prefix("SERVED ")
+                    .and_then(|n| n.parse().ok())
+                {
+                    count.store(n, Ordering::Relaxed);
+                }
+                line.clear();
+            }
+        });
         SimProcess {
             child,
-            _stdout: stdout,
             port,
+            served,
+            reader: Some(reader),
         }
     }
 }
@@ -147,10 +200,14 @@ impl Drop for SimProcess {
         // Closing its stdin ends it.
         drop(self.child.stdin.take());
         let _ = self.child.wait();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
     }
 }
 
-/// `--serve TTFT_MS ITL_MS THREADS`: run a simulator until stdin closes.
+/// `--serve TTFT_MS ITL_MS THREADS TOKENS`: run a simulator until stdin closes, printing the requests it
+/// has received every 50 ms (`SERVED n`).
 fn serve(args: &[String]) {
     raise_nofile();
     let num = |i: usize| args[i].parse::<u64>().expect("a number");
@@ -158,15 +215,25 @@ fn serve(args: &[String]) {
         ttft: Duration::from_millis(num(2)),
         itl: Duration::from_millis(num(3)),
         threads: num(4) as usize,
+        output_tokens: num(5) as u32,
         record_truth: false,
         ..Default::default()
     })
     .expect("simulator starts");
     println!("PORT {}", sim.addr().port());
     std::io::stdout().flush().unwrap();
+    let sim = Arc::new(sim);
+    let counter = sim.clone();
+    std::thread::spawn(move || loop {
+        println!("SERVED {}", counter.requests_received());
+        if std::io::stdout().flush().is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    });
     let mut sink = String::new();
     let _ = std::io::stdin().read_line(&mut sink);
-    sim.shutdown();
+    drop(sim);
 }
 
 /// Runs llmperf in this process; returns the run folder and the wall time.
@@ -264,6 +331,11 @@ fn main() {
     let parallel = opt(&args, "--parallel", 1_000);
     let streams = opt(&args, "--streams", 10_000);
     let hold_s = opt(&args, "--hold-s", 60);
+    let report_every = opt(&args, "--report-every", (requests / 10).max(1));
+    let tokens = opt(&args, "--tokens", 8);
+    let ttft_ms = opt(&args, "--ttft-ms", 10);
+    let itl_ms = opt(&args, "--itl-ms", 2);
+    let soak_only = args.iter().any(|a| a == "--soak-only");
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let sim_threads = (cores / 2).max(1);
     let (soft, hard) = raise_nofile();
@@ -281,20 +353,38 @@ fn main() {
 
     // ── 1. Soak ────────────────────────────────────────────────────────────────────────────────────────
     {
-        let sim = SimProcess::start(10, 2, sim_threads);
+        let sim = SimProcess::start_with(ttft_ms, itl_ms, sim_threads, tokens);
         let fds_before = open_fds();
-        let sampler = Sampler::start(Duration::from_millis(250));
-        let (run, wall_s) = run_llmperf(sim.port, &out.path().join("soak"), requests, parallel, 8);
-        let samples = sampler.finish();
+        println!(
+            "soak: {requests} requests at parallel {parallel} ({tokens} tokens, TTFT {ttft_ms} ms, ITL {itl_ms} ms); \
+             RSS every {report_every} requests:"
+        );
+        let sampler = Sampler::start(Duration::from_millis(100), sim.served.clone(), report_every);
+        let (run, wall_s) = run_llmperf(
+            sim.port,
+            &out.path().join("soak"),
+            requests,
+            parallel,
+            tokens,
+        );
+        let (samples, reports) = sampler.finish();
         std::thread::sleep(Duration::from_millis(500));
         let fds_after = open_fds();
         let rss_after = rss_kib();
         let s = summary(&run);
         let (rows, ok, _, _) = db_counts(&run);
-        // Warm-up: the first 20 % of the samples. The last two are the summary and percentile table (sorted
-        // copies of every sample), not the steady state.
-        let warm = samples.len() / 5;
-        let steady = &samples[warm..samples.len().saturating_sub(2).max(warm + 1)];
+        let db_bytes = std::fs::metadata(run.join("benchmark_data.db")).map_or(0, |m| m.len());
+        // Steady state: from the first report on, while requests were still being sent (the samples after
+        // the last request are the summary, the percentiles and the output files).
+        let sending: Vec<Sample> = samples
+            .iter()
+            .copied()
+            .filter(|x| x.served < requests)
+            .collect();
+        let warm = reports.first().map_or(sending.len() / 5, |r| {
+            sending.iter().position(|x| x.served >= r.0).unwrap_or(0)
+        });
+        let steady = &sending[warm.min(sending.len().saturating_sub(1))..];
         let min = steady.iter().map(|s| s.rss_kib).min().unwrap_or(0);
         let max = steady.iter().map(|s| s.rss_kib).max().unwrap_or(0);
         let peak_fds = samples.iter().map(|s| s.fds).max().unwrap_or(0);
@@ -304,29 +394,37 @@ fn main() {
             0.0
         };
         let (first, last) = (steady[0], steady[steady.len() - 1]);
-        let steady_requests = requests as f64 * (last.at_s - first.at_s) / wall_s;
-        let growth_b =
-            (last.rss_kib as f64 - first.rss_kib as f64) * 1024.0 / steady_requests.max(1.0);
-        // Kept on purpose for exact (evalscope) percentiles: latency, TTFT, TPOT (f64), prompt and
-        // completion tokens (u32), the stream flag, and 7 ITLs (f64) per 8-token request.
-        let kept_b = 3 * 8 + 2 * 4 + 1 + 7 * 8;
+        let growth_b = (last.rss_kib as f64 - first.rss_kib as f64) * 1024.0
+            / (last.served.saturating_sub(first.served)).max(1) as f64;
         report.push(format!(
-            "soak: {requests} requests at parallel {parallel} (8 tokens, TTFT 10 ms, ITL 2 ms) in {wall_s:.1} s = {:.0} req/s; \
-             stored {rows}, succeeded {ok}, summary failed {}",
+            "soak: {requests} requests at parallel {parallel} ({tokens} tokens, TTFT {ttft_ms} ms, ITL {itl_ms} ms) in {wall_s:.1} s = {:.0} req/s; \
+             stored {rows}, succeeded {ok}, summary failed {}; database {:.1} GiB ({:.0} B per request)",
             requests as f64 / wall_s,
-            s["Failed Requests"]
+            s["Failed Requests"],
+            db_bytes as f64 / (1u64 << 30) as f64,
+            db_bytes as f64 / requests.max(1) as f64
         ));
+        let at: Vec<String> = reports
+            .iter()
+            .map(|(n, rss, t)| format!("{n}: {:.1} MiB ({t:.0} s)", mib(*rss)))
+            .collect();
+        report.push(format!("soak RSS at each report: {}", at.join("; ")));
+        if let (Some(first_report), Some(end)) = (reports.first(), steady.last()) {
+            let change =
+                (end.rss_kib as f64 - first_report.1 as f64) * 100.0 / first_report.1 as f64;
+            report.push(format!(
+                "soak RSS after the first {} requests {:.1} MiB, at the last request sent {:.1} MiB: {change:+.1} % ({})",
+                first_report.0,
+                mib(first_report.1),
+                mib(end.rss_kib),
+                if change.abs() <= 10.0 { "within 10 %" } else { "MORE than 10 %" }
+            ));
+        }
         report.push(format!(
-            "soak RSS after warm-up (first 20 % of {} samples dropped): min {:.1} MiB, max {:.1} MiB, spread {spread_pct:.1} %; \
-             at the end {:.1} MiB",
-            samples.len(),
+            "soak RSS from the first report to the last request: min {:.1} MiB, max {:.1} MiB, spread {spread_pct:.1} %; \
+             {growth_b:.1} B per request; {:.1} MiB after the run (output files written)",
             mib(min),
             mib(max),
-            mib(samples.last().map_or(0, |s| s.rss_kib))
-        ));
-        report.push(format!(
-            "soak RSS growth after warm-up: {growth_b:.0} B per request (the samples kept for exact percentiles \
-             are {kept_b} B per request, plus Vec doubling); {:.1} MiB after the run",
             mib(rss_after)
         ));
         let trace: Vec<String> = samples
@@ -348,12 +446,12 @@ fn main() {
     }
 
     // ── 2. Scale: streams held open ────────────────────────────────────────────────────────────────────
-    {
+    if !soak_only {
         let tokens = 11;
         let itl_ms = hold_s * 1000 / (tokens - 1);
         let sim = SimProcess::start(100, itl_ms, sim_threads);
         let fds_before = open_fds();
-        let sampler = Sampler::start(Duration::from_millis(500));
+        let sampler = Sampler::start(Duration::from_millis(500), sim.served.clone(), 0);
         let (run, wall_s) = run_llmperf(
             sim.port,
             &out.path().join("streams"),
@@ -361,7 +459,7 @@ fn main() {
             streams,
             tokens,
         );
-        let samples = sampler.finish();
+        let (samples, _) = sampler.finish();
         std::thread::sleep(Duration::from_millis(500));
         let fds_after = open_fds();
         let (rows, ok, min_lat, max_lat) = db_counts(&run);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fuzzes the SSE framer, the event parser and the request-body composer (the proptest targets in
+# Fuzzes the SSE framer, the event parser, the HTTP/1.1 response decoder and the request-body composer (the proptest targets in
 # tests/fuzz) for a time budget per target, in release mode, and prints how many inputs each executed.
 # The composed bodies are then checked against Python: json.dumps(json.loads(body), ensure_ascii=False)
 # must give the body back byte for byte (skipped when python3 is missing).
 #
-# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30; five targets run one after another)
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 30; eight targets run one after another)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-30}"
@@ -18,7 +18,7 @@ LLMPERF_FUZZ_SECONDS="$secs" LLMPERF_FUZZ_DUMP_DIR="$work" \
   exit 1
 }
 # cargo prints "test <name> ... " without a newline before a test's own output.
-grep -oE 'fuzz [a-z_]+: [0-9]+ executions in [0-9.]+ s' "$work/log" >"$work/counts"
+grep -oE 'fuzz [a-z0-9_]+: [0-9]+ executions in [0-9.]+ s' "$work/log" >"$work/counts"
 cat "$work/counts"
 grep -E '^test result' "$work/log"
 awk '{ total += $3 } END { printf "total: %d executions, no failure\n", total }' "$work/counts"

@@ -3,8 +3,10 @@
 //! concurrent streams take, and how precisely the open loop sends on time.
 //!
 //! `cargo run --release --example truth [-- [--repeat N] [--quick] [SECTION…]]`, SECTION one of
-//! `accuracy`, `ceiling`, `store`, `memory`, `open-loop` (default: all). Each cell is the median of N
-//! repeats (default 1); `--quick` runs fewer requests. See `docs/performance.md` for what each table means. Every measurement runs the simulator and llmperf as two separate processes (this
+//! `accuracy`, `ceiling`, `store`, `memory`, `open-loop`, `wrk` (llmperf and wrk side by side against the
+//! same simulator; needs Debian's `wrk`) (default: all). Each cell is the median of N
+//! repeats (default 1); `--quick` runs fewer requests; `--streams N` (repeatable) limits the accuracy table to those
+//! concurrencies. See `docs/performance.md` for what each table means. Every measurement runs the simulator and llmperf as two separate processes (this
 //! executable started again in `serve-sim` / `client` mode), so the simulator never shares the client's
 //! runtime, threads or CPU accounting; both stamp the same system monotonic clock, and each stored request
 //! is joined with the simulator's record by the simulator's request number in the response `id`.
@@ -13,6 +15,7 @@ mod procs;
 mod sections;
 mod stats;
 mod store_cost;
+mod vs_wrk;
 
 use std::path::PathBuf;
 
@@ -26,14 +29,18 @@ fn main() {
     let mut repeat = 1;
     let mut quick = false;
     let mut wanted: Vec<String> = Vec::new();
+    let mut streams: Vec<usize> = Vec::new();
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--repeat" => repeat = it.next().and_then(|v| v.parse().ok()).expect("--repeat N"),
             "--quick" => quick = true,
-            "accuracy" | "ceiling" | "memory" | "open-loop" | "store" => wanted.push(a),
+            "--streams" => {
+                streams.push(it.next().and_then(|v| v.parse().ok()).expect("--streams N"))
+            }
+            "accuracy" | "ceiling" | "memory" | "open-loop" | "store" | "wrk" => wanted.push(a),
             other => {
-                panic!("unknown argument {other:?}; sections: accuracy ceiling memory open-loop")
+                panic!("unknown argument {other:?}; sections: accuracy ceiling store memory open-loop wrk")
             }
         }
     }
@@ -60,7 +67,12 @@ fn main() {
         let rounds = if quick { 2 } else { 4 };
         let mut sim_rt = true;
         for _ in 0..repeat {
-            for conc in [1, 64, 256, 1024] {
+            let all_streams = [1, 64, 256, 1024];
+            for &conc in if streams.is_empty() {
+                &all_streams[..]
+            } else {
+                &streams[..]
+            } {
                 let rounds = if conc == 1 { rounds * 8 } else { rounds };
                 sim_rt &= sections::accuracy(&mut t, conc, rounds, &fresh());
             }
@@ -84,6 +96,19 @@ fn main() {
                     sections::ceiling(&mut t, parallel, number, sim_threads, &fresh());
                 }
             }
+            println!("{}", t.render());
+        }
+    }
+    if want("wrk") {
+        let seconds = if quick { 5 } else { 10 };
+        let mut t = vs_wrk::vs_wrk_table(seconds);
+        let mut ran = false;
+        for _ in 0..repeat {
+            for conns in [64, 256] {
+                ran |= vs_wrk::vs_wrk(&mut t, conns, seconds, &fresh());
+            }
+        }
+        if ran {
             println!("{}", t.render());
         }
     }

@@ -8,7 +8,7 @@ pub mod client;
 mod closed_loop;
 pub mod conn_test;
 pub mod conversation;
-mod http1;
+pub mod http1;
 mod open_loop;
 pub(crate) mod rx_stamp;
 pub mod schedule;

@@ -2,14 +2,18 @@
 //!
 //! Mirrors evalscope 1.14.1's `MetricsAccumulator` (spec §4.1): running sums in arrival order (so float
 //! sums come out bit-identical), the `_safe_div` `-1` sentinel, and `create_message`'s key set, from which
-//! both the summary file and the periodic log line are built. Per-success values are kept in compact
-//! columns for the percentile table (spec §4.2); no record is kept.
+//! both the summary file and the periodic log line are built. Per-success values go to exact percentile
+//! columns that hold a bounded number in memory and spill sorted runs to disk (spec §4.2; `spill.rs`), so
+//! memory stays flat however long the run; no record is kept.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::client::{self, ClientDiagnostics, ClientTiming, CpuUse};
 use super::percentile::PercentileTable;
 use super::samples::{Sample, SuccessRows};
+use super::spill::DEFAULT_SPILL_VALUES;
 use super::summary::{
     keys, message_json_compact, message_json_indent2, BenchmarkSummary, InputTokenError, Message,
     PyNum, SummaryExtras,
@@ -63,8 +67,9 @@ fn safe_div(numerator: f64, denominator: f64) -> PyNum {
     }
 }
 
-/// Running statistics of one run. One owner (the aggregator); `add` is O(1) plus the ITL samples.
-#[derive(Debug, Clone)]
+/// Running statistics of one run. One owner (the aggregator); `add` is O(1) amortised per value kept
+/// (a sorted run is written every [`DEFAULT_SPILL_VALUES`] values of a column).
+#[derive(Debug)]
 pub struct Accumulator {
     ctx: SummaryContext,
     n_total: u64,
@@ -83,6 +88,7 @@ pub struct Accumulator {
     total_prompt_tokens: u64,
     total_completion_tokens: u64,
     itl_sum: PySum,
+    n_itl: u64,
     total_cached_tokens: u64,
     total_prompt_tokens_for_cache: u64,
     n_cache: u64,
@@ -130,8 +136,20 @@ struct ErrorSums {
 }
 
 impl Accumulator {
-    /// An empty accumulator for one run.
+    /// An empty accumulator for one run, spilling to the system's temporary folder.
     pub fn new(ctx: SummaryContext) -> Self {
+        Self::with_spill(ctx, None, DEFAULT_SPILL_VALUES)
+    }
+
+    /// An empty accumulator whose percentile columns spill to anonymous files in `dir` (the run folder:
+    /// its disk, never a RAM-backed `/tmp`).
+    pub fn spilling_in(ctx: SummaryContext, dir: &Path) -> Self {
+        Self::with_spill(ctx, Some(dir), DEFAULT_SPILL_VALUES)
+    }
+
+    /// An empty accumulator holding at most `cap` values per percentile column in memory.
+    pub(crate) fn with_spill(ctx: SummaryContext, dir: Option<&Path>, cap: usize) -> Self {
+        let dir: Option<Arc<PathBuf>> = dir.map(|d| Arc::new(d.to_path_buf()));
         Accumulator {
             ctx,
             n_total: 0,
@@ -150,6 +168,7 @@ impl Accumulator {
             total_prompt_tokens: 0,
             total_completion_tokens: 0,
             itl_sum: PySum::default(),
+            n_itl: 0,
             total_cached_tokens: 0,
             total_prompt_tokens_for_cache: 0,
             n_cache: 0,
@@ -158,8 +177,8 @@ impl Accumulator {
             turns: TurnSums::default(),
             failures: BTreeMap::new(),
             interrupted: false,
-            rows: SuccessRows::default(),
-            client: ClientTiming::default(),
+            rows: SuccessRows::new(ctx.input_only, cap, dir.clone()),
+            client: ClientTiming::new(cap, dir),
             input_error: ErrorSums::default(),
         }
     }
@@ -242,10 +261,10 @@ impl Accumulator {
         self.total_prompt_tokens += s.prompt_tokens;
         self.total_completion_tokens += s.completion_tokens;
         self.total_tpot += s.tpot;
-        let first_itl = self.rows.itl.len();
-        self.rows.itl.extend(itl);
-        for &x in &self.rows.itl[first_itl..] {
+        for x in itl {
             self.itl_sum.add(x);
+            self.n_itl += 1;
+            self.rows.push_itl(x);
         }
         if s.is_stream {
             self.n_stream_success += 1;
@@ -319,7 +338,7 @@ impl Accumulator {
         } else {
             (safe_div(self.total_ttft, n), safe_div(self.total_tpot, n))
         };
-        let n_itl = self.rows.itl.len();
+        let n_itl = self.n_itl;
         let avg_itl = if n_itl > 0 {
             PyNum::Float(self.itl_sum.value() / n_itl as f64)
         } else {
@@ -444,7 +463,12 @@ impl Accumulator {
 
     /// The 11-row percentile table over the successful requests.
     pub fn percentiles(&self) -> PercentileTable {
-        self.rows.table(self.ctx.input_only)
+        self.rows.table()
+    }
+
+    /// Bytes of percentile samples written to disk so far (0 until a column outgrows its memory share).
+    pub fn spilled_bytes(&self) -> u64 {
+        self.rows.disk_bytes() + self.client.disk_bytes()
     }
 
     /// The periodic "every N queries" log text: evalscope's raw metrics message as `json.dumps(indent=2)`

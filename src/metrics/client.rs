@@ -19,7 +19,10 @@
 
 use std::time::Duration;
 
-use super::percentile::nearest_rank;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::spill::SortedSpill;
 use crate::pyjson;
 use crate::record::RequestRecord;
 
@@ -41,22 +44,44 @@ pub const LAG_LIMIT_OPEN: Duration = Duration::from_millis(1);
 /// to be read together share the last one's arrival time, which blurs ITL and can delay TTFT.
 pub const READ_LAG_LIMIT: Duration = Duration::from_millis(5);
 
-/// Per-request timings kept for the diagnostics (seconds), measured requests only.
-#[derive(Debug, Clone, Default)]
+/// Per-request timings kept for the diagnostics (seconds), measured requests only; exact percentiles in
+/// bounded memory (spilled like the percentile table's columns).
+#[derive(Debug)]
 pub(crate) struct ClientTiming {
     /// Send lag of every measured request.
-    send_lag: Vec<f64>,
+    send_lag: SortedSpill,
     /// Read lag of every measured request.
-    read_lag: Vec<f64>,
+    read_lag: SortedSpill,
     /// Successful requests: first output (or the whole response, non-stream) − intended send time.
-    ttft_from_schedule: Vec<f64>,
+    ttft_from_schedule: SortedSpill,
     /// Successful requests: completion − intended send time.
-    latency_from_schedule: Vec<f64>,
+    latency_from_schedule: SortedSpill,
+    /// Running sums of the two above, in arrival order, and how many.
+    ttft_sum: f64,
+    latency_sum: f64,
+    n_success: u64,
+    n: u64,
 }
 
 impl ClientTiming {
+    /// No timings yet; at most `cap` values per column in memory, spilling to `dir`.
+    pub fn new(cap: usize, dir: Option<Arc<PathBuf>>) -> ClientTiming {
+        let col = || SortedSpill::new(cap, dir.clone());
+        ClientTiming {
+            send_lag: col(),
+            read_lag: col(),
+            ttft_from_schedule: col(),
+            latency_from_schedule: col(),
+            ttft_sum: 0.0,
+            latency_sum: 0.0,
+            n_success: 0,
+            n: 0,
+        }
+    }
+
     /// Notes one measured record.
     pub fn add(&mut self, r: &RequestRecord) {
+        self.n += 1;
         self.send_lag.push(r.send_lag_s());
         self.read_lag.push(r.read_lag.as_secs_f64());
         if r.success {
@@ -64,14 +89,31 @@ impl ClientTiming {
                 .sent_at
                 .saturating_duration_since(r.scheduled_at)
                 .as_secs_f64();
-            self.ttft_from_schedule.push(lead + r.ttft_s());
-            self.latency_from_schedule.push(lead + r.latency_s());
+            let (ttft, latency) = (lead + r.ttft_s(), lead + r.latency_s());
+            self.ttft_from_schedule.push(ttft);
+            self.latency_from_schedule.push(latency);
+            self.ttft_sum += ttft;
+            self.latency_sum += latency;
+            self.n_success += 1;
         }
     }
 
     /// Whether any record was noted.
     pub fn is_empty(&self) -> bool {
-        self.send_lag.is_empty()
+        self.n == 0
+    }
+
+    /// Bytes written to disk so far.
+    pub fn disk_bytes(&self) -> u64 {
+        [
+            &self.send_lag,
+            &self.read_lag,
+            &self.ttft_from_schedule,
+            &self.latency_from_schedule,
+        ]
+        .into_iter()
+        .map(SortedSpill::disk_bytes)
+        .sum()
     }
 }
 
@@ -147,19 +189,18 @@ impl ClientDiagnostics {
     }
 }
 
-fn sorted(values: &[f64]) -> Vec<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    v
-}
-
-fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() {
+/// `sum / n`, NaN when nothing was counted.
+fn mean(sum: f64, n: u64) -> f64 {
+    if n == 0 {
         f64::NAN
     } else {
-        values.iter().sum::<f64>() / values.len() as f64
+        sum / n as f64
     }
 }
+
+/// Indexes of p50 and p99 in [`super::percentile::PERCENTILES`].
+const P50: usize = 5;
+const P99: usize = 9;
 
 /// Diagnostics from the kept timings and the CPU window (`open_loop`: the run followed a schedule).
 pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> ClientDiagnostics {
@@ -183,21 +224,21 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
         };
         (name.clone(), pct)
     });
-    let lag = sorted(&t.send_lag);
-    let lag_p50 = nearest_rank(&lag, 50) * 1e3;
-    let lag_p99 = nearest_rank(&lag, 99) * 1e3;
-    let read_lag = sorted(&t.read_lag);
-    let read_lag_p50 = nearest_rank(&read_lag, 50) * 1e3;
+    let lag = t.send_lag.percentiles();
+    let lag_p50 = lag[P50] * 1e3;
+    let lag_p99 = lag[P99] * 1e3;
+    let read_lag = t.read_lag.percentiles();
+    let read_lag_p50 = read_lag[P50] * 1e3;
     let from_schedule = open_loop.then(|| {
-        let ttft = sorted(&t.ttft_from_schedule);
-        let latency = sorted(&t.latency_from_schedule);
+        let ttft = t.ttft_from_schedule.percentiles();
+        let latency = t.latency_from_schedule.percentiles();
         FromSchedule {
-            avg_ttft_ms: pyjson::round(mean(&ttft) * 1e3, 2),
-            p50_ttft_ms: pyjson::round(nearest_rank(&ttft, 50) * 1e3, 2),
-            p99_ttft_ms: pyjson::round(nearest_rank(&ttft, 99) * 1e3, 2),
-            avg_latency_s: pyjson::round(mean(&latency), 4),
-            p50_latency_s: pyjson::round(nearest_rank(&latency, 50), 4),
-            p99_latency_s: pyjson::round(nearest_rank(&latency, 99), 4),
+            avg_ttft_ms: pyjson::round(mean(t.ttft_sum, t.n_success) * 1e3, 2),
+            p50_ttft_ms: pyjson::round(ttft[P50] * 1e3, 2),
+            p99_ttft_ms: pyjson::round(ttft[P99] * 1e3, 2),
+            avg_latency_s: pyjson::round(mean(t.latency_sum, t.n_success), 4),
+            p50_latency_s: pyjson::round(latency[P50], 4),
+            p99_latency_s: pyjson::round(latency[P99], 4),
         }
     });
     let mut limits = Vec::new();
@@ -247,7 +288,7 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
         send_lag_p50_ms: pyjson::round(lag_p50, 4),
         send_lag_p99_ms: pyjson::round(lag_p99, 4),
         read_lag_p50_ms: pyjson::round(read_lag_p50, 4),
-        read_lag_p99_ms: pyjson::round(nearest_rank(&read_lag, 99) * 1e3, 4),
+        read_lag_p99_ms: pyjson::round(read_lag[P99] * 1e3, 4),
         from_schedule,
         limits,
     }
@@ -257,12 +298,23 @@ pub(crate) fn diagnose(t: &ClientTiming, cpu: CpuUse, open_loop: bool) -> Client
 mod tests {
     use super::*;
 
+    fn col(values: &[f64]) -> SortedSpill {
+        let mut s = SortedSpill::new(2, None);
+        values.iter().for_each(|&v| s.push(v));
+        s
+    }
+
     fn timing(lags_ms: &[f64]) -> ClientTiming {
+        let lags: Vec<f64> = lags_ms.iter().map(|l| l / 1e3).collect();
         ClientTiming {
-            send_lag: lags_ms.iter().map(|l| l / 1e3).collect(),
-            read_lag: vec![0.001, 0.002, 0.030],
-            ttft_from_schedule: vec![0.050, 0.060, 0.070],
-            latency_from_schedule: vec![0.5, 0.6, 0.7],
+            send_lag: col(&lags),
+            read_lag: col(&[0.001, 0.002, 0.030]),
+            ttft_from_schedule: col(&[0.050, 0.060, 0.070]),
+            latency_from_schedule: col(&[0.5, 0.6, 0.7]),
+            ttft_sum: 0.050 + 0.060 + 0.070,
+            latency_sum: 0.5 + 0.6 + 0.7,
+            n_success: 3,
+            n: lags.len() as u64,
         }
     }
 
@@ -302,9 +354,9 @@ mod tests {
     #[test]
     fn responses_waiting_to_be_read_are_flagged() {
         let mut t = timing(&[0.01]);
-        t.read_lag = vec![0.004, 0.005, 0.005];
+        t.read_lag = col(&[0.004, 0.005, 0.005]);
         assert!(diagnose(&t, cpu(100, 1000, 2), false).limits.is_empty());
-        t.read_lag = vec![0.002, 0.009, 0.300];
+        t.read_lag = col(&[0.002, 0.009, 0.300]);
         let w = diagnose(&t, cpu(100, 1000, 2), false).warning().unwrap();
         assert!(w.contains("read lag p50 9.00 ms > 5 ms"), "{w}");
     }

@@ -60,6 +60,11 @@ fn parse_itl(text: &str) -> Vec<f64> {
 /// Feeds every stored row, in insertion order, into a fresh accumulator. Failed rows are labelled
 /// `http_status` (the goldens' only failure kind).
 fn replay(run: &Path) -> Accumulator {
+    replay_spilling(run, super::spill::DEFAULT_SPILL_VALUES)
+}
+
+/// [`replay`] with at most `cap` values per percentile column in memory (the rest spilled to disk).
+fn replay_spilling(run: &Path, cap: usize) -> Accumulator {
     let con = Connection::open_with_flags(
         run.join("benchmark_data.db"),
         OpenFlags::SQLITE_OPEN_READ_ONLY,
@@ -72,7 +77,7 @@ fn replay(run: &Path) -> Accumulator {
              FROM result ORDER BY rowid",
         )
         .expect("query");
-    let mut acc = Accumulator::new(context(run));
+    let mut acc = Accumulator::with_spill(context(run), None, cap);
     let mut rows = stmt.query([]).expect("rows");
     while let Some(row) = rows.next().expect("row") {
         let success: i64 = row.get(2).unwrap();
@@ -123,12 +128,33 @@ fn golden_runs_are_reproduced_byte_for_byte() {
         let mut summary = acc.summary();
         // llmperf's extras come after evalscope's keys; evalscope's files have none.
         let extras = std::mem::take(&mut summary.extras);
-        let want = std::fs::read_to_string(run.join("benchmark_summary.json")).unwrap();
-        assert_same_text(&format!("{what} summary"), &summary.to_json_string(), &want);
+        let want_summary = std::fs::read_to_string(run.join("benchmark_summary.json")).unwrap();
+        assert_same_text(
+            &format!("{what} summary"),
+            &summary.to_json_string(),
+            &want_summary,
+        );
         let want = std::fs::read_to_string(run.join("benchmark_percentile.json")).unwrap();
         assert_same_text(
             &format!("{what} percentiles"),
             &acc.percentiles().to_json_string(),
+            &want,
+        );
+
+        // The same text when every column spills sorted runs of 3 values to disk and merges them back
+        // (flat memory changes nothing, bit for bit).
+        let spilled = replay_spilling(run, 3);
+        assert!(spilled.spilled_bytes() > 0 || acc.succeeded() < 3, "{what}");
+        let mut s = spilled.summary();
+        s.extras = Default::default();
+        assert_same_text(
+            &format!("{what} summary (spilled)"),
+            &s.to_json_string(),
+            &want_summary,
+        );
+        assert_same_text(
+            &format!("{what} percentiles (spilled)"),
+            &spilled.percentiles().to_json_string(),
             &want,
         );
 

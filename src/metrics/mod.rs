@@ -7,6 +7,7 @@ mod client;
 mod percentile;
 pub mod replay;
 mod samples;
+mod spill;
 mod summary;
 pub mod trace;
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use super::spill::SortedSpill;
 use crate::pyjson::{self, PyFormatter};
 
 /// The row labels, in order (`min` = p0, `max` = p100).
@@ -67,13 +68,10 @@ pub fn nearest_rank(sorted: &[f64], p: u32) -> f64 {
     sorted[rank.saturating_sub(1)]
 }
 
-/// One column of the table: NaNs dropped, the rest sorted ascending, each label's nearest-rank value
-/// rounded with Python's `round(v, 4)`.
-pub(crate) fn percentile_column(mut values: Vec<f64>) -> [f64; 11] {
-    values.retain(|v| !v.is_nan());
-    // Stable, and -0.0 == 0.0, exactly like Python's `list.sort()` on floats.
-    values.sort_by(|a, b| a.partial_cmp(b).expect("NaNs were removed"));
-    PERCENTILES.map(|p| pyjson::round(nearest_rank(&values, p), 4))
+/// One column of the table: NaNs dropped, the rest sorted ascending (stably), each label's nearest-rank
+/// value rounded with Python's `round(v, 4)`.
+pub(crate) fn percentile_column(values: &SortedSpill) -> [f64; 11] {
+    values.percentiles().map(|v| pyjson::round(v, 4))
 }
 
 #[cfg(test)]
@@ -127,11 +125,16 @@ mod tests {
 
     #[test]
     fn column_drops_nan_sorts_and_rounds() {
-        let col = percentile_column(vec![3.00004, f64::NAN, 1.23456, 2.0]);
+        let column = |values: &[f64]| {
+            let mut s = SortedSpill::new(2, None);
+            values.iter().for_each(|&v| s.push(v));
+            percentile_column(&s)
+        };
+        let col = column(&[3.00004, f64::NAN, 1.23456, 2.0]);
         assert_eq!(col[0], 1.2346);
         assert_eq!(col[5], 2.0); // 3 values: ceil(1.5) = 2 → index 1
         assert_eq!(col[10], 3.0);
-        assert!(percentile_column(vec![f64::NAN]).iter().all(|v| v.is_nan()));
+        assert!(column(&[f64::NAN]).iter().all(|v| v.is_nan()));
     }
 
     #[test]

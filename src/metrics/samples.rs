@@ -1,8 +1,12 @@
 //! What the statistics need of one request ([`Sample`], plain numbers, so a `RequestRecord` and a stored
-//! `benchmark_data.db` row feed the same code), and the compact per-success columns kept for the percentile
-//! table ([`SuccessRows`]).
+//! `benchmark_data.db` row feed the same code), and the per-success percentile columns
+//! ([`SuccessRows`], exact and in bounded memory).
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::percentile::{percentile_column, PercentileTable};
+use super::spill::SortedSpill;
 
 /// One measured request, reduced to the numbers the summary and percentiles use (seconds, tokens).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -35,114 +39,135 @@ pub(crate) struct Sample {
     pub turn: Option<(u32, bool)>,
 }
 
-/// Per-success values, one entry per successful request in arrival order, plus every ITL sample pooled.
-#[derive(Debug, Clone, Default)]
+/// The percentile columns of the successful requests, each an exact [`SortedSpill`] (bounded memory).
+///
+/// evalscope's `streaming_rows` columns (TTFT, TPOT, Decode) use the stream rows when the run has any,
+/// else every row; which applies is known only at the end, so each is kept twice: over the stream rows
+/// and over the non-stream rows.
+#[derive(Debug)]
 pub(crate) struct SuccessRows {
-    latency: Vec<f64>,
-    ttft: Vec<f64>,
-    tpot: Vec<f64>,
-    prompt: Vec<u32>,
-    completion: Vec<u32>,
-    stream: Vec<bool>,
-    n_stream: usize,
-    /// Every inter-token latency sample, seconds.
-    pub itl: Vec<f64>,
+    input_only: bool,
+    latency: SortedSpill,
+    prompt: SortedSpill,
+    /// Input-only runs: `Input (tok/s)`; LLM runs: `Output (tok/s)`.
+    rate: SortedSpill,
+    total_rate: SortedSpill,
+    completion: SortedSpill,
+    ttft: [SortedSpill; 2],
+    tpot: [SortedSpill; 2],
+    decode: [SortedSpill; 2],
+    itl: SortedSpill,
+    n_stream: u64,
 }
 
+/// A token count as the percentile table holds it (saturating at `u32::MAX`, as before).
 fn compact(tokens: u64) -> u32 {
     u32::try_from(tokens).unwrap_or(u32::MAX)
 }
 
+/// `tokens / latency`, NaN when the latency is not positive.
+fn per_second(tokens: f64, latency: f64) -> f64 {
+    if latency > 0.0 {
+        tokens / latency
+    } else {
+        f64::NAN
+    }
+}
+
 impl SuccessRows {
-    /// Keeps a successful request's values (its ITL samples are appended to [`SuccessRows::itl`] by the
-    /// caller).
+    /// Empty columns holding at most `cap` values each in memory, spilling to `dir`.
+    pub fn new(input_only: bool, cap: usize, dir: Option<Arc<PathBuf>>) -> SuccessRows {
+        let col = || SortedSpill::new(cap, dir.clone());
+        SuccessRows {
+            input_only,
+            latency: col(),
+            prompt: col(),
+            rate: col(),
+            total_rate: col(),
+            completion: col(),
+            ttft: [col(), col()],
+            tpot: [col(), col()],
+            decode: [col(), col()],
+            itl: col(),
+            n_stream: 0,
+        }
+    }
+
+    /// Keeps a successful request's values.
     pub fn push(&mut self, s: &Sample) {
+        let prompt = f64::from(compact(s.prompt_tokens));
+        let completion = f64::from(compact(s.completion_tokens));
         self.latency.push(s.latency);
-        self.ttft.push(s.ttft);
-        self.tpot.push(s.tpot);
-        self.prompt.push(compact(s.prompt_tokens));
-        self.completion.push(compact(s.completion_tokens));
-        self.stream.push(s.is_stream);
-        self.n_stream += usize::from(s.is_stream);
-    }
-
-    /// Values of `f(row)` over the stream rows, or over every row when there is no stream row
-    /// (evalscope's `streaming_rows`).
-    fn streaming<F: Fn(usize) -> f64>(&self, f: F) -> Vec<f64> {
-        let any_stream = self.n_stream > 0;
-        (0..self.latency.len())
-            .filter(|&i| !any_stream || self.stream[i])
-            .map(f)
-            .collect()
-    }
-
-    /// Values of `f(row)` over every row.
-    fn all<F: Fn(usize) -> f64>(&self, f: F) -> Vec<f64> {
-        (0..self.latency.len()).map(f).collect()
-    }
-
-    /// `tokens / latency`, NaN when the latency is not positive.
-    fn per_second(&self, tokens: f64, i: usize) -> f64 {
-        let latency = self.latency[i];
-        if latency > 0.0 {
-            tokens / latency
+        self.prompt.push(prompt);
+        if self.input_only {
+            self.rate.push(per_second(prompt, s.latency));
+            return;
+        }
+        let tokens = u64::from(compact(s.prompt_tokens)) + u64::from(compact(s.completion_tokens));
+        self.completion.push(completion);
+        self.rate.push(per_second(completion, s.latency));
+        self.total_rate.push(per_second(tokens as f64, s.latency));
+        // 0: stream rows, 1: non-stream rows.
+        let k = usize::from(!s.is_stream);
+        self.n_stream += u64::from(s.is_stream);
+        self.ttft[k].push(s.ttft * 1000.0);
+        // A stream row without a positive TPOT has none; a non-stream row counts only when the run has no
+        // stream row at all, and then evalscope keeps its TPOT as it is.
+        let tpot_ms = if s.tpot > 0.0 || !s.is_stream {
+            s.tpot * 1000.0
         } else {
             f64::NAN
-        }
+        };
+        self.tpot[k].push(tpot_ms);
+        self.decode[k].push(if s.tpot > 0.0 { 1.0 / s.tpot } else { f64::NAN });
+    }
+
+    /// Keeps one inter-token latency sample, seconds.
+    pub fn push_itl(&mut self, itl_s: f64) {
+        self.itl.push(itl_s * 1000.0);
+    }
+
+    /// Bytes the columns have written to disk so far.
+    pub fn disk_bytes(&self) -> u64 {
+        [
+            &self.latency,
+            &self.prompt,
+            &self.rate,
+            &self.total_rate,
+            &self.completion,
+            &self.itl,
+        ]
+        .into_iter()
+        .chain(&self.ttft)
+        .chain(&self.tpot)
+        .chain(&self.decode)
+        .map(SortedSpill::disk_bytes)
+        .sum()
     }
 
     /// The percentile table (spec §4.2): LLM columns, or `Latency (s)`, `Input tokens`, `Input (tok/s)`
     /// for input-only (embedding / rerank) runs.
-    pub fn table(&self, input_only: bool) -> PercentileTable {
-        let latency = self.all(|i| self.latency[i]);
-        let prompt = self.all(|i| f64::from(self.prompt[i]));
-        let mut columns: Vec<(&str, Vec<f64>)> = Vec::with_capacity(9);
-        if input_only {
-            let input_tps = self.all(|i| self.per_second(f64::from(self.prompt[i]), i));
-            columns.push(("Latency (s)", latency));
-            columns.push(("Input tokens", prompt));
-            columns.push(("Input (tok/s)", input_tps));
+    pub fn table(&self) -> PercentileTable {
+        let mut columns: Vec<(&str, &SortedSpill)> = Vec::with_capacity(9);
+        columns.push(("Latency (s)", &self.latency));
+        if self.input_only {
+            columns.push(("Input tokens", &self.prompt));
+            columns.push(("Input (tok/s)", &self.rate));
         } else {
-            let any_stream = self.n_stream > 0;
-            let tpot_ms = self.streaming(|i| {
-                let tpot = self.tpot[i];
-                if tpot > 0.0 || !any_stream {
-                    tpot * 1000.0
-                } else {
-                    f64::NAN
-                }
-            });
-            let decode = self.streaming(|i| {
-                let tpot = self.tpot[i];
-                if tpot > 0.0 {
-                    1.0 / tpot
-                } else {
-                    f64::NAN
-                }
-            });
-            columns.push(("Latency (s)", latency));
-            columns.push(("TTFT (ms)", self.streaming(|i| self.ttft[i] * 1000.0)));
-            columns.push(("ITL (ms)", self.itl.iter().map(|v| v * 1000.0).collect()));
-            columns.push(("TPOT (ms)", tpot_ms));
-            columns.push(("Input tokens", prompt));
-            columns.push(("Output tokens", self.all(|i| f64::from(self.completion[i]))));
-            columns.push((
-                "Output (tok/s)",
-                self.all(|i| self.per_second(f64::from(self.completion[i]), i)),
-            ));
-            columns.push((
-                "Total (tok/s)",
-                self.all(|i| {
-                    let tokens = u64::from(self.prompt[i]) + u64::from(self.completion[i]);
-                    self.per_second(tokens as f64, i)
-                }),
-            ));
-            columns.push(("Decode (tok/s)", decode));
+            let k = usize::from(self.n_stream == 0);
+            columns.push(("TTFT (ms)", &self.ttft[k]));
+            columns.push(("ITL (ms)", &self.itl));
+            columns.push(("TPOT (ms)", &self.tpot[k]));
+            columns.push(("Input tokens", &self.prompt));
+            columns.push(("Output tokens", &self.completion));
+            columns.push(("Output (tok/s)", &self.rate));
+            columns.push(("Total (tok/s)", &self.total_rate));
+            columns.push(("Decode (tok/s)", &self.decode[k]));
         }
         PercentileTable {
             columns: columns
                 .into_iter()
-                .map(|(key, values)| (key.to_string(), percentile_column(values)))
+                .map(|(key, col)| (key.to_string(), percentile_column(col)))
                 .collect(),
         }
     }
@@ -167,11 +192,11 @@ mod tests {
 
     #[test]
     fn stream_columns_ignore_non_stream_rows_and_zero_tpot() {
-        let mut rows = SuccessRows::default();
+        let mut rows = SuccessRows::new(false, 2, None);
         rows.push(&ok(true, 1.0, 0.2, 0.01, 81));
         rows.push(&ok(true, 1.0, 0.4, 0.0, 1)); // one token: no TPOT, no decode rate
         rows.push(&ok(false, 2.0, 2.0, 0.0, 50));
-        let t = rows.table(false);
+        let t = rows.table();
         let ttft = t.column("TTFT (ms)").unwrap();
         assert_eq!((ttft[0], ttft[10]), (200.0, 400.0));
         assert_eq!(t.column("TPOT (ms)").unwrap(), &[10.0; 11]);
@@ -185,9 +210,9 @@ mod tests {
 
     #[test]
     fn non_stream_only_falls_back_to_all_rows() {
-        let mut rows = SuccessRows::default();
+        let mut rows = SuccessRows::new(false, 2, None);
         rows.push(&ok(false, 1.5, 1.5, 0.0, 51));
-        let t = rows.table(false);
+        let t = rows.table();
         assert_eq!(t.column("TTFT (ms)").unwrap(), &[1500.0; 11]);
         assert_eq!(t.column("TPOT (ms)").unwrap(), &[0.0; 11]);
         assert!(t.column("Decode (tok/s)").unwrap()[5].is_nan());
@@ -195,10 +220,10 @@ mod tests {
 
     #[test]
     fn zero_latency_rate_is_nan_and_dropped() {
-        let mut rows = SuccessRows::default();
+        let mut rows = SuccessRows::new(true, 2, None);
         rows.push(&ok(false, 0.0, 0.0, 0.0, 5));
         rows.push(&ok(false, 0.5, 0.5, 0.0, 5));
-        let t = rows.table(true);
+        let t = rows.table();
         let keys: Vec<&str> = t.columns.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["Latency (s)", "Input tokens", "Input (tok/s)"]);
         assert_eq!(t.column("Input (tok/s)").unwrap(), &[20.0; 11]);

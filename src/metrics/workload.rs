@@ -7,13 +7,27 @@
 //! the last point: `Overall` from the origin, `Last 30s` from the latest point with `t ≤ wall − 30`
 //! (overall when the run is not longer than 30 s), `Steady (drop 20%)` from the latest point with
 //! `t ≤ 0.2·wall` (overall when that anchor is the last point). Feeding is O(1): one 32-byte point per
-//! success.
+//! success, held in memory up to [`POINTS_IN_MEMORY`] and then appended to an anonymous temporary file in
+//! blocks, so memory stays flat; the table and `workload_timeline.json` are computed and written by
+//! reading the points back in one stream.
 
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::ser::{Error as _, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
 
+use super::spill::{warn_spill_failed, SpillFile};
 use crate::pyjson;
 use crate::record::RequestRecord;
+
+/// Points kept in memory before a block is written to disk (256 KiB).
+pub const POINTS_IN_MEMORY: usize = 1 << 13;
+
+/// Bytes of one point on disk.
+const POINT_BYTES: usize = 32;
 
 /// The tail window of the `Last 30s` column, seconds.
 pub const LAST_WINDOW_S: f64 = 30.0;
@@ -43,10 +57,43 @@ const ORIGIN: Point = Point {
 };
 
 /// Append-only timeline of cumulative tokens, keyed off completion time. One owner (the aggregator).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct WorkloadTimeline {
     wall_start: Option<f64>,
+    /// The newest points (all of them until the first block is spilled).
     points: Vec<Point>,
+    /// Older points, in feed order.
+    spilled: SpillFile,
+    n_spilled: u64,
+    cap: usize,
+    in_memory_only: bool,
+    first: Option<Point>,
+    last: Option<Point>,
+}
+
+impl Default for WorkloadTimeline {
+    fn default() -> Self {
+        Self::with_spill(None, POINTS_IN_MEMORY)
+    }
+}
+
+impl Point {
+    fn to_bytes(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.t.to_le_bytes());
+        out.extend_from_slice(&self.cum_completion.to_le_bytes());
+        out.extend_from_slice(&self.cum_new_prompt.to_le_bytes());
+        out.extend_from_slice(&self.cum_cached_prompt.to_le_bytes());
+    }
+
+    fn from_bytes(b: &[u8]) -> Point {
+        let word = |i: usize| <[u8; 8]>::try_from(&b[i * 8..i * 8 + 8]).expect("8 bytes");
+        Point {
+            t: f64::from_le_bytes(word(0)),
+            cum_completion: u64::from_le_bytes(word(1)),
+            cum_new_prompt: u64::from_le_bytes(word(2)),
+            cum_cached_prompt: u64::from_le_bytes(word(3)),
+        }
+    }
 }
 
 /// One row of the workload table: a rate over the three windows, tokens per second.
@@ -78,6 +125,25 @@ pub struct WorkloadThroughput {
 }
 
 impl WorkloadTimeline {
+    /// An empty timeline whose older points go to an anonymous file in `dir` (the run folder).
+    pub fn spilling_in(dir: &Path) -> Self {
+        Self::with_spill(Some(dir), POINTS_IN_MEMORY)
+    }
+
+    /// An empty timeline holding at most `cap` points in memory.
+    pub(crate) fn with_spill(dir: Option<&Path>, cap: usize) -> Self {
+        WorkloadTimeline {
+            wall_start: None,
+            points: Vec::new(),
+            spilled: SpillFile::new(dir.map(|d| Arc::new(d.to_path_buf()))),
+            n_spilled: 0,
+            cap: cap.max(1),
+            in_memory_only: false,
+            first: None,
+            last: None,
+        }
+    }
+
     /// Feeds one finished record; warmup and failed records are skipped, as evalscope skips them.
     pub fn feed_record(&mut self, r: &RequestRecord) {
         if r.is_warmup || !r.success {
@@ -105,32 +171,66 @@ impl WorkloadTimeline {
             return;
         }
         let wall_start = *self.wall_start.get_or_insert(start_time);
-        let last = self.points.last().copied().unwrap_or(ORIGIN);
-        self.points.push(Point {
+        let last = self.last.unwrap_or(ORIGIN);
+        let point = Point {
             t: completed_time - wall_start,
             cum_completion: last.cum_completion + completion_tokens,
             cum_new_prompt: last.cum_new_prompt + prompt_tokens.saturating_sub(cached_tokens),
             cum_cached_prompt: last.cum_cached_prompt + cached_tokens,
-        });
+        };
+        self.first.get_or_insert(point);
+        self.last = Some(point);
+        self.points.push(point);
+        if self.points.len() >= self.cap && !self.in_memory_only {
+            self.spill();
+        }
+    }
+
+    fn spill(&mut self) {
+        let mut bytes = Vec::with_capacity(self.points.len() * POINT_BYTES);
+        for p in &self.points {
+            p.to_bytes(&mut bytes);
+        }
+        match self.spilled.append(&bytes) {
+            Ok(_) => {
+                self.n_spilled += self.points.len() as u64;
+                self.points.clear();
+            }
+            Err(e) => {
+                warn_spill_failed("workload timeline points", &e);
+                self.in_memory_only = true;
+            }
+        }
+    }
+
+    /// Every point in feed order (spilled blocks read back as they are reached).
+    fn each_point(&self) -> PointIter<'_> {
+        PointIter {
+            timeline: self,
+            next_spilled: 0,
+            block: Vec::new(),
+            at: 0,
+            memory_at: 0,
+        }
     }
 
     /// Points fed so far.
     pub fn n_points(&self) -> usize {
-        self.points.len()
+        self.n_spilled as usize + self.points.len()
+    }
+
+    /// Bytes of points written to disk so far.
+    pub fn spilled_bytes(&self) -> u64 {
+        self.spilled.len_bytes()
     }
 
     /// First start → last completion, seconds (0 without points).
     pub fn wall_time(&self) -> f64 {
-        self.points.last().map_or(0.0, |p| p.t.max(0.0))
-    }
-
-    /// `(t, cumulative completion tokens)` of every point, in feed order.
-    pub fn completion_curve(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
-        self.points.iter().map(|p| (p.t, p.cum_completion))
+        self.last.map_or(0.0, |p| p.t.max(0.0))
     }
 
     fn rates_from(&self, anchor: Point) -> [f64; 4] {
-        let Some(last) = self.points.last() else {
+        let Some(last) = self.last else {
             return [0.0; 4];
         };
         let dt = last.t - anchor.t;
@@ -148,17 +248,25 @@ impl WorkloadTimeline {
         ]
     }
 
-    /// The latest point with `t ≤ target`, or the first point. `None` without points.
+    /// The latest point with `t ≤ target`, or the first point. `None` without points (or when the
+    /// spilled points cannot be read back).
     fn find_anchor(&self, target: f64) -> Option<(usize, Point)> {
-        let first = *self.points.first()?;
+        let first = self.first?;
         if target <= first.t {
             return Some((0, first));
         }
         // Points are in feed order; like evalscope, stop at the first point past the target.
         let mut chosen = (0, first);
-        for (i, p) in self.points.iter().enumerate() {
+        for (i, p) in self.each_point().enumerate() {
+            let p = match p {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!("reading the workload timeline back failed: {e}");
+                    return None;
+                }
+            };
             if p.t <= target {
-                chosen = (i, *p);
+                chosen = (i, p);
             } else {
                 break;
             }
@@ -171,7 +279,7 @@ impl WorkloadTimeline {
     }
 
     fn last_window_rates(&self, window_s: f64) -> [f64; 4] {
-        if self.points.is_empty() || window_s <= 0.0 {
+        if self.last.is_none() || window_s <= 0.0 {
             return [0.0; 4];
         }
         let wall = self.wall_time();
@@ -185,7 +293,7 @@ impl WorkloadTimeline {
     }
 
     fn steady_state_rates(&self, warmup_frac: f64) -> [f64; 4] {
-        if self.points.is_empty() {
+        if self.last.is_none() {
             return [0.0; 4];
         }
         let wall = self.wall_time();
@@ -193,7 +301,7 @@ impl WorkloadTimeline {
             return self.overall_rates();
         }
         match self.find_anchor(wall * warmup_frac) {
-            Some((i, _)) if i + 1 == self.points.len() => self.overall_rates(),
+            Some((i, _)) if i + 1 == self.n_points() => self.overall_rates(),
             Some((_, anchor)) => self.rates_from(anchor),
             None => [0.0; 4],
         }
@@ -201,9 +309,7 @@ impl WorkloadTimeline {
 
     /// The throughput table; `None` without points (evalscope then writes neither workload file).
     pub fn throughput(&self) -> Option<WorkloadThroughput> {
-        if self.points.is_empty() {
-            return None;
-        }
+        self.last?;
         let overall = self.overall_rates();
         let last = self.last_window_rates(LAST_WINDOW_S);
         let steady = self.steady_state_rates(WARMUP_FRAC);
@@ -218,7 +324,7 @@ impl WorkloadTimeline {
             })
             .collect();
         Some(WorkloadThroughput {
-            n_samples: self.points.len() as u64,
+            n_samples: self.n_points() as u64,
             wall_time_s: pyjson::round(self.wall_time(), 4),
             last_window_s: LAST_WINDOW_S,
             warmup_frac: WARMUP_FRAC,
@@ -226,13 +332,76 @@ impl WorkloadTimeline {
         })
     }
 
-    /// The exact text of `workload_timeline.json` (`t` rounded to 6 decimals). Points are serialised as
-    /// they are read (no JSON object per point), so writing a 100,000-request timeline costs only its text.
+    /// The exact text of `workload_timeline.json` (`t` rounded to 6 decimals).
     pub fn to_json_string(&self) -> String {
-        pyjson::dumps_indent4(&TimelineJson {
+        let mut out = Vec::new();
+        self.write_json(&mut out)
+            .expect("writing to memory cannot fail unless the spilled points cannot be read");
+        String::from_utf8(out).expect("serde_json writes UTF-8")
+    }
+
+    /// Writes `workload_timeline.json` to `w` as the points are read (no JSON object per point, and no
+    /// copy of the text in memory: a 10-million-request timeline costs only its buffer).
+    pub fn write_json<W: Write>(&self, w: W) -> io::Result<()> {
+        let mut ser = serde_json::Serializer::with_formatter(w, pyjson::PyFormatter::indent4());
+        TimelineJson {
             wall_start: self.wall_start,
-            points: PointsJson(&self.points),
-        })
+            points: PointsJson(self),
+        }
+        .serialize(&mut ser)
+        .map_err(io::Error::other)
+    }
+
+    /// Writes `workload_timeline.json` to `path`.
+    pub fn write_json_file(&self, path: &Path) -> anyhow::Result<()> {
+        use anyhow::Context;
+        let file =
+            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+        let mut w = io::BufWriter::with_capacity(1 << 16, file);
+        self.write_json(&mut w)
+            .and_then(|()| w.flush())
+            .with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// Every point in feed order: the spilled blocks, then the points in memory.
+struct PointIter<'a> {
+    timeline: &'a WorkloadTimeline,
+    next_spilled: u64,
+    block: Vec<Point>,
+    at: usize,
+    memory_at: usize,
+}
+
+impl Iterator for PointIter<'_> {
+    type Item = io::Result<Point>;
+
+    fn next(&mut self) -> Option<io::Result<Point>> {
+        if self.at < self.block.len() {
+            self.at += 1;
+            return Some(Ok(self.block[self.at - 1]));
+        }
+        let t = self.timeline;
+        if self.next_spilled < t.n_spilled {
+            let n = (t.n_spilled - self.next_spilled).min(4096);
+            let mut bytes = vec![0u8; n as usize * POINT_BYTES];
+            if let Err(e) = t
+                .spilled
+                .read_at(&mut bytes, self.next_spilled * POINT_BYTES as u64)
+            {
+                self.next_spilled = t.n_spilled;
+                return Some(Err(e));
+            }
+            self.block.clear();
+            self.block
+                .extend(bytes.chunks_exact(POINT_BYTES).map(Point::from_bytes));
+            self.next_spilled += n;
+            self.at = 1;
+            return Some(Ok(self.block[0]));
+        }
+        let p = t.points.get(self.memory_at).copied()?;
+        self.memory_at += 1;
+        Some(Ok(p))
     }
 }
 
@@ -244,7 +413,7 @@ struct TimelineJson<'a> {
 }
 
 /// The points array, each point written as `{"t", "cum_completion", "cum_new_prompt", "cum_cached_prompt"}`.
-struct PointsJson<'a>(&'a [Point]);
+struct PointsJson<'a>(&'a WorkloadTimeline);
 
 /// One point as written.
 #[derive(Serialize)]
@@ -257,12 +426,17 @@ struct PointJson {
 
 impl Serialize for PointsJson<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|p| PointJson {
-            t: pyjson::round(p.t, 6),
-            cum_completion: p.cum_completion,
-            cum_new_prompt: p.cum_new_prompt,
-            cum_cached_prompt: p.cum_cached_prompt,
-        }))
+        let mut seq = serializer.serialize_seq(Some(self.0.n_points()))?;
+        for p in self.0.each_point() {
+            let p = p.map_err(S::Error::custom)?;
+            seq.serialize_element(&PointJson {
+                t: pyjson::round(p.t, 6),
+                cum_completion: p.cum_completion,
+                cum_new_prompt: p.cum_new_prompt,
+                cum_cached_prompt: p.cum_cached_prompt,
+            })?;
+        }
+        seq.end()
     }
 }
 

@@ -34,6 +34,11 @@ fn workload_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Feeds the stored rows, in insertion (= completion) order, as evalscope's consumer fed them.
 fn replay(run: &Path) -> WorkloadTimeline {
+    replay_spilling(run, super::workload::POINTS_IN_MEMORY)
+}
+
+/// [`replay`] holding at most `cap` points in memory (the rest spilled to disk and read back).
+fn replay_spilling(run: &Path, cap: usize) -> WorkloadTimeline {
     let con = Connection::open_with_flags(
         run.join("benchmark_data.db"),
         OpenFlags::SQLITE_OPEN_READ_ONLY,
@@ -45,7 +50,7 @@ fn replay(run: &Path) -> WorkloadTimeline {
              WHERE success = 1 ORDER BY rowid",
         )
         .expect("query");
-    let mut timeline = WorkloadTimeline::default();
+    let mut timeline = WorkloadTimeline::with_spill(None, cap);
     let mut rows = stmt.query([]).expect("rows");
     while let Some(row) = rows.next().expect("row") {
         let tokens = |i: usize| row.get::<_, Option<i64>>(i).expect("tokens").unwrap_or(0) as u64;
@@ -82,6 +87,20 @@ fn golden_workload_files_are_reproduced_from_the_golden_rows() {
             timeline.to_json_string(),
             golden("workload_timeline.json"),
             "{}",
+            run.display()
+        );
+        // Points spilled to disk in blocks of 3 and read back give the same files.
+        let spilled = replay_spilling(&run, 3);
+        assert!(spilled.spilled_bytes() > 0 || spilled.n_points() < 3);
+        let same = spilled.throughput().expect("successful rows");
+        assert_eq!(same.to_json_string(), throughput.to_json_string());
+        let path = tempfile::tempdir().unwrap();
+        let file = path.path().join("workload_timeline.json");
+        spilled.write_json_file(&file).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            golden("workload_timeline.json"),
+            "{} (spilled)",
             run.display()
         );
     }

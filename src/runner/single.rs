@@ -221,11 +221,14 @@ pub async fn run_single(
         }
     })));
 
-    let acc = Accumulator::new(SummaryContext {
-        concurrency: spec.parallel,
-        request_rate: spec.rate,
-        input_only: plan.api.input_only(),
-    });
+    let acc = Accumulator::spilling_in(
+        SummaryContext {
+            concurrency: spec.parallel,
+            request_rate: spec.rate,
+            input_only: plan.api.input_only(),
+        },
+        &run_dir,
+    );
     // A multi-turn run counts conversations (its requests are built turn by turn, not prepared).
     let progress_total = if conversations.is_some() {
         spec.number
@@ -241,6 +244,7 @@ pub async fn run_single(
     let observers = Observers {
         tracker,
         visualizer: ctx.visualizer.clone(),
+        timeline: crate::metrics::WorkloadTimeline::spilling_in(&run_dir),
         ..Observers::default()
     };
     let (tx, rx) = mpsc::channel(parallel.clamp(64, 8192));
@@ -357,6 +361,13 @@ pub async fn run_single(
         .extend(observers.reasoning.summary_keys());
     crate::server_metrics::finish_for_run(scrape, &run_dir, &mut summary).await;
     let percentiles = acc.percentiles();
+    let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();
+    if spilled_bytes > 0 {
+        tracing::info!(
+            "Exact percentiles: {:.1} MiB of samples were kept in temporary files (removed at the end of the run) instead of in memory",
+            spilled_bytes as f64 / 1048576.0
+        );
+    }
     if let Some(e) = &summary.extras.input_token_error {
         let line = format!(
             "Input length check ({} requests): server prompt_tokens − intended: mean {}, max {}, exact {}% (intended mean {})",
@@ -387,10 +398,9 @@ pub async fn run_single(
             &run_dir.join("workload_throughput.json"),
             &w.to_json_string(),
         )?;
-        write_file(
-            &run_dir.join("workload_timeline.json"),
-            &observers.timeline.to_json_string(),
-        )?;
+        observers
+            .timeline
+            .write_json_file(&run_dir.join("workload_timeline.json"))?;
         tracing::info!("\n{}", export::console::workload_table(w));
     }
     tracing::info!(

@@ -289,6 +289,11 @@ impl SimServer {
         Ok(())
     }
 
+    /// Requests received so far (every route that numbers its requests), readable while it runs.
+    pub fn requests_received(&self) -> u64 {
+        self.shared.next_id.load(Ordering::Relaxed)
+    }
+
     /// The listening address.
     pub fn addr(&self) -> SocketAddr {
         self.addr

@@ -18,6 +18,7 @@ mod interrupt_trials;
 mod keepalive;
 mod kubernetes;
 mod media;
+mod memory;
 mod multi_turn;
 mod outputs;
 mod parquet_sets;

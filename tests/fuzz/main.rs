@@ -1,6 +1,7 @@
 //! Property-based fuzzing (proptest) of the code that reads untrusted bytes or composes what is sent:
-//! the SSE framer, the event parser, the Prometheus text parser and the request-body composer. No input may panic, and each has an
-//! oracle: split-invariance and a reference framer, agreement of the fast and generic event paths, a
+//! the SSE framer, the event parser, the HTTP/1.1 response decoder, the Prometheus text parser and the
+//! request-body composer. No input may panic, and each has an oracle: split-invariance and a reference
+//! framer, agreement of the fast and generic event paths, `httparse` for response heads and chunk sizes, a
 //! byte-exact Python `json.dumps` reference for bodies.
 //!
 //! `cargo test` runs each target for `LLMPERF_FUZZ_CASES` cases (default 256); `scripts/fuzz.sh` runs them
@@ -9,6 +10,7 @@
 mod bodies;
 mod events;
 mod harness;
+mod http1;
 mod json;
 mod prometheus;
 mod sse;

@@ -107,23 +107,45 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, String> {
 /// Longest chunk-size line or trailer line accepted.
 const MAX_LINE: usize = 4096;
 
+/// Where a chunk-size line is: `1*HEXDIG [BWS] [";" extension] CRLF` (RFC 9112 §7.1, as `httparse`
+/// reads it; a bare LF also ends the line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SizeLine {
+    /// In the hex digits.
+    Digits,
+    /// In the whitespace after them.
+    Space,
+    /// In an extension (ignored up to the line end).
+    Extension,
+    /// A CR was seen; only LF may follow.
+    Cr,
+}
+
+/// A fresh chunk-size line.
+const SIZE_LINE: State = State::Size {
+    value: 0,
+    digits: 0,
+    at: SizeLine::Digits,
+    line: 0,
+};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// `Length`: bytes left.
     Fixed(u64),
-    /// Chunked: reading the size line (value so far, digits seen, inside an extension).
+    /// Chunked: reading the size line (value so far, digits seen, where in the line, its length).
     Size {
         value: u64,
         digits: u32,
-        ext: bool,
+        at: SizeLine,
         line: usize,
     },
     /// Chunked: data bytes left in this chunk.
     Data(u64),
     /// Chunked: the CRLF after a chunk's data (`true` once the CR was seen).
     DataEnd(bool),
-    /// Chunked: trailer lines after the last chunk (length of the current line).
-    Trailer(usize),
+    /// Chunked: trailer lines after the last chunk (length of the current line, a CR was just seen).
+    Trailer(usize, bool),
     /// Until EOF.
     UntilClose,
     /// The body is complete.
@@ -142,12 +164,7 @@ impl BodyDecoder {
         let state = match framing {
             Framing::Empty | Framing::Length(0) => State::Done,
             Framing::Length(n) => State::Fixed(n),
-            Framing::Chunked => State::Size {
-                value: 0,
-                digits: 0,
-                ext: false,
-                line: 0,
-            },
+            Framing::Chunked => SIZE_LINE,
             Framing::Close => State::UntilClose,
         };
         BodyDecoder { state }
@@ -189,7 +206,7 @@ impl BodyDecoder {
                 State::Size {
                     value,
                     digits,
-                    ext,
+                    at,
                     line,
                 } => {
                     let b = input[i];
@@ -198,30 +215,33 @@ impl BodyDecoder {
                     if *line > MAX_LINE {
                         return Err("chunk size line too long".to_string());
                     }
-                    match b {
-                        b'\n' => {
+                    match (b, *at) {
+                        (b'\n', _) => {
                             if *digits == 0 {
                                 return Err("empty chunk size".to_string());
                             }
                             self.state = if *value == 0 {
-                                State::Trailer(0)
+                                State::Trailer(0, false)
                             } else {
                                 State::Data(*value)
                             };
                         }
-                        _ if *ext => {}
-                        b'\r' | b' ' | b'\t' => {}
-                        b';' => *ext = true,
-                        _ => {
-                            let d = (b as char)
-                                .to_digit(16)
-                                .ok_or_else(|| format!("bad chunk size byte {b:#04x}"))?;
+                        (_, SizeLine::Cr) => {
+                            return Err("CR without LF in a chunk size line".to_string())
+                        }
+                        (b'\r', _) => *at = SizeLine::Cr,
+                        (_, SizeLine::Extension) => {}
+                        (b';', _) => *at = SizeLine::Extension,
+                        (b' ' | b'\t', _) if *digits > 0 => *at = SizeLine::Space,
+                        (_, SizeLine::Digits) if b.is_ascii_hexdigit() => {
                             *digits += 1;
                             if *digits > 16 {
                                 return Err("chunk size too large".to_string());
                             }
+                            let d = (b as char).to_digit(16).expect("a hex digit");
                             *value = *value * 16 + u64::from(d);
                         }
+                        _ => return Err(format!("bad chunk size byte {b:#04x}")),
                     }
                 }
                 State::DataEnd(seen_cr) => {
@@ -229,26 +249,20 @@ impl BodyDecoder {
                     i += 1;
                     match (b, *seen_cr) {
                         (b'\r', false) => *seen_cr = true,
-                        (b'\n', _) => {
-                            self.state = State::Size {
-                                value: 0,
-                                digits: 0,
-                                ext: false,
-                                line: 0,
-                            }
-                        }
+                        (b'\n', _) => self.state = SIZE_LINE,
                         _ => return Err("missing CRLF after chunk data".to_string()),
                     }
                 }
-                State::Trailer(line) => {
+                State::Trailer(line, cr) => {
                     let b = input[i];
                     i += 1;
                     match b {
                         b'\n' if *line == 0 => self.state = State::Done,
-                        b'\n' => *line = 0,
-                        b'\r' if *line == 0 => {}
+                        b'\n' => (*line, *cr) = (0, false),
                         _ => {
-                            *line += 1;
+                            // A CR counts as a byte of the line unless an LF follows it.
+                            *line += usize::from(*cr) + usize::from(b != b'\r');
+                            *cr = b == b'\r';
                             if *line > MAX_LINE {
                                 return Err("trailer line too long".to_string());
                             }
@@ -333,6 +347,39 @@ mod tests {
         assert!(d.decode(b"zz\r\n", &mut |_| {}).is_err());
         let mut d = BodyDecoder::new(Framing::Chunked);
         assert!(d.decode(b"2\r\nabX", &mut |_| {}).is_err());
+    }
+
+    /// Size lines the fuzzer (`tests/fuzz/http1.rs`) found read differently from `httparse`: a CR or
+    /// whitespace before the digits, digits after whitespace, a CR not followed by LF, and a trailer line
+    /// that is only a stray CR taken for the end of the trailers.
+    #[test]
+    fn size_lines_are_read_as_httparse_reads_them() {
+        for bad in [
+            &b"\r1\r\na\r\n0\r\n\r\n"[..],
+            b" 1\r\na\r\n0\r\n\r\n",
+            b"1 2\r\n",
+            b"1\r\r\na\r\n",
+            b"1;ext\rx\r\n",
+        ] {
+            let mut d = BodyDecoder::new(Framing::Chunked);
+            let got = d.decode(bad, &mut |_| {});
+            assert!(got.is_err(), "{:?}: {got:?}", String::from_utf8_lossy(bad));
+        }
+        for good in [
+            &b"1 \r\na\r\n0\r\n\r\n"[..],
+            b"1\t; x=\"y\"\r\na\r\n0\r\n\r\n",
+            b"01\na\n0\n\n",
+        ] {
+            let (body, done, used) = decode_all(Framing::Chunked, &[good]);
+            assert_eq!((body.as_slice(), done, used), (&b"a"[..], true, good.len()));
+        }
+        let wire = b"1\r\na\r\n0\r\n\r\r\n\r\n";
+        let (_, done, used) = decode_all(Framing::Chunked, &[wire]);
+        assert_eq!(
+            (done, used),
+            (true, wire.len()),
+            "a lone CR is a trailer line, not the end"
+        );
     }
 
     #[test]

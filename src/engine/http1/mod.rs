@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-pub use decode::{BodyDecoder, Head};
+pub use decode::{parse_head, BodyDecoder, Framing, Head};
 pub use stream::ConnectError;
 use stream::{Stream, Tls};
 

@@ -1,0 +1,112 @@
+//! Flat memory: the `llmperf` process (its own process; the simulator runs in this one) keeps its RSS flat
+//! over a long run of tiny streamed requests — exact percentiles, the client diagnostics and the workload
+//! timeline spill to disk instead of growing in memory. The RSS of the first quarter of the sending window
+//! and of the last quarter must be within 10 %.
+
+use std::time::{Duration, Instant};
+
+use llmperf::sim::{SimConfig, SimServer};
+
+use crate::common::{json_file, llmperf_command, run_root};
+
+/// `VmRSS` of process `pid`, KiB.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn rss_stays_flat_over_a_long_run() {
+    // Long enough that the bounded buffers (8,192 values per percentile column, SQLite's 8 MiB page cache,
+    // at most 2,048 records waiting for the store) are full before the first quarter ends, even in a debug
+    // build on a loaded machine.
+    let send_s = 36.0;
+    let sim = SimServer::start(SimConfig {
+        ttft: Duration::ZERO,
+        itl: Duration::ZERO,
+        output_tokens: 4,
+        record_truth: false,
+        ..SimConfig::default()
+    })
+    .expect("simulator starts");
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    let mut child = llmperf_command(
+        out.path(),
+        &[
+            "--url",
+            &url,
+            "--model",
+            "m",
+            "--prompt",
+            "hi",
+            "--number",
+            "300000",
+            "--duration",
+            &send_s.to_string(),
+            "--parallel",
+            "16",
+            "--max-tokens",
+            "4",
+            "--log-every-n-query",
+            "100000000",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .expect("llmperf starts");
+    let pid = child.id();
+    // (seconds since the first request, requests received, RSS KiB) while requests are being sent.
+    let mut samples: Vec<(f64, u64, u64)> = Vec::new();
+    let mut first_request: Option<Instant> = None;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        let n = sim.requests_received();
+        if n > 1 {
+            let t0 = *first_request.get_or_insert_with(Instant::now);
+            let at = t0.elapsed().as_secs_f64();
+            if at < send_s {
+                if let Some(rss) = rss_kib(pid) {
+                    samples.push((at, n, rss));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(child.wait().unwrap().success(), "llmperf failed");
+    let summary = json_file(
+        &run_root(out.path(), "m").join("parallel_16_number_300000/benchmark_summary.json"),
+    );
+    let total = summary["Total Requests"].as_u64().unwrap();
+    assert_eq!(summary["Failed Requests"].as_u64(), Some(0));
+    assert!(total >= 10_000, "too few requests to judge: {total}");
+    let quarter = |lo: f64, hi: f64| -> u64 {
+        samples
+            .iter()
+            .filter(|s| s.0 >= lo * send_s && s.0 < hi * send_s)
+            .map(|s| s.2)
+            .max()
+            .expect("samples in the quarter")
+    };
+    let (first, last) = (quarter(0.0, 0.25), quarter(0.75, 1.0));
+    let growth_pct = (last as f64 - first as f64) * 100.0 / first as f64;
+    let in_last: Vec<&(f64, u64, u64)> = samples.iter().filter(|s| s.0 >= 0.75 * send_s).collect();
+    eprintln!(
+        "{total} requests; RSS max first quarter {first} KiB, last quarter {last} KiB ({growth_pct:+.1} %); \
+         requests at the last quarter's start {}",
+        in_last.first().map_or(0, |s| s.1)
+    );
+    assert!(
+        growth_pct <= 10.0,
+        "RSS grew {growth_pct:.1} % from the first quarter ({first} KiB) to the last ({last} KiB) over {total} requests"
+    );
+}
