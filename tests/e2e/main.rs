@@ -7,6 +7,7 @@
 mod common;
 mod generation;
 mod multi_turn;
+mod replay_traces;
 mod server;
 mod server_metrics;
 mod tokens;
