@@ -6,6 +6,7 @@ mod accumulator;
 mod client;
 mod pd;
 mod percentile;
+pub mod replay;
 mod samples;
 mod spill;
 mod summary;

@@ -113,6 +113,12 @@ pub enum DatasetKind {
     WorkloadTrace,
     /// SWE-smith agent conversations (pre-built `agentic_dataset.json`).
     SweSmith,
+    /// Mooncake JSONL trace, prompts synthesized to its lengths and hash ids.
+    MooncakeTrace,
+    /// BurstGPT CSV trace, prompts synthesized to its lengths.
+    BurstGptTrace,
+    /// Azure LLM inference CSV trace, prompts synthesized to its lengths.
+    AzureTrace,
     /// Trie agentic traces (`agentic_coding_8k.jsonl`).
     TrieAgenticCoding,
     /// Trie code Q&A traces (`code_qa_8k.jsonl`).
@@ -164,6 +170,9 @@ impl From<DatasetName> for DatasetKind {
             N::CustomMultiTurn => DatasetKind::CustomMultiTurn,
             N::WorkloadTrace => DatasetKind::WorkloadTrace,
             N::SweSmith => DatasetKind::SweSmith,
+            N::MooncakeTrace => DatasetKind::MooncakeTrace,
+            N::BurstGptTrace => DatasetKind::BurstGptTrace,
+            N::AzureTrace => DatasetKind::AzureTrace,
             N::TrieAgenticCoding => DatasetKind::TrieAgenticCoding,
             N::TrieCodeQa => DatasetKind::TrieCodeQa,
             N::TrieOfficeWork => DatasetKind::TrieOfficeWork,
@@ -200,6 +209,9 @@ impl DatasetKind {
             DatasetKind::CustomMultiTurn => "custom_multi_turn",
             DatasetKind::WorkloadTrace => "workload_trace",
             DatasetKind::SweSmith => "swe_smith",
+            DatasetKind::MooncakeTrace => "mooncake_trace",
+            DatasetKind::BurstGptTrace => "burstgpt_trace",
+            DatasetKind::AzureTrace => "azure_trace",
             DatasetKind::TrieAgenticCoding => "trie_agentic_coding",
             DatasetKind::TrieCodeQa => "trie_code_qa",
             DatasetKind::TrieOfficeWork => "trie_office_work",

@@ -144,6 +144,8 @@ pub struct RunPlan {
     pub local: Option<crate::local_server::LocalSettings>,
     /// `--port`.
     pub port: u16,
+    /// `--dataset mooncake_trace / burstgpt_trace / azure_trace`: the checked trace, prompts still to build.
+    pub replay: Option<std::sync::Arc<crate::dataset::replay::ReplayTrace>>,
     /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
@@ -212,6 +214,7 @@ impl RunPlan {
         let prompt_source = prompts::source(&cli)?;
         let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompt_source)?;
         let trace = trace::workload_trace(&cli, mode, &prompt_source, &mut runs)?;
+        let replay = trace::replay_trace(&cli, mode, &prompt_source, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
         let dataset_args = dataset_args(&cli, &tokens, &prompt_source)?;
         let image = image_settings(&cli)?;
@@ -274,6 +277,7 @@ impl RunPlan {
             },
             multi_turn,
             trace,
+            replay,
             server_side,
             sharding: None,
         };

@@ -194,7 +194,7 @@ pub(super) fn dataset_args(
     let Some(map) = &cli.dataset_args else {
         return Ok(args);
     };
-    if cli.turns.multi_turn || cli.dataset == crate::cli::DatasetName::WorkloadTrace {
+    if cli.turns.multi_turn || cli.dataset.replays_trace() {
         // Validated against the multi-turn or trace schema (`multi_turn.rs`, `trace.rs`).
         return Ok(args);
     }

@@ -49,8 +49,8 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         // Nothing reads the ground truth in a plain run; keep memory flat on long runs.
         record_truth: false,
         faults: mock.faults.clone(),
-        // Conversations resend their history: let the simulator report it cached.
-        prefix_cache: plan.multi_turn.is_some(),
+        // Conversations resend their history, replayed traces repeat blocks: let the simulator report it cached.
+        prefix_cache: plan.multi_turn.is_some() || plan.replay.is_some(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         ..SimConfig::default()

@@ -88,6 +88,9 @@ fn prepare(
     if let Some(trace) = &ctx.plan.trace {
         return Ok(super::trace::prepare(ctx, trace, spec, &mut rng));
     }
+    if let Some(built) = &ctx.prompts.replay {
+        return Ok(super::trace::prepare(ctx, &built.requests, spec, &mut rng));
+    }
     // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
     let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_));
     let n = if fixed { 1 } else { total };
@@ -339,6 +342,20 @@ pub async fn run_single(
     summary.extras.client = acc.client_diagnostics(cpu_use, plan.mode == LoadMode::Open);
     if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
         tracing::warn!("{warning}");
+    }
+    if let Some(built) = &ctx.prompts.replay {
+        let n = (spec.number as usize).min(built.input_tokens.len());
+        let keys = observers
+            .replay
+            .keys(&built.input_tokens[..n], &built.implied_cached_tokens[..n]);
+        tracing::info!(
+            "Trace replay fidelity: {}",
+            keys.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        summary.extras.appended.extend(keys);
     }
     summary
         .extras

@@ -25,6 +25,7 @@ mod outputs;
 mod parquet_sets;
 mod pd_metrics;
 mod proxy;
+mod replay_traces;
 mod report;
 mod requests;
 mod responses;

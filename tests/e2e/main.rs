@@ -8,6 +8,7 @@ mod common;
 mod generation;
 mod local_server;
 mod multi_turn;
+mod replay_traces;
 mod responses;
 mod server;
 mod server_metrics;
