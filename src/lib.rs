@@ -25,6 +25,7 @@ pub mod runner;
 pub mod secret;
 pub mod shutdown;
 pub mod sim;
+pub mod sla;
 pub mod store;
 #[cfg(test)]
 mod test_support;

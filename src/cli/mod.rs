@@ -4,6 +4,7 @@
 //! one flag lives in [`crate::plan`].
 
 mod parsers;
+pub mod sla;
 
 use clap::{ArgAction, Parser};
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
@@ -388,6 +389,14 @@ pub struct Cli {
         help_heading = "Simulator (--api mock)"
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
+
+    /// `--sla-*` and `--goodput` (capacity planning).
+    #[command(flatten)]
+    pub sla: sla::SlaArgs,
+
+    /// The simulator's capacity model.
+    #[command(flatten)]
+    pub capacity: sla::MockCapacityArgs,
 }
 
 impl Cli {

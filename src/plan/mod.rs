@@ -109,6 +109,13 @@ pub struct RunPlan {
     pub dataset_args: DatasetArgs,
     /// `random_vl` images.
     pub image: ImageSettings,
+    /// `--sla-auto-tune`: the search settings (the runs then come from the search, not `runs`).
+    pub sla: Option<crate::sla::SlaPlan>,
+}
+
+/// Warmup requests before a run of `number` measured ones (the `--warmup-num` rule).
+pub fn warmup_requests(warmup_num: f64, number: u64) -> u64 {
+    warmup_count(warmup_num, number)
 }
 
 /// The total timeout used for `--total-timeout 0` (none): a century.
@@ -470,9 +477,21 @@ impl RunPlan {
                     output_tokens: cli.mock_output_tokens,
                     threads: cli.mock_threads,
                     faults: cli.mock_fault.clone(),
+                    max_batch: cli.capacity.mock_max_batch,
+                    prefill_tok_per_s: cli.capacity.mock_prefill_tok_per_s,
+                    decode_tok_per_s: cli.capacity.mock_decode_tok_per_s,
                 })
             }
             ApiKind::OpenAi | ApiKind::Embedding | ApiKind::Rerank => {
+                let c = &cli.capacity;
+                if c.mock_max_batch > 0
+                    || c.mock_prefill_tok_per_s > 0
+                    || c.mock_decode_tok_per_s > 0
+                {
+                    return usage(
+                        "--mock-max-batch, --mock-prefill-tok-per-s and --mock-decode-tok-per-s configure the built-in simulator: add --api mock, or drop them",
+                    );
+                }
                 if !cli.mock_fault.is_empty() {
                     return usage(
                         "--mock-fault configures the built-in simulator: add --api mock, or drop --mock-fault",
@@ -484,6 +503,14 @@ impl RunPlan {
 
         let visualizer = visualizer_settings(&cli)?;
         let progress_tracker = cli.enable_progress_tracker;
+        let sla = crate::sla::SlaPlan::from_cli(
+            &cli.sla,
+            &cli.parallel,
+            &cli.rate,
+            cli.sleep_interval,
+            api.input_only(),
+        )
+        .map_err(UsageError)?;
 
         Ok(RunPlan {
             model,
@@ -512,6 +539,7 @@ impl RunPlan {
             tokens,
             dataset_args,
             image,
+            sla,
             cli,
         })
     }

@@ -18,7 +18,7 @@ use crate::shutdown::Shutdown;
 use crate::sim::{SimConfig, SimServer};
 use crate::visualizer::Visualizer;
 pub use single::RunResult;
-use single::{run_single, SweepContext};
+pub(crate) use single::{run_single, SweepContext};
 pub use tracker::{FinalStatus, ProgressTracker};
 
 /// The endpoint to use: the plan's, or the simulator's with the plan's path.
@@ -46,6 +46,9 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         // Nothing reads the ground truth in a plain run; keep memory flat on long runs.
         record_truth: false,
         faults: mock.faults.clone(),
+        max_batch: mock.max_batch,
+        prefill_tok_per_s: mock.prefill_tok_per_s,
+        decode_tok_per_s: mock.decode_tok_per_s,
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;
@@ -137,6 +140,14 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
     };
 
+    if let Some(sla) = &plan.sla {
+        // SLA auto-tune: the search decides the runs (no visualizer runs, no HTML, as evalscope).
+        let outcome = crate::sla::driver::run(&ctx, sla, &report_info(&plan, &url)).await;
+        drop(ctx);
+        drop(sim);
+        outcome?;
+        return Ok(shutdown.exit_code().unwrap_or(0));
+    }
     let mut results: Vec<RunResult> = Vec::new();
     let mut failure = None;
     for (i, spec) in plan.runs.iter().enumerate() {
@@ -248,13 +259,9 @@ fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<(
     Ok(())
 }
 
-fn write_report(
-    plan: &RunPlan,
-    url: &reqwest::Url,
-    results: &[RunResult],
-    interrupted: bool,
-) -> Result<()> {
-    let info = export::report::ReportInfo {
+/// The `Basic Information` facts of the end-of-sweep report.
+fn report_info(plan: &RunPlan, url: &reqwest::Url) -> export::report::ReportInfo {
+    export::report::ReportInfo {
         model: plan.model.clone(),
         dataset: plan.dataset_name().to_string(),
         api: plan.cli.api.clone(),
@@ -265,7 +272,16 @@ fn write_report(
         },
         output_path: plan.output_root.to_string_lossy().into_owned(),
         input_only: plan.api.input_only(),
-    };
+    }
+}
+
+fn write_report(
+    plan: &RunPlan,
+    url: &reqwest::Url,
+    results: &[RunResult],
+    interrupted: bool,
+) -> Result<()> {
+    let info = report_info(plan, url);
     let runs: Vec<export::report::RunReport> = results
         .iter()
         .map(|r| export::report::RunReport {

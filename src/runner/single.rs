@@ -128,8 +128,9 @@ pub async fn run_single(
         requests.len(),
         started.elapsed().as_secs_f64()
     );
+    // More workers than requests would only idle (an SLA rate probe caps at --sla-upper-bound).
     let parallel = if spec.parallel > 0 {
-        spec.parallel as usize
+        (spec.parallel as usize).min(spec.total().max(1) as usize)
     } else {
         1024
     };

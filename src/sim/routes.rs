@@ -156,6 +156,19 @@ pub(crate) async fn handle(
         std::future::pending::<()>().await;
     }
     let (tokens, finish_reason) = request.output_plan(cfg.output_tokens);
+    // The capacity model: wait for a batch slot (this wait counts in TTFT), book the prefill.
+    let (start, ttft, pace) = if shared.capacity.limited() {
+        let admission = shared.capacity.admit(prompt_tokens).await;
+        let at = admission.admitted;
+        let ttft = cfg.ttft + admission.prefill;
+        let pace = super::capacity::Pace {
+            capacity: shared.capacity.clone(),
+            _admission: Arc::new(admission),
+        };
+        (at, ttft, Some(pace))
+    } else {
+        (received, cfg.ttft, None)
+    };
     let plan = Plan {
         api,
         id,
@@ -166,10 +179,11 @@ pub(crate) async fn handle(
         finish_reason,
         include_usage: request.include_usage(),
         prompt_tokens,
-        received,
-        ttft: cfg.ttft,
+        received: start,
+        ttft,
         itl: cfg.itl,
         fault,
+        pace,
     };
     if request.is_stream() {
         let truth = cfg
@@ -182,7 +196,16 @@ pub(crate) async fn handle(
         h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         return Ok(resp);
     }
-    sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
+    if plan.paced_by_load() {
+        let mut due = plan.received + plan.ttft;
+        for _ in 1..tokens {
+            sleep_until(due).await;
+            due += plan.token_gap();
+        }
+        sleep_until(due).await;
+    } else {
+        sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
+    }
     let mut text = BytesMut::from(TOKEN_TEXT.repeat(tokens as usize).as_bytes());
     write_text_fault(&mut text, fault);
     let mut out = String::with_capacity(256);
