@@ -291,4 +291,6 @@ impl SlaPlan {
 }
 
 #[cfg(test)]
+mod golden_tests;
+#[cfg(test)]
 mod tests;
