@@ -9,8 +9,10 @@
 pub mod api;
 pub mod cli;
 pub mod clock;
+pub mod commands;
 pub mod dataset;
 pub mod engine;
+pub mod error;
 pub mod export;
 pub mod hub;
 pub mod jsonscan;
@@ -32,15 +34,12 @@ mod test_support;
 pub mod tokenizer;
 pub mod visualizer;
 
-/// Exit code for usage errors (bad flags or input).
-pub const EXIT_USAGE: i32 = 2;
-/// Exit code for runtime failures.
-pub const EXIT_FAILURE: i32 = 1;
+pub use error::{Error, EXIT_FAILURE, EXIT_USAGE};
 
 /// Raises the open-file limit for the largest `--parallel` of the sweep (one socket per request in flight,
 /// two with the in-process simulator of `--api mock`); an error names the limit when it cannot be raised
 /// far enough. Open loop has no fixed cap: the soft limit is raised as far as allowed.
-fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), String> {
+fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), Error> {
     if plan.mode == plan::LoadMode::Open {
         let _ = resources::ensure_file_limit(u64::MAX);
         return Ok(());
@@ -55,10 +54,22 @@ fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), String> {
     let needed = parallel * per_request + resources::FD_HEADROOM;
     resources::ensure_file_limit(needed)
         .map(|_| ())
-        .map_err(|e| format!("--parallel {parallel}: {e}"))
+        .map_err(|e| Error::usage(format!("--parallel {parallel}: {e}")))
 }
 
-/// Runs llmperf for parsed flags and returns the process exit code.
+/// The `llmperf` binary: a subcommand when argv[1] names one ([`commands::SUBCOMMANDS`]), else the flat
+/// evalscope command line. `args` is argv, program name first. Returns the process exit code.
+pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
+    if let Some(sub) = commands::find(&args) {
+        return error::exit_code((sub.run)(args[1..].to_vec()));
+    }
+    match <cli::Cli as clap::Parser>::try_parse_from(args) {
+        Ok(cli) => run(cli),
+        Err(e) => error::exit_code(Err(e.into())),
+    }
+}
+
+/// Runs llmperf for parsed flags and returns the process exit code ([`Error::exit_code`]).
 ///
 /// The runtime and the Ctrl-C/SIGTERM handlers come first, so a signal at any later moment ends the run
 /// cleanly (exit 128 + signal) instead of killing the process half-way.
@@ -71,8 +82,8 @@ pub fn run(cli: cli::Cli) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return EXIT_FAILURE;
+            let e = anyhow::Error::new(e).context("cannot start the async runtime");
+            return error::exit_code(Err(e.into()));
         }
     };
     let shutdown = shutdown::Shutdown::new();
@@ -80,43 +91,31 @@ pub fn run(cli: cli::Cli) -> i32 {
         let _guard = runtime.enter();
         shutdown.install_signal_handlers();
     }
-    let plan = match plan::RunPlan::from_cli(cli, chrono::Local::now()) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    if let Err(e) = ensure_open_files(&plan) {
-        eprintln!("error: {e}");
-        return EXIT_USAGE;
-    }
-    let limit = plan.runs.iter().map(|r| r.total()).max().unwrap_or(1) as usize;
-    let tokenizer = match &plan.tokens.tokenizer_path {
-        Some(spec) => match tokenizer::Tokenizer::load(spec) {
-            Ok(t) => Some(std::sync::Arc::new(t)),
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return EXIT_USAGE;
-            }
-        },
-        None => None,
-    };
-    let items = match dataset::Prompts::load(&plan, tokenizer, limit) {
-        Ok(items) => items,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return EXIT_USAGE;
-        }
-    };
-    let code = match runtime.block_on(runner::run_sweep(plan, items, shutdown)) {
-        Ok(code) => code,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            EXIT_FAILURE
-        }
-    };
+    // Reported before the log file closes, so a runtime failure also reaches benchmark.log.
+    let code = error::exit_code(run_on(&runtime, cli, shutdown));
     logging::close_log_file();
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     code
+}
+
+/// Plans, checks everything that can be checked before anything is written (the output folder, open
+/// files, the tokenizer, the dataset: usage errors), then runs the sweep.
+fn run_on(
+    runtime: &tokio::runtime::Runtime,
+    cli: cli::Cli,
+    shutdown: shutdown::Shutdown,
+) -> Result<(), Error> {
+    let plan = plan::RunPlan::from_cli(cli, chrono::Local::now())?;
+    plan.check_output_is_free()?;
+    ensure_open_files(&plan)?;
+    let limit = plan.runs.iter().map(|r| r.total()).max().unwrap_or(1) as usize;
+    let tokenizer = match &plan.tokens.tokenizer_path {
+        Some(spec) => Some(std::sync::Arc::new(
+            tokenizer::Tokenizer::load(spec).map_err(|e| Error::usage(format!("{e:#}")))?,
+        )),
+        None => None,
+    };
+    let items = dataset::Prompts::load(&plan, tokenizer, limit)
+        .map_err(|e| Error::usage(format!("{e:#}")))?;
+    runtime.block_on(runner::run_sweep(plan, items, shutdown))
 }

@@ -1,9 +1,6 @@
-//! The `llmperf` binary: parse argv, run, exit with a meaningful code (0 ok, 1 runtime failure, 2 usage
-//! error, 130/143 interrupted).
-
-use clap::Parser;
+//! The `llmperf` binary: hand argv to the library and exit with the code it maps (0 ok, 1 runtime failure,
+//! 2 usage error, 128 + signal when interrupted).
 
 fn main() {
-    let cli = llmperf::cli::Cli::parse();
-    std::process::exit(llmperf::run(cli));
+    std::process::exit(llmperf::main_with_args(std::env::args_os().collect()));
 }

@@ -236,6 +236,11 @@ impl RequestRecord {
     }
 }
 
+/// `s` with `\r` and `\n` escaped, so an error message stays on one line of a log or a stored row.
+pub fn one_line(s: &str) -> String {
+    s.replace('\r', "\\r").replace('\n', "\\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,7 +52,8 @@ impl Shutdown {
 
     /// Exit code for an interrupted run: 128 + signal (130 for SIGINT, 143 for SIGTERM).
     pub fn exit_code(&self) -> Option<i32> {
-        self.signal().map(|s| 128 + s)
+        self.signal()
+            .map(|signal| crate::error::Error::Interrupted { signal }.exit_code())
     }
 
     /// Asks for a stop (as the first signal does).
@@ -143,7 +144,8 @@ impl Shutdown {
             } else {
                 self.run_flush_hook();
                 eprintln!("Interrupted twice: exiting now; the database holds every request completed so far.");
-                std::process::exit(128 + self.signal().unwrap_or(sig));
+                let signal = self.signal().unwrap_or(sig);
+                std::process::exit(crate::error::Error::Interrupted { signal }.exit_code());
             }
         }
     }

@@ -82,7 +82,7 @@ pub struct VisualizerSettings {
 
 impl std::fmt::Debug for VisualizerSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mask = |k: &Option<String>| k.as_ref().map(|_| crate::export::args::MASK);
+        let mask = |k: &Option<String>| k.as_ref().map(|_| crate::secret::MASK);
         f.debug_struct("VisualizerSettings")
             .field("kind", &self.kind)
             .field("wandb_api_key", &mask(&self.wandb_api_key))

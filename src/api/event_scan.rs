@@ -10,9 +10,25 @@
 
 use std::borrow::Cow;
 
-use super::openai_event::EventInfo;
 use crate::jsonscan::Cursor;
 use crate::record::Usage;
+
+/// What one event contained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EventInfo {
+    /// The payload was JSON (non-JSON events such as `[DONE]` are skipped).
+    pub is_json: bool,
+    /// An in-band error event.
+    pub is_error: bool,
+    /// `choices` was present and non-empty.
+    pub has_choices: bool,
+    /// The first choice carried output (text, reasoning, tool-call text).
+    pub has_output: bool,
+    /// The usage object, when present.
+    pub usage: Option<Usage>,
+    /// Not JSON, but meant to be: starts with `{`, or is not valid UTF-8.
+    pub malformed: bool,
+}
 
 /// What a string value is, as far as `has_output` cares: absent/null, empty, or non-empty.
 fn string_or_null(c: &mut Cursor<'_>) -> Option<Option<bool>> {

@@ -171,22 +171,7 @@ impl Delta<'_> {
     }
 }
 
-/// What one event contained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct EventInfo {
-    /// The payload was JSON (non-JSON events such as `[DONE]` are skipped).
-    pub is_json: bool,
-    /// An in-band error event.
-    pub is_error: bool,
-    /// `choices` was present and non-empty.
-    pub has_choices: bool,
-    /// The first choice carried output (text, reasoning, tool-call text).
-    pub has_output: bool,
-    /// The usage object, when present.
-    pub usage: Option<Usage>,
-    /// Not JSON, but meant to be: starts with `{`, or is not valid UTF-8.
-    pub malformed: bool,
-}
+pub use super::event_scan::EventInfo;
 
 fn usage_of(u: UsageJson) -> Usage {
     Usage {
@@ -248,7 +233,7 @@ pub fn describe_malformed(what: &str, payload: &[u8]) -> String {
             Ok(_) => "not a JSON object".to_string(),
         },
     };
-    let shown = crate::engine::client::one_line(&String::from_utf8_lossy(
+    let shown = crate::record::one_line(&String::from_utf8_lossy(
         &payload[..payload.len().min(SHOWN)],
     ));
     let more = if payload.len() > SHOWN {
@@ -342,9 +327,7 @@ pub fn apply_stream_event(record: &mut RequestRecord, payload: &[u8], at: Instan
     }
     if info.is_error && record.error.is_none() {
         record.failure = Some(FailureKind::InBandError);
-        record.error = Some(crate::engine::client::one_line(&String::from_utf8_lossy(
-            payload,
-        )));
+        record.error = Some(crate::record::one_line(&String::from_utf8_lossy(payload)));
     }
     if info.has_choices {
         if info.has_output {
@@ -369,9 +352,7 @@ pub fn apply_body(record: &mut RequestRecord, body: &[u8]) -> bool {
     }
     if info.is_error {
         record.failure = Some(FailureKind::InBandError);
-        record.error = Some(crate::engine::client::one_line(&String::from_utf8_lossy(
-            body,
-        )));
+        record.error = Some(crate::record::one_line(&String::from_utf8_lossy(body)));
     }
     record.keep_response(body);
     if let Some(u) = info.usage {

@@ -5,9 +5,11 @@
 
 mod parsers;
 pub mod sla;
+mod values;
 
 use clap::{ArgAction, Parser};
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
+pub use values::{ApiName, DatasetName, NameParser};
 
 /// A fast, truthful load generator for LLM serving endpoints; a drop-in replacement for `evalscope perf`.
 ///
@@ -21,11 +23,14 @@ pub struct Cli {
     #[arg(long, help_heading = "Endpoint")]
     pub model: Option<String>,
 
-    /// API plugin: `openai` (chat/completions and completions), `openai_embedding`/`embedding`
-    /// (`/v1/embeddings`), `openai_rerank`/`rerank` (`/v1/reranks`), or `mock` (the built-in simulator,
-    /// started in-process on a free loopback port; see the Simulator options).
-    #[arg(long, default_value = "openai", help_heading = "Endpoint")]
-    pub api: String,
+    /// API plugin (see the Simulator options for `mock`).
+    #[arg(
+        long,
+        default_value = "openai",
+        value_parser = NameParser::<ApiName>::new("--api", "is not supported", ""),
+        help_heading = "Endpoint"
+    )]
+    pub api: ApiName,
 
     /// Endpoint URL. A URL whose path does not end in an API endpoint gets one appended (for `openai`:
     /// `/chat/completions`), e.g. `http://host:8000/v1` → `http://host:8000/v1/chat/completions`.
@@ -130,13 +135,15 @@ pub struct Cli {
     #[arg(long, help_heading = "Prompts")]
     pub query_template: Option<String>,
 
-    /// Dataset: `openqa` (JSONL with a `question` field), `line_by_line` (text lines, JSON message lists or
-    /// whole JSON bodies), `custom` (text lines), `longalpaca`, `share_gpt_zh`, `share_gpt_en`, `embedding`,
-    /// `embedding_batch`, `rerank`, `flickr8k`, `kontext_bench`, `mmmu_multi_image` (all read from
-    /// `--dataset-path`); synthetic: `random`, `random_vl`, `random_embedding`, `random_embedding_batch`,
-    /// `random_rerank` (need `--tokenizer-path`), `speed_benchmark`, `speed_benchmark_long`.
-    #[arg(long, default_value = "openqa", help_heading = "Prompts")]
-    pub dataset: String,
+    /// Dataset plugin. File datasets read `--dataset-path` (`flickr8k`, `kontext_bench` and
+    /// `mmmu_multi_image` fall back to the hub cache); the synthetic `random*` need `--tokenizer-path`.
+    #[arg(
+        long,
+        default_value = "openqa",
+        value_parser = NameParser::<DatasetName>::new("--dataset", "is not a known dataset", ", or --prompt"),
+        help_heading = "Prompts"
+    )]
+    pub dataset: DatasetName,
 
     /// Dataset file.
     #[arg(long, help_heading = "Prompts")]

@@ -26,9 +26,6 @@ use serde_json::{json, Map, Value};
 use crate::plan::{DatasetKind, InputLenMode, PrefixRole, PromptSource, RunPlan};
 use crate::tokenizer::Tokenizer;
 
-pub use hub_vision::cached_dataset as cached_vision_dataset;
-pub use webdataset::cached_flickr8k;
-
 /// One request's input, before the API plugin turns it into a body.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
@@ -221,6 +218,18 @@ enum Source {
     Synthetic(synthetic::Synthetic),
 }
 
+/// The local copy of a hub dataset given without `--dataset-path` (looked up in the hub caches, or
+/// downloaded there when allowed); the error names every place looked at.
+fn cached_copy(kind: DatasetKind) -> Result<std::path::PathBuf> {
+    let found = match kind {
+        DatasetKind::Flickr8k => webdataset::cached_flickr8k(),
+        DatasetKind::KontextBench => hub_vision::cached_dataset(true),
+        DatasetKind::MmmuMultiImage => hub_vision::cached_dataset(false),
+        other => Err(format!("--dataset {} needs --dataset-path", other.name())),
+    };
+    found.map_err(anyhow::Error::msg)
+}
+
 /// `chat_template_kwargs` of `--extra-args` (the variables the server's template gets).
 pub fn template_kwargs(plan: &RunPlan) -> Map<String, Value> {
     match plan.params.extra_args.get("chat_template_kwargs") {
@@ -275,14 +284,15 @@ impl Prompts {
                 synthetic::Synthetic::new(plan, *kind, tokenizer.clone(), &kwargs)?,
             ),
             PromptSource::Dataset { kind, path } => {
-                let Some(path) = path else {
-                    bail!("--dataset {} needs --dataset-path", kind.name());
+                let path = match path {
+                    Some(path) => path.clone(),
+                    None => cached_copy(*kind)?,
                 };
                 let batch = match kind {
                     DatasetKind::EmbeddingBatch => Some(batch_size(plan)?),
                     _ => None,
                 };
-                let items = load_file(*kind, path, &shaper, limit, batch)?;
+                let items = load_file(*kind, &path, &shaper, limit, batch)?;
                 if items.is_empty() {
                     bail!(
                         "Dataset is empty! --dataset-path {} gave no prompt within --min-prompt-length {} and --max-prompt-length {}",

@@ -19,7 +19,7 @@ use super::http1::{self, Conn, Head};
 use crate::api::openai_event;
 use crate::engine::sse::SseFramer;
 use crate::plan::RunPlan;
-use crate::record::{FailureKind, RequestRecord};
+use crate::record::{one_line, FailureKind, RequestRecord};
 
 /// Longest error body kept in a record (the rest is cut, with a note).
 const MAX_ERROR_BYTES: usize = 4096;
@@ -468,11 +468,6 @@ fn clip(bytes: &[u8]) -> String {
     } else {
         text
     }
-}
-
-/// `s` with `\r` and `\n` escaped, so an error stays on one line of a log.
-pub fn one_line(s: &str) -> String {
-    s.replace('\r', "\\r").replace('\n', "\\n")
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -62,7 +62,8 @@ pub struct DispatchOutcome {
 }
 
 /// Sends `requests` (warmup first) per `dispatch`, delivering every finished record to `records`. Returns
-/// once every dispatched request has finished or was abandoned.
+/// once every dispatched request has finished or was abandoned; an error when the dispatcher could not run
+/// (its thread could not start, or its task was cancelled): a run that sent nothing never passes for done.
 ///
 /// The dispatcher runs as a task of the runtime (not on the thread that awaits this), so handing work
 /// between it and the request tasks never needs a cross-thread wake-up.
@@ -72,22 +73,29 @@ pub async fn run(
     requests: Vec<PreparedRequest>,
     records: mpsc::Sender<RequestRecord>,
     shutdown: &Shutdown,
-) -> DispatchOutcome {
+) -> anyhow::Result<DispatchOutcome> {
     let (client, dispatch, shutdown) = (client.clone(), dispatch.clone(), shutdown.clone());
     let task = tokio::spawn(async move {
         match dispatch.mode {
             LoadMode::Closed => {
-                closed_loop::run(&client, &dispatch, requests, records, &shutdown).await
+                Ok(closed_loop::run(&client, &dispatch, requests, records, &shutdown).await)
             }
             LoadMode::Open => {
                 open_loop::run(&client, &dispatch, requests, records, &shutdown).await
             }
         }
     });
-    match task.await {
-        Ok(outcome) => outcome,
+    joined(task.await)?
+}
+
+/// The value of a joined task: a panic goes on unwinding, a cancellation is an error.
+fn joined<T>(result: Result<T, tokio::task::JoinError>) -> anyhow::Result<T> {
+    match result {
+        Ok(value) => Ok(value),
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => DispatchOutcome::default(),
+        Err(e) => Err(anyhow::anyhow!(
+            "the dispatcher task was cancelled before the run ended ({e})"
+        )),
     }
 }
 
@@ -111,5 +119,20 @@ async fn send_one(
             false
         }
         _ = shutdown.abandoned() => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_cancelled_dispatcher_is_an_error() {
+        let task = tokio::spawn(std::future::pending::<DispatchOutcome>());
+        task.abort();
+        let err = joined(task.await).unwrap_err();
+        assert!(err.to_string().contains("cancelled"), "{err}");
+        let done = tokio::spawn(async { DispatchOutcome::default() });
+        assert_eq!(joined(done.await).unwrap(), DispatchOutcome::default());
     }
 }

@@ -160,7 +160,7 @@ pub(super) async fn run(
     requests: Vec<PreparedRequest>,
     records: mpsc::Sender<RequestRecord>,
     shutdown: &Shutdown,
-) -> DispatchOutcome {
+) -> anyhow::Result<DispatchOutcome> {
     let mut outcome = DispatchOutcome::default();
     let split = requests.iter().take_while(|r| r.is_warmup).count();
     let mut requests = requests;
@@ -208,27 +208,56 @@ pub(super) async fn run(
         offsets,
         duration: dispatch.duration,
     };
-    let thread = std::thread::Builder::new()
-        .name("llmperf-dispatch".into())
-        .spawn(move || dispatch_thread(schedule, measured));
-    let thread_outcome = match thread {
-        Ok(handle) => {
-            // The thread sleeps between slots; wait for it without blocking a worker.
-            match tokio::task::spawn_blocking(move || handle.join()).await {
-                Ok(Ok(result)) => result,
-                Ok(Err(panic)) => std::panic::resume_unwind(panic),
-                Err(e) => std::panic::resume_unwind(e.into_panic()),
-            }
-        }
-        Err(e) => {
-            tracing::error!("cannot start the open-loop dispatcher thread: {e}");
-            ThreadOutcome::default()
-        }
+    let thread = start_dispatcher(
+        std::thread::Builder::new().name("llmperf-dispatch".into()),
+        move || dispatch_thread(schedule, measured),
+    )?;
+    // The thread sleeps between slots; wait for it without blocking a worker.
+    let thread_outcome = match tokio::task::spawn_blocking(move || thread.join()).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
     };
     in_flight.wait_idle().await;
     outcome.dispatched += thread_outcome.dispatched;
     outcome.hit_duration = thread_outcome.hit_duration;
     outcome.interrupted = thread_outcome.interrupted;
     outcome.abandoned += in_flight.abandoned.load(Ordering::Relaxed);
-    outcome
+    Ok(outcome)
+}
+
+/// Starts the dispatcher thread; an error (the run cannot send on schedule) when it cannot start. Warmup
+/// requests may already be in flight then: they finish on their own.
+fn start_dispatcher<F>(
+    builder: std::thread::Builder,
+    body: F,
+) -> anyhow::Result<std::thread::JoinHandle<ThreadOutcome>>
+where
+    F: FnOnce() -> ThreadOutcome + Send + 'static,
+{
+    builder
+        .spawn(body)
+        .map_err(|e| anyhow::anyhow!("cannot start the open-loop dispatcher thread: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dispatcher_thread_that_cannot_start_is_an_error() {
+        // No system can give a thread a stack this large: the spawn fails.
+        let builder = std::thread::Builder::new().stack_size(usize::MAX / 2);
+        let err = start_dispatcher(builder, ThreadOutcome::default).unwrap_err();
+        assert!(err.to_string().contains("dispatcher thread"), "{err}");
+        let ok = std::thread::Builder::new();
+        let outcome = start_dispatcher(ok, || ThreadOutcome {
+            dispatched: 3,
+            ..ThreadOutcome::default()
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+        assert_eq!(outcome.dispatched, 3);
+    }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::plan::{RunPlan, RunSpec};
+use crate::plan::{LoadMode, RunPlan, RunSpec};
 use crate::secret::is_secret_header;
 
 /// What a masked secret is written as.
@@ -11,7 +11,6 @@ pub use crate::secret::MASK;
 
 /// The arguments object for one run; `url` is the endpoint actually used, `run_dir` the run's folder.
 pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Map<String, Value> {
-    let cli = &plan.cli;
     let headers: Map<String, Value> = plan
         .headers
         .iter()
@@ -24,7 +23,8 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
             (k.clone(), json!(v))
         })
         .collect();
-    let max_tokens = match plan.params.max_tokens {
+    let (typed, params) = (&plan.as_typed, &plan.params);
+    let max_tokens = match params.max_tokens {
         (a, b) if a == b => json!(a),
         (a, b) => json!([a, b]),
     };
@@ -35,46 +35,66 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("model", json!(plan.model));
     put("model_id", json!(plan.model_id));
     put("attn_implementation", Value::Null);
-    put("api", json!(cli.api));
+    put("api", json!(plan.api_name.as_str()));
     put("tokenizer_path", json!(plan.tokens.tokenizer_path));
     put("port", json!(8877));
     put("url", json!(url));
     put("headers", Value::Object(headers));
-    put("connect_timeout", json!(cli.connect_timeout));
-    put("read_timeout", json!(cli.read_timeout));
-    put("total_timeout", json!(cli.total_timeout));
+    put("connect_timeout", json!(typed.connect_timeout_s));
+    put("read_timeout", json!(typed.read_timeout_s));
+    put("total_timeout", json!(typed.total_timeout_s));
     put(
         "api_key",
-        if cli.api_key.is_some() {
+        if plan.api_key_given {
             json!(MASK)
         } else {
             Value::Null
         },
     );
-    put("no_test_connection", json!(cli.no_test_connection));
+    put("no_test_connection", json!(!plan.test_connection));
     put("scenario", Value::Null);
     put("number", json!(spec.number));
     put("parallel", json!(spec.parallel));
-    put("rate", json!(spec.rate));
-    put("warmup_num", json!(cli.warmup_num));
+    // An SLA probe sets the rate as evalscope does: an integer (-1 when searching parallel).
+    let sla = plan.sla.as_ref();
+    put(
+        "rate",
+        match sla {
+            Some(_) => json!(spec.rate as i64),
+            None => json!(spec.rate),
+        },
+    );
+    put("warmup_num", json!(plan.warmup_num));
     put("enable_pd_metrics", json!(false));
-    put("open_loop", json!(cli.open_loop));
-    put("sleep_interval", json!(cli.sleep_interval));
-    put("duration", json!(cli.duration));
-    put("sla_auto_tune", json!(false));
-    put("sla_variable", json!("parallel"));
-    put("sla_params", Value::Null);
-    put("sla_num_runs", json!(3));
-    put("sla_upper_bound", json!(65536));
-    put("sla_lower_bound", json!(1));
-    put("sla_fixed_parallel", Value::Null);
-    put("sla_number_multiplier", Value::Null);
+    put("open_loop", json!(plan.mode == LoadMode::Open));
+    put("sleep_interval", json!(plan.sleep_interval.as_secs()));
+    put("duration", json!(typed.duration_s));
+    put("sla_auto_tune", json!(sla.is_some()));
+    put(
+        "sla_variable",
+        json!(sla.map_or("parallel", |s| s.variable.name())),
+    );
+    put(
+        "sla_params",
+        sla.map_or(Value::Null, |s| s.params_json.clone()),
+    );
+    put("sla_num_runs", json!(sla.map_or(3, |s| s.num_runs)));
+    put("sla_upper_bound", json!(sla.map_or(65536, |s| s.upper)));
+    put("sla_lower_bound", json!(sla.map_or(1, |s| s.lower)));
+    put(
+        "sla_fixed_parallel",
+        json!(sla.and_then(|s| s.fixed_parallel_given)),
+    );
+    put(
+        "sla_number_multiplier",
+        json!(sla.and_then(|s| s.multiplier_given)),
+    );
     put("db_commit_interval", json!(plan.db_commit_interval));
     put("queue_size_multiplier", json!(5));
     put("in_flight_task_multiplier", json!(2));
     put("num_workers", json!(0));
     put("log_every_n_query", json!(plan.log_every_n));
-    put("debug", json!(cli.debug));
+    put("debug", json!(plan.debug));
     put("enable_progress_tracker", json!(plan.progress_tracker));
     let vis = plan.visualizer.as_ref();
     let masked = |key: Option<&String>| key.map_or(Value::Null, |_| json!(MASK));
@@ -91,48 +111,48 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         "swanlab_host",
         json!(vis.and_then(|v| v.swanlab_host.as_ref())),
     );
-    put("name", json!(cli.name));
-    put("alias", json!(cli.alias));
+    put("name", json!(plan.name));
+    put("alias", json!(plan.alias));
     put("outputs_dir", json!(run_dir));
-    put("no_timestamp", json!(cli.no_timestamp));
-    put("max_prompt_length", json!(cli.max_prompt_length));
-    put("min_prompt_length", json!(cli.min_prompt_length));
-    put("prefix_length", json!(cli.prefix_length));
-    put("prefix_count", json!(cli.prefix_count));
-    put("prompt", json!(cli.prompt));
-    put("query_template", json!(cli.query_template));
+    put("no_timestamp", json!(plan.no_timestamp));
+    put("max_prompt_length", json!(plan.prompt_length.1));
+    put("min_prompt_length", json!(plan.prompt_length.0));
+    put("prefix_length", json!(plan.tokens.prefix_length));
+    put("prefix_count", json!(plan.tokens.prefix_count));
+    put("prompt", json!(typed.prompt));
+    put("query_template", json!(typed.query_template));
     put("apply_chat_template", json!(plan.apply_chat_template));
-    put("image_width", json!(cli.image_width));
-    put("image_height", json!(cli.image_height));
-    put("image_format", json!(cli.image_format));
-    put("image_num", json!(cli.image_num));
-    put("image_patch_size", json!(cli.image_patch_size));
-    put("dataset", json!(cli.dataset));
-    put("dataset_path", json!(cli.dataset_path));
+    put("image_width", json!(plan.image.width));
+    put("image_height", json!(plan.image.height));
+    put("image_format", json!(plan.image.format_name()));
+    put("image_num", json!(plan.image.num));
+    put("image_patch_size", json!(plan.image.patch_size));
+    put("dataset", json!(plan.dataset_name()));
+    put("dataset_path", json!(typed.dataset_path));
     put("data_source", Value::Null);
     put("dataset_offset", json!(spec.dataset_offset));
-    put("dataset_args", json!(cli.dataset_args));
-    put("frequency_penalty", json!(cli.frequency_penalty));
-    put("repetition_penalty", json!(cli.repetition_penalty));
+    put("dataset_args", json!(typed.dataset_args));
+    put("frequency_penalty", json!(params.frequency_penalty));
+    put("repetition_penalty", json!(params.repetition_penalty));
     put(
         "logprobs",
-        if cli.logprobs {
+        if params.logprobs {
             json!(true)
         } else {
             Value::Null
         },
     );
     put("max_tokens", max_tokens);
-    put("min_tokens", json!(cli.min_tokens));
-    put("n_choices", json!(cli.n_choices));
-    put("seed", json!(cli.seed));
-    put("stop", json!(cli.stop));
-    put("stop_token_ids", json!(cli.stop_token_ids));
+    put("min_tokens", json!(params.min_tokens));
+    put("n_choices", json!(params.n_choices));
+    put("seed", json!(params.seed));
+    put("stop", json!(params.stop));
+    put("stop_token_ids", json!(params.stop_token_ids));
     put("stream", json!(plan.params.stream));
-    put("temperature", json!(cli.temperature));
-    put("top_p", json!(cli.top_p));
-    put("top_k", json!(cli.top_k));
-    put("extra_args", Value::Object(cli.extra_args.clone()));
+    put("temperature", json!(params.temperature));
+    put("top_p", json!(params.top_p));
+    put("top_k", json!(params.top_k));
+    put("extra_args", Value::Object(params.extra_args.clone()));
     put("tokenize_prompt", json!(plan.tokens.tokenize_prompt));
     put("multi_turn", json!(false));
     put("min_turns", json!(1));

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::cli::{ApiName, DatasetName};
+
 /// Which API plugin talks to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApiKind {
@@ -98,38 +100,68 @@ pub enum DatasetKind {
     MmmuMultiImage,
 }
 
-/// Every dataset name `--dataset` accepts, with its kind.
-pub const DATASETS: [(&str, DatasetKind); 21] = [
-    ("openqa", DatasetKind::OpenQa),
-    ("line_by_line", DatasetKind::LineByLine),
-    ("custom", DatasetKind::Custom),
-    ("random", DatasetKind::Random),
-    ("random_vl", DatasetKind::RandomVl),
-    ("embedding", DatasetKind::Embedding),
-    ("embed", DatasetKind::Embedding),
-    ("embedding_batch", DatasetKind::EmbeddingBatch),
-    ("random_embedding", DatasetKind::RandomEmbedding),
-    ("random_embedding_batch", DatasetKind::RandomEmbeddingBatch),
-    ("rerank", DatasetKind::Rerank),
-    ("random_rerank", DatasetKind::RandomRerank),
-    ("longalpaca", DatasetKind::LongAlpaca),
-    ("share_gpt_zh", DatasetKind::ShareGptZh),
-    ("share_gpt_en", DatasetKind::ShareGptEn),
-    ("speed_benchmark", DatasetKind::SpeedBenchmark),
-    ("speed_benchmark_long", DatasetKind::SpeedBenchmarkLong),
-    ("flickr8k", DatasetKind::Flickr8k),
-    ("kontext_bench", DatasetKind::KontextBench),
-    ("mmmu_multi_image", DatasetKind::MmmuMultiImage),
-    ("open_qa", DatasetKind::OpenQa),
-];
+impl From<ApiName> for ApiKind {
+    fn from(name: ApiName) -> ApiKind {
+        match name {
+            ApiName::OpenAi => ApiKind::OpenAi,
+            ApiName::Mock => ApiKind::Mock,
+            ApiName::OpenAiEmbedding | ApiName::Embedding => ApiKind::Embedding,
+            ApiName::OpenAiRerank | ApiName::Rerank => ApiKind::Rerank,
+        }
+    }
+}
+
+impl From<DatasetName> for DatasetKind {
+    fn from(name: DatasetName) -> DatasetKind {
+        use DatasetName as N;
+        match name {
+            N::OpenQa | N::OpenQaAlias => DatasetKind::OpenQa,
+            N::LineByLine => DatasetKind::LineByLine,
+            N::Custom => DatasetKind::Custom,
+            N::Random => DatasetKind::Random,
+            N::RandomVl => DatasetKind::RandomVl,
+            N::Embedding | N::Embed => DatasetKind::Embedding,
+            N::EmbeddingBatch => DatasetKind::EmbeddingBatch,
+            N::RandomEmbedding => DatasetKind::RandomEmbedding,
+            N::RandomEmbeddingBatch => DatasetKind::RandomEmbeddingBatch,
+            N::Rerank => DatasetKind::Rerank,
+            N::RandomRerank => DatasetKind::RandomRerank,
+            N::LongAlpaca => DatasetKind::LongAlpaca,
+            N::ShareGptZh => DatasetKind::ShareGptZh,
+            N::ShareGptEn => DatasetKind::ShareGptEn,
+            N::SpeedBenchmark => DatasetKind::SpeedBenchmark,
+            N::SpeedBenchmarkLong => DatasetKind::SpeedBenchmarkLong,
+            N::Flickr8k => DatasetKind::Flickr8k,
+            N::KontextBench => DatasetKind::KontextBench,
+            N::MmmuMultiImage => DatasetKind::MmmuMultiImage,
+        }
+    }
+}
 
 impl DatasetKind {
-    /// The `--dataset` name.
+    /// The `--dataset` name (the canonical one when it has an alias).
     pub fn name(self) -> &'static str {
-        DATASETS
-            .iter()
-            .find(|(_, k)| *k == self)
-            .map_or("?", |(n, _)| n)
+        match self {
+            DatasetKind::OpenQa => "openqa",
+            DatasetKind::LineByLine => "line_by_line",
+            DatasetKind::Custom => "custom",
+            DatasetKind::Random => "random",
+            DatasetKind::RandomVl => "random_vl",
+            DatasetKind::Embedding => "embedding",
+            DatasetKind::EmbeddingBatch => "embedding_batch",
+            DatasetKind::RandomEmbedding => "random_embedding",
+            DatasetKind::RandomEmbeddingBatch => "random_embedding_batch",
+            DatasetKind::Rerank => "rerank",
+            DatasetKind::RandomRerank => "random_rerank",
+            DatasetKind::LongAlpaca => "longalpaca",
+            DatasetKind::ShareGptZh => "share_gpt_zh",
+            DatasetKind::ShareGptEn => "share_gpt_en",
+            DatasetKind::SpeedBenchmark => "speed_benchmark",
+            DatasetKind::SpeedBenchmarkLong => "speed_benchmark_long",
+            DatasetKind::Flickr8k => "flickr8k",
+            DatasetKind::KontextBench => "kontext_bench",
+            DatasetKind::MmmuMultiImage => "mmmu_multi_image",
+        }
     }
 
     /// Datasets that also take a local copy of the hub dataset as a folder (image shards, ShareGPT files).
@@ -141,6 +173,14 @@ impl DatasetKind {
                 | DatasetKind::MmmuMultiImage
                 | DatasetKind::ShareGptZh
                 | DatasetKind::ShareGptEn
+        )
+    }
+
+    /// Hub datasets whose local copy is looked up (or downloaded) when `--dataset-path` is left out.
+    pub fn has_hub_cache(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::Flickr8k | DatasetKind::KontextBench | DatasetKind::MmmuMultiImage
         )
     }
 
@@ -240,6 +280,17 @@ pub struct ImageSettings {
     pub num: u32,
     /// Patch size for the token estimate.
     pub patch_size: u32,
+}
+
+impl ImageSettings {
+    /// The `--image-format` name of the pixel format: `L`, `RGB` or `RGBA`.
+    pub fn format_name(&self) -> &'static str {
+        match self.channels {
+            1 => "L",
+            4 => "RGBA",
+            _ => "RGB",
+        }
+    }
 }
 
 /// Token-exact prompt settings (`random`, `--tokenize-prompt`).

@@ -151,7 +151,7 @@ pub(super) fn token_settings(
         if api.input_only() {
             return usage(format!(
                 "--tokenize-prompt sends token ids to a completions endpoint; it does not apply to --api {}",
-                cli.api
+                cli.api.as_str()
             ));
         }
         if kind == Some(DatasetKind::RandomVl) {
@@ -168,7 +168,7 @@ pub(super) fn token_settings(
             if cli.prompt.is_some() {
                 "--prompt".to_string()
             } else {
-                format!("--dataset {}", cli.dataset)
+                format!("--dataset {}", cli.dataset.as_str())
             }
         ));
     }

@@ -9,8 +9,16 @@ fn plan(args: &[&str]) -> Result<RunPlan, UsageError> {
     RunPlan::from_cli(Cli::try_parse_from(v).unwrap(), chrono::Local::now())
 }
 
+/// The usage error of `args`, whether clap (a value enum) or the plan finds it.
 fn err(args: &[&str]) -> String {
-    plan(args).unwrap_err().to_string()
+    let mut v = vec!["llmperf", "--model", "org/my-model", "--prompt", "hi"];
+    v.extend_from_slice(args);
+    match Cli::try_parse_from(v) {
+        Err(e) => e.to_string(),
+        Ok(cli) => RunPlan::from_cli(cli, chrono::Local::now())
+            .unwrap_err()
+            .to_string(),
+    }
 }
 
 #[test]
@@ -95,8 +103,8 @@ fn dataset_needs_a_path() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("--dataset-path"), "{e}");
-    let cli = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "zzz"]).unwrap();
-    let e = RunPlan::from_cli(cli, chrono::Local::now())
+    // An unknown name is refused while parsing (a value enum), naming the flag.
+    let e = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "zzz"])
         .unwrap_err()
         .to_string();
     assert!(e.contains("--dataset"), "{e}");

@@ -1,5 +1,5 @@
 //! A whole invocation: the run root, logging, the simulator for `--api mock`, each run of the sweep in
-//! turn, and the end-of-sweep report. Maps the outcome to an exit code.
+//! turn, and the end-of-sweep report. Ends as [`Error::Interrupted`] when a signal stopped it.
 
 mod aggregate;
 mod single;
@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::api::openai::BodyComposer;
 use crate::dataset::Prompts;
+use crate::error::Error;
 use crate::export;
 use crate::logging;
 use crate::plan::{LoadMode, RunPlan};
@@ -61,25 +62,23 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
     Ok(Some(sim))
 }
 
-/// Runs every run of `plan`; returns the process exit code (0, or 130/143 when interrupted). `shutdown`
-/// is the stop state the signal handlers set.
-pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Result<i32> {
-    if let Some(code) = shutdown.exit_code() {
+/// Runs every run of `plan`. An interrupted sweep still writes its files, then ends as
+/// [`Error::Interrupted`]. `shutdown` is the stop state the signal handlers set.
+pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Result<(), Error> {
+    if let Some(signal) = shutdown.signal() {
         // Interrupted before anything was written.
-        return Ok(code);
+        return Err(Error::Interrupted { signal });
     }
-    let root = plan.output_root.clone();
-    if root.join("benchmark.log").exists()
-        || plan
-            .runs
-            .iter()
-            .any(|r| root.join(&r.dir_name).join("benchmark_data.db").exists())
-    {
-        anyhow::bail!(
-            "The database file already exists under {}: choose another --name/--outputs-dir, or drop --no-timestamp",
-            root.display()
-        );
+    plan.check_output_is_free()?;
+    sweep(&plan, &items, &shutdown).await?;
+    match shutdown.signal() {
+        Some(signal) => Err(Error::Interrupted { signal }),
+        None => Ok(()),
     }
+}
+
+/// The sweep proper: the tracker, the run root, the simulator, each run, the report.
+async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<()> {
     // The tracker's SDK must import before anything is created or sent.
     let mut visualizer = match plan.visualizer.clone() {
         Some(settings) => Some(
@@ -89,46 +88,20 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
         ),
         None => None,
     };
-    std::fs::create_dir_all(&root)
-        .with_context(|| format!("--outputs-dir: cannot create {}", root.display()))?;
-    logging::set_log_file(&root.join("benchmark.log"))
-        .with_context(|| format!("--outputs-dir: cannot write in {}", root.display()))?;
-    tracing::info!("Save the result to: {}", root.display());
-    let (_, appended) = crate::plan::complete_url(&plan.cli.url)?;
-    if appended {
-        tracing::warn!(
-            "--url {} names no endpoint: using {}",
-            plan.cli.url,
-            plan.url
-        );
-    }
-    if plan.mode == LoadMode::Open {
-        let rates: Vec<String> = plan
-            .runs
-            .iter()
-            .map(|r| crate::pyjson::float_repr(r.rate))
-            .collect();
-        let numbers: Vec<String> = plan.runs.iter().map(|r| r.number.to_string()).collect();
-        tracing::info!(
-            "open-loop mode enabled: concurrency is unbounded (parallel set to -1 / INF). Rate sweep: [{}], number sweep: [{}].",
-            rates.join(", "),
-            numbers.join(", ")
-        );
-    }
-
-    let sim = start_simulator(&plan)?;
-    let url = effective_url(&plan, sim.as_ref())?;
+    create_root(plan)?;
+    let sim = start_simulator(plan)?;
+    let url = effective_url(plan, sim.as_ref())?;
     if let Some(vis) = visualizer.as_mut() {
-        start_visualizer(&plan, url.as_str(), vis)?;
+        start_visualizer(plan, url.as_str(), vis)?;
     }
     let tracker = plan.progress_tracker.then(|| {
         let total = plan.runs.iter().map(|r| r.number).sum();
-        ProgressTracker::start(&root, total, plan.runs.len())
+        ProgressTracker::start(&plan.output_root, total, plan.runs.len())
     });
     let ctx = SweepContext {
-        plan: &plan,
+        plan,
         url: url.clone(),
-        prompts: &items,
+        prompts: items,
         composer: BodyComposer::new(
             &plan.model,
             plan.params.clone(),
@@ -139,45 +112,14 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
         tracker: std::sync::Mutex::new(tracker),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
     };
-
     if let Some(sla) = &plan.sla {
-        // SLA auto-tune: the search decides the runs (no visualizer runs, no HTML, as evalscope).
-        let outcome = crate::sla::driver::run(&ctx, sla, &report_info(&plan, &url)).await;
+        // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).
+        let outcome = crate::sla::driver::run(&ctx, sla, &report_info(plan, &url)).await;
         drop(ctx);
         drop(sim);
-        outcome?;
-        return Ok(shutdown.exit_code().unwrap_or(0));
+        return outcome;
     }
-    let mut results: Vec<RunResult> = Vec::new();
-    let mut failure = None;
-    for (i, spec) in plan.runs.iter().enumerate() {
-        if i > 0 && !plan.sleep_interval.is_zero() {
-            tracing::info!(
-                "Sleeping for {} seconds before the next run...",
-                plan.sleep_interval.as_secs()
-            );
-            tokio::select! {
-                _ = tokio::time::sleep(plan.sleep_interval) => {}
-                _ = shutdown.stopped() => {}
-            }
-        }
-        if shutdown.stopping() {
-            break;
-        }
-        match run_single(&ctx, spec, i).await {
-            Ok(result) => {
-                let stop = result.interrupted;
-                results.push(result);
-                if stop {
-                    break;
-                }
-            }
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-    }
+    let (results, failure) = run_each(&ctx).await;
 
     let interrupted = shutdown.stopping();
     if let Some(t) = ctx.tracker.lock().expect("tracker lock").as_mut() {
@@ -198,14 +140,73 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
         }
     }
     if !results.is_empty() {
-        write_report(&plan, &url, &results, interrupted)?;
+        write_report(plan, &url, &results, interrupted)?;
     }
     drop(sim);
     tokio::time::sleep(Duration::from_millis(1)).await;
-    if let Some(e) = failure {
-        return Err(e);
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    Ok(shutdown.exit_code().unwrap_or(0))
+}
+
+/// Creates the run root and its `benchmark.log`, and logs what the sweep will do.
+fn create_root(plan: &RunPlan) -> Result<()> {
+    let root = &plan.output_root;
+    std::fs::create_dir_all(root)
+        .with_context(|| format!("--outputs-dir: cannot create {}", root.display()))?;
+    logging::set_log_file(&root.join("benchmark.log"))
+        .with_context(|| format!("--outputs-dir: cannot write in {}", root.display()))?;
+    tracing::info!("Save the result to: {}", root.display());
+    if let Some(typed) = &plan.url_appended_to {
+        tracing::warn!("--url {typed} names no endpoint: using {}", plan.url);
+    }
+    if plan.mode == LoadMode::Open {
+        let rates: Vec<String> = plan
+            .runs
+            .iter()
+            .map(|r| crate::pyjson::float_repr(r.rate))
+            .collect();
+        let numbers: Vec<String> = plan.runs.iter().map(|r| r.number.to_string()).collect();
+        tracing::info!(
+            "open-loop mode enabled: concurrency is unbounded (parallel set to -1 / INF). Rate sweep: [{}], number sweep: [{}].",
+            rates.join(", "),
+            numbers.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Each run in turn, with the pause between runs; stops at a signal or the first failure.
+async fn run_each(ctx: &SweepContext<'_>) -> (Vec<RunResult>, Option<anyhow::Error>) {
+    let plan = ctx.plan;
+    let mut results: Vec<RunResult> = Vec::new();
+    for (i, spec) in plan.runs.iter().enumerate() {
+        if i > 0 && !plan.sleep_interval.is_zero() {
+            tracing::info!(
+                "Sleeping for {} seconds before the next run...",
+                plan.sleep_interval.as_secs()
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(plan.sleep_interval) => {}
+                _ = ctx.shutdown.stopped() => {}
+            }
+        }
+        if ctx.shutdown.stopping() {
+            break;
+        }
+        match run_single(ctx, spec, i).await {
+            Ok(result) => {
+                let stop = result.interrupted;
+                results.push(result);
+                if stop {
+                    break;
+                }
+            }
+            Err(e) => return (results, Some(e)),
+        }
+    }
+    (results, None)
 }
 
 /// Initialises the tracker run: evalscope's run name and the sweep's masked arguments as its config.
@@ -246,7 +247,7 @@ fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<(
         "rate".into(),
         plan.runs.iter().map(|r| r.rate).collect::<Vec<_>>().into(),
     );
-    let name = match &plan.cli.name {
+    let name = match &plan.name {
         Some(n) => n.clone(),
         None => format!(
             "{}_{}",
@@ -257,22 +258,6 @@ fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<(
     vis.init(&name, &config, &root)?;
     tracing::info!("Logging to {} as run {name:?}", settings.kind.name());
     Ok(())
-}
-
-/// The `Basic Information` facts of the end-of-sweep report.
-fn report_info(plan: &RunPlan, url: &reqwest::Url) -> export::report::ReportInfo {
-    export::report::ReportInfo {
-        model: plan.model.clone(),
-        dataset: plan.dataset_name().to_string(),
-        api: plan.cli.api.clone(),
-        alias: plan.cli.alias.clone(),
-        endpoint: match url.port_or_known_default() {
-            Some(p) => format!("{}:{p}", url.host_str().unwrap_or("")),
-            None => url.host_str().unwrap_or("").to_string(),
-        },
-        output_path: plan.output_root.to_string_lossy().into_owned(),
-        input_only: plan.api.input_only(),
-    }
 }
 
 fn write_report(
@@ -319,4 +304,20 @@ fn write_report(
         Err(e) => tracing::warn!("Failed to generate HTML report: {e:#}"),
     }
     Ok(())
+}
+
+/// The `Basic Information` facts of the end-of-sweep report.
+fn report_info(plan: &RunPlan, url: &reqwest::Url) -> export::report::ReportInfo {
+    export::report::ReportInfo {
+        model: plan.model.clone(),
+        dataset: plan.dataset_name().to_string(),
+        api: plan.api_name.as_str().to_string(),
+        alias: plan.alias.clone(),
+        endpoint: match url.port_or_known_default() {
+            Some(p) => format!("{}:{p}", url.host_str().unwrap_or("")),
+            None => url.host_str().unwrap_or("").to_string(),
+        },
+        output_path: plan.output_root.to_string_lossy().into_owned(),
+        input_only: plan.api.input_only(),
+    }
 }

@@ -227,7 +227,7 @@ pub async fn run_single(
         duration: plan.duration,
         seed,
     };
-    let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await;
+    let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?;
     let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
     *ctx.tracker.lock().expect("tracker lock") = observers.tracker;
     progress.finish();

@@ -37,7 +37,7 @@ impl RealRunner<'_, '_> {
             number,
             parallel,
             rate,
-            warmup: crate::plan::warmup_requests(plan.cli.warmup_num, number),
+            warmup: crate::plan::warmup_requests(plan.warmup_num, number),
             dir_name: format!("sla_tuning/{}", self.sla.run_dir_name(value, iteration)),
             dataset_offset: self.dataset_offset,
         }
@@ -83,7 +83,7 @@ pub async fn run(ctx: &SweepContext<'_>, sla: &SlaPlan, info: &ReportInfo) -> Re
     let runner = RealRunner {
         ctx,
         sla,
-        dataset_offset: ctx.plan.cli.dataset_offset,
+        dataset_offset: ctx.plan.runs.first().map_or(0, |r| r.dataset_offset),
         run_index: 0,
         interrupted: false,
     };

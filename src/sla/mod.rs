@@ -68,6 +68,10 @@ pub struct SlaPlan {
     pub fixed_parallel: i64,
     /// `--sla-number-multiplier` (default 2).
     pub number_multiplier: f64,
+    /// `--sla-fixed-parallel` as given (for `benchmark_args.json`).
+    pub fixed_parallel_given: Option<i64>,
+    /// `--sla-number-multiplier` as given (for `benchmark_args.json`).
+    pub multiplier_given: Option<f64>,
     /// `--parallel` / `--rate`'s first value: where the search starts.
     pub current: f64,
     /// `--sleep-interval`, seconds (logged between the runs of one value).
@@ -264,6 +268,8 @@ impl SlaPlan {
             upper: a.sla_upper_bound,
             fixed_parallel: a.sla_fixed_parallel.unwrap_or(a.sla_upper_bound),
             number_multiplier: a.sla_number_multiplier.unwrap_or(2.0),
+            fixed_parallel_given: a.sla_fixed_parallel,
+            multiplier_given: a.sla_number_multiplier,
             current,
             sleep_interval_s,
             confidence: a.sla_confidence,

@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::resolve::TokenizerFiles;
 use crate::hub::{commit_id, save, with_hub, write_atomic};
 
 /// Files fetched, and whether each is required.
@@ -17,8 +16,9 @@ const FILES: [(&str, bool); 4] = [
     ("chat_template.json", false),
 ];
 
-/// Downloads `org/name`'s tokenizer files into `cache` (the Hugging Face hub cache folder).
-pub fn download(org: &str, name: &str, cache: &Path) -> Result<TokenizerFiles, String> {
+/// Downloads `org/name`'s tokenizer files into `cache` (the Hugging Face hub cache folder); returns the
+/// snapshot folder holding them.
+pub fn download(org: &str, name: &str, cache: &Path) -> Result<PathBuf, String> {
     let (org, name, cache) = (org.to_string(), name.to_string(), cache.to_path_buf());
     with_hub(move |hub| {
         let repo = cache.join(format!("models--{org}--{name}"));
@@ -51,10 +51,6 @@ pub fn download(org: &str, name: &str, cache: &Path) -> Result<TokenizerFiles, S
             let mut body = resp;
             save(&dir.join(file), &mut body).map_err(|e| format!("{org}/{name} {file}: {e}"))?;
         }
-        let dir = snapshot.ok_or_else(|| "nothing was downloaded".to_string())?;
-        Ok(TokenizerFiles {
-            tokenizer_json: dir.join("tokenizer.json"),
-            dir,
-        })
+        snapshot.ok_or_else(|| "nothing was downloaded".to_string())
     })
 }

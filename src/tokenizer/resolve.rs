@@ -128,7 +128,11 @@ pub fn resolve(spec: &str) -> Result<TokenizerFiles, ResolveError> {
         None => "Not a hub id (org/name), so nothing to download".to_string(),
         Some((org, name)) => {
             match crate::hub::try_download(|cache| super::download::download(org, name, cache)) {
-                Ok(files) => {
+                Ok(dir) => {
+                    let files = TokenizerFiles {
+                        tokenizer_json: dir.join("tokenizer.json"),
+                        dir,
+                    };
                     tracing::info!(
                         "--tokenizer-path {spec}: downloaded into {}",
                         files.dir.display()

@@ -219,7 +219,8 @@ fn an_existing_database_is_never_overwritten() {
     let db = out.path().join("m/parallel_1_number_2/benchmark_data.db");
     let before = std::fs::read(&db).unwrap();
     let o = llmperf(out.path(), &args);
-    assert_eq!(o.status.code(), Some(1));
+    // A usage error (exit 2), found before the dataset loads or anything is written.
+    assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests: the `llmperf` binary against the built-in simulator on 127.0.0.1 (port 0).
 
 mod bad_input;
+mod commands;
 mod common;
 mod diagnostics;
 mod dispatch;

@@ -175,6 +175,15 @@ impl std::fmt::Display for Error {
     }
 }
 
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Connect(ConnectError::Io(e)) | Error::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// One kept-alive connection with its buffers.
 pub struct Conn {
     stream: Stream,

@@ -14,7 +14,20 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::svg::Bins;
 use super::timeline::Span;
+use crate::export::report::RunReport;
 use crate::metrics::{PercentileTable, PERCENTILE_LABELS};
+
+/// One run as the page shows it.
+pub struct RunView {
+    /// The run folder name (`parallel_4_number_100`).
+    pub name: String,
+    /// Summary, percentiles and workload.
+    pub report: RunReport,
+    /// `benchmark_summary.json` parsed (its keys after evalscope's are llmperf's diagnostics).
+    pub summary: serde_json::Map<String, serde_json::Value>,
+    /// Histograms, timeline, token rate.
+    pub data: RunData,
+}
 
 /// The most requests drawn on one run's timeline.
 pub const MAX_SPANS: usize = 500;

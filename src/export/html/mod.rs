@@ -80,7 +80,7 @@ pub struct HtmlRun {
 
 /// Builds the page for `runs` (reading their databases one at a time).
 pub fn render(header: &HtmlHeader, runs: &[HtmlRun]) -> String {
-    let views: Vec<page::RunView> = runs
+    let views: Vec<data::RunView> = runs
         .iter()
         .map(|r| {
             let data = data::load(&r.db_path, &r.report.percentiles).unwrap_or_else(|e| {
@@ -90,7 +90,7 @@ pub fn render(header: &HtmlHeader, runs: &[HtmlRun]) -> String {
                 );
                 data::RunData::default()
             });
-            page::RunView {
+            data::RunView {
                 name: r.name.clone(),
                 report: r.report.clone(),
                 summary: serde_json::from_str(&r.summary_json.replace("NaN", "null"))

@@ -4,9 +4,7 @@
 
 use std::fmt::Write;
 
-use serde_json::{Map, Value};
-
-use super::data::{RunData, MAX_SPANS};
+use super::data::{RunView, MAX_SPANS};
 use super::sections::{basic_info, diagnostics, failures, overview, table, workload};
 use super::svg::{self, Series};
 use super::timeline;
@@ -14,18 +12,6 @@ use super::{esc, HtmlHeader};
 use crate::export::format::Unit;
 use crate::export::report::RunReport;
 use crate::metrics::PERCENTILE_LABELS;
-
-/// One run as the page shows it.
-pub struct RunView {
-    /// The run folder name (`parallel_4_number_100`).
-    pub name: String,
-    /// Summary, percentiles and workload.
-    pub report: RunReport,
-    /// `benchmark_summary.json` parsed (its keys after evalscope's are llmperf's diagnostics).
-    pub summary: Map<String, Value>,
-    /// Histograms, timeline, token rate.
-    pub data: RunData,
-}
 
 /// The x axis of the sweep charts: concurrency, or the rate in open loop.
 fn sweep_axis(runs: &[&RunView]) -> (&'static str, Vec<String>) {

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::page::RunView;
+use super::data::RunView;
 use super::svg;
 use super::{esc, HtmlHeader};
 use crate::export::format::Unit;

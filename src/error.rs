@@ -1,0 +1,113 @@
+//! One error type for a whole invocation, and the one place that maps it to an exit code: usage errors
+//! (a flag value or combination that cannot run, input that cannot be used) exit 2, runtime failures
+//! exit 1, a run stopped by a signal exits 128 + signal (130 for Ctrl-C, 143 for SIGTERM).
+//!
+//! Usage errors are found as early as they can be known (the plan, the output folder, the tokenizer and
+//! the dataset), always before the output folder is created.
+
+/// A usage error: a flag value or combination that cannot run. Its message names the flag.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Everything that can end an invocation other than success.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A flag value or combination that cannot run, or input that cannot be used. Exit code 2.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// clap's own outcome: a parse error (exit 2), or `--help` / `--version` (exit 0).
+    #[error(transparent)]
+    Cli(#[from] clap::Error),
+    /// A failure while running. Exit code 1.
+    #[error("{0:#}")]
+    Runtime(#[from] anyhow::Error),
+    /// Stopped by a signal (the run's files are written, marked interrupted). Exit code 128 + signal.
+    #[error("interrupted by signal {signal}")]
+    Interrupted {
+        /// The signal number (2 for SIGINT, 15 for SIGTERM).
+        signal: i32,
+    },
+}
+
+/// Exit code for usage errors (bad flags or input).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code for runtime failures.
+pub const EXIT_FAILURE: i32 = 1;
+
+impl Error {
+    /// A usage error with `message` (which names the flag).
+    pub fn usage(message: impl std::fmt::Display) -> Error {
+        Error::Usage(UsageError(message.to_string()))
+    }
+
+    /// The process exit code: the one mapping from outcome to code.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) => EXIT_USAGE,
+            Error::Cli(e) if !e.use_stderr() => 0,
+            Error::Cli(_) => EXIT_USAGE,
+            Error::Runtime(_) => EXIT_FAILURE,
+            Error::Interrupted { signal } => 128 + signal,
+        }
+    }
+
+    /// Shows the error to the user: usage errors on stderr, runtime failures through the log (so they also
+    /// reach `benchmark.log`), clap's output as clap formats it; an interruption needs no message.
+    pub fn report(&self) {
+        match self {
+            Error::Usage(e) => eprintln!("error: {e}"),
+            Error::Cli(e) => {
+                let _ = e.print();
+            }
+            // Through the log when one is set up (the flat run), else straight to stderr (subcommands).
+            Error::Runtime(e) if tracing::dispatcher::has_been_set() => tracing::error!("{e:#}"),
+            Error::Runtime(e) => eprintln!("error: {e:#}"),
+            Error::Interrupted { .. } => {}
+        }
+    }
+}
+
+/// The exit code of `result`: 0 on success, else [`Error::exit_code`] (after reporting the error).
+pub fn exit_code(result: Result<(), Error>) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            e.report();
+            e.exit_code()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Probe {
+        #[arg(long)]
+        n: u32,
+    }
+
+    #[test]
+    fn one_mapping_from_error_to_exit_code() {
+        assert_eq!(Error::usage("--x: bad").exit_code(), 2);
+        assert_eq!(Error::Runtime(anyhow::anyhow!("boom")).exit_code(), 1);
+        assert_eq!(Error::Interrupted { signal: 2 }.exit_code(), 130);
+        assert_eq!(Error::Interrupted { signal: 15 }.exit_code(), 143);
+        let bad = Probe::try_parse_from(["p", "--n", "x"]).unwrap_err();
+        assert_eq!(Error::from(bad).exit_code(), 2);
+        let help = Probe::try_parse_from(["p", "--help"]).unwrap_err();
+        assert_eq!(Error::from(help).exit_code(), 0);
+        assert_eq!(exit_code(Ok(())), 0);
+    }
+
+    #[test]
+    fn usage_message_is_shown_as_given() {
+        assert_eq!(
+            Error::usage("--rate 0: must be > 0").to_string(),
+            "--rate 0: must be > 0"
+        );
+    }
+}
