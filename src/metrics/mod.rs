@@ -4,6 +4,7 @@
 
 mod accumulator;
 mod client;
+pub mod goodput;
 mod percentile;
 mod samples;
 mod summary;
@@ -21,6 +22,7 @@ pub use client::{
     ClientDiagnostics, CpuUse, FromSchedule, CPU_LIMIT_PCT, LAG_LIMIT_CLOSED, LAG_LIMIT_OPEN,
     SCHED_DELAY_LIMIT,
 };
+pub use goodput::{GoodputCounter, GoodputSlos, GoodputSummary};
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
 pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
 pub use workload::{

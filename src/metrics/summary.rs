@@ -157,6 +157,8 @@ pub struct SummaryExtras {
     /// The client's self-diagnostics (every run llmperf makes; absent when a summary is rebuilt from
     /// stored rows).
     pub client: Option<ClientDiagnostics>,
+    /// `--goodput`: goodput and SLO attainment.
+    pub goodput: Option<super::goodput::GoodputSummary>,
 }
 
 /// One run's summary (evalscope's `BenchmarkSummary`), values already rounded as evalscope rounds them
@@ -334,6 +336,11 @@ impl BenchmarkSummary {
                 put(keys::CLIENT_WARNING, Value::String(w));
             }
         }
+        if let Some(g) = &self.extras.goodput {
+            for (k, v) in g.keys() {
+                m.insert(k, v);
+            }
+        }
         pyjson::dumps_indent4(&m)
     }
 }
@@ -377,6 +384,7 @@ mod tests {
             wall_input_throughput: None,
             client: None,
             input_token_error: None,
+            goodput: None,
         };
         let s = BenchmarkSummary::from_message(&msg, extras);
         assert_eq!(s.concurrency, 4);

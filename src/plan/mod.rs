@@ -129,6 +129,8 @@ pub struct RunPlan {
     pub as_typed: AsTyped,
     /// `--sla-auto-tune`: the search settings (the runs then come from the search, not `runs`).
     pub sla: Option<crate::sla::SlaPlan>,
+    /// `--goodput`: the per-request SLOs counted into every summary.
+    pub goodput: Option<crate::metrics::GoodputSlos>,
 }
 
 /// Warmup requests before a run of `number` measured ones (the `--warmup-num` rule).
@@ -192,6 +194,7 @@ impl RunPlan {
             api.input_only(),
         )
         .map_err(UsageError)?;
+        let goodput = crate::metrics::GoodputSlos::parse(&cli.sla.goodput).map_err(UsageError)?;
         Ok(RunPlan {
             model,
             model_id,
@@ -238,6 +241,7 @@ impl RunPlan {
                 dataset_args: cli.dataset_args,
             },
             sla,
+            goodput,
         })
     }
 

@@ -183,11 +183,12 @@ pub async fn run_single(
         }
     })));
 
-    let acc = Accumulator::new(SummaryContext {
+    let mut acc = Accumulator::new(SummaryContext {
         concurrency: spec.parallel,
         request_rate: spec.rate,
         input_only: plan.api.input_only(),
     });
+    acc.set_goodput(plan.goodput.clone());
     let progress =
         crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
     let mut tracker = ctx.tracker.lock().expect("tracker lock").take();

@@ -21,6 +21,7 @@ mod parquet_sets;
 mod report;
 mod requests;
 mod secrets;
+mod sla;
 mod tls;
 mod tokens;
 mod visualizer;
