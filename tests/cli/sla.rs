@@ -32,24 +32,25 @@ fn best_observed(log: &str) -> Option<i64> {
         .and_then(|n| n.trim().parse().ok())
 }
 
-/// Runs every trial at once (they are independent processes) and returns each run root.
+/// Runs the trials five at a time (independent processes) and returns each run root.
 fn run_trials(out: &Path, trials: Vec<Vec<String>>) -> Vec<PathBuf> {
-    let children: Vec<(Child, PathBuf)> = trials
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let dir = out.join(format!("t{i}"));
-            (spawn(&dir, a), dir)
-        })
-        .collect();
-    children
-        .into_iter()
-        .map(|(child, dir)| {
+    let mut roots = Vec::new();
+    for (wave, chunk) in trials.chunks(5).enumerate() {
+        let children: Vec<(Child, PathBuf)> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let dir = out.join(format!("t{}", wave * 5 + i));
+                (spawn(&dir, a), dir)
+            })
+            .collect();
+        for (child, dir) in children {
             let output = child.wait_with_output().unwrap();
             ok(&output);
-            dir.join("m")
-        })
-        .collect()
+            roots.push(dir.join("m"));
+        }
+    }
+    roots
 }
 
 const MOCK: [&str; 16] = [
@@ -73,8 +74,9 @@ const MOCK: [&str; 16] = [
 
 #[test]
 fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
-    // Batch N, 20 ms TTFT, 5 ms between tokens, 16 tokens: a queued request waits 95 ms, so p99 TTFT
-    // stays ~20 ms up to N clients and exceeds 60 ms beyond. Closed-form knee: N.
+    // Batch N, 20 ms TTFT, 10 ms between tokens, 16 tokens: a queued request waits 170 ms, so p99 TTFT
+    // stays ~20 ms up to N clients and exceeds 190 ms beyond; the SLO (120 ms) leaves room for a loaded
+    // machine. Closed-form knee: N.
     let tmp = tempfile::tempdir().unwrap();
     let knees: Vec<i64> = (0..10).map(|seed| 3 + seed % 6).collect();
     let trials = knees
@@ -82,8 +84,8 @@ fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
         .enumerate()
         .map(|(seed, n)| {
             let mut a = args(&MOCK);
-            a.extend(args(&["--mock-itl-ms", "5", "--sla-upper-bound", "16"]));
-            a.extend(args(&["--sla-params", r#"[{"p99_ttft": "<=60ms"}]"#]));
+            a.extend(args(&["--mock-itl-ms", "10", "--sla-upper-bound", "16"]));
+            a.extend(args(&["--sla-params", r#"[{"p99_ttft": "<=120ms"}]"#]));
             a.extend(["--mock-max-batch".into(), n.to_string()]);
             a.extend(["--seed".into(), seed.to_string()]);
             a
@@ -92,8 +94,9 @@ fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
     let roots = run_trials(tmp.path(), trials);
     for (root, knee) in roots.iter().zip(&knees) {
         let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
-        let found = best_observed(&log).expect("a selection");
-        assert!((found - knee).abs() <= 1, "knee {knee}, found {found}");
+        let checks: Vec<&str> = log.lines().filter(|l| l.contains("SLA Rule")).collect();
+        let found = best_observed(&log).unwrap_or_else(|| panic!("no selection: {checks:#?}"));
+        assert!((found - knee).abs() <= 1, "knee {knee}, found {found}: {checks:#?}");
         let summary = json_file(&root.join("sla_summary.json"));
         let probe = &summary[format!("parallel_{found}")]["metrics"];
         assert_eq!(probe["Concurrency"], serde_json::json!(found as f64));
@@ -111,9 +114,10 @@ fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
 
 #[test]
 fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
-    // Decode 400 tok/s shared, 20 ms TTFT, 16 tokens, avg TPOT ≤ 10 ms. Closed-form knee:
-    // λ = (X·D − 1) / (ttft + (n − 1)·X) = (4 − 1) / (0.02 + 0.15) = 17.6 req/s.
-    let knee = (0.010 * 400.0 - 1.0) / (0.020 + 15.0 * 0.010);
+    // Decode 400 tok/s shared, 20 ms TTFT, 16 tokens, avg TPOT ≤ 20 ms. Closed-form knee:
+    // λ = (X·D − 1) / (ttft + (n − 1)·X) = (8 − 1) / (0.02 + 0.30) = 21.9 req/s (82 % of the decode
+    // capacity, where TPOT rises steeply with the rate, so run-to-run noise moves the knee little).
+    let knee = (0.020 * 400.0 - 1.0) / (0.020 + 15.0 * 0.020);
     let tmp = tempfile::tempdir().unwrap();
     let trials = (0..10)
         .map(|seed| {
@@ -126,13 +130,13 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
                 "--sla-variable",
                 "rate",
                 "--rate",
-                "8",
+                "12",
                 "--sla-upper-bound",
                 "64",
                 "--sla-number-multiplier",
                 "3",
                 "--sla-params",
-                r#"[{"avg_tpot": "<=10"}]"#,
+                r#"[{"avg_tpot": "<=20"}]"#,
             ]));
             a.extend(["--seed".into(), seed.to_string()]);
             a
@@ -142,8 +146,10 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
     let mut found_all = Vec::new();
     for root in &roots {
         let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
-        found_all.push(best_observed(&log).expect("a selection"));
+        let checks: Vec<&str> = log.lines().filter(|l| l.contains("SLA Rule")).collect();
+        found_all.push(best_observed(&log).unwrap_or_else(|| panic!("no selection: {checks:#?}")));
     }
+    eprintln!("rate knee {knee:.2}: found {found_all:?}");
     for found in &found_all {
         let err = (*found as f64 - knee).abs() / knee;
         assert!(err <= 0.10, "knee {knee:.2}, found {found_all:?}");
