@@ -53,15 +53,13 @@ fn run_trials(out: &Path, trials: Vec<Vec<String>>) -> Vec<PathBuf> {
     roots
 }
 
-const MOCK: [&str; 16] = [
+const MOCK: [&str; 14] = [
     "--api",
     "mock",
     "--model",
     "m",
     "--prompt",
     "hello world",
-    "--max-tokens",
-    "16",
     "--extra-args",
     r#"{"ignore_eos": true}"#,
     "--no-timestamp",
@@ -84,7 +82,8 @@ fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
         .enumerate()
         .map(|(seed, n)| {
             let mut a = args(&MOCK);
-            a.extend(args(&["--mock-itl-ms", "10", "--sla-upper-bound", "16"]));
+            a.extend(args(&["--max-tokens", "16", "--mock-itl-ms", "10"]));
+            a.extend(args(&["--sla-upper-bound", "16"]));
             a.extend(args(&["--sla-params", r#"[{"p99_ttft": "<=120ms"}]"#]));
             a.extend(["--mock-max-batch".into(), n.to_string()]);
             a.extend(["--seed".into(), seed.to_string()]);
@@ -96,7 +95,10 @@ fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
         let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
         let checks: Vec<&str> = log.lines().filter(|l| l.contains("SLA Rule")).collect();
         let found = best_observed(&log).unwrap_or_else(|| panic!("no selection: {checks:#?}"));
-        assert!((found - knee).abs() <= 1, "knee {knee}, found {found}: {checks:#?}");
+        assert!(
+            (found - knee).abs() <= 1,
+            "knee {knee}, found {found}: {checks:#?}"
+        );
         let summary = json_file(&root.join("sla_summary.json"));
         let probe = &summary[format!("parallel_{found}")]["metrics"];
         assert_eq!(probe["Concurrency"], serde_json::json!(found as f64));
@@ -123,6 +125,8 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
         .map(|seed| {
             let mut a = args(&MOCK);
             a.extend(args(&[
+                "--max-tokens",
+                "16",
                 "--mock-itl-ms",
                 "1",
                 "--mock-decode-tok-per-s",
@@ -158,17 +162,19 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
 
 #[test]
 fn confidence_interval_contains_the_knee_in_nine_of_ten_trials() {
-    // Decode 400 tok/s shared by c clients: TPOT = max(itl, c / 400). avg TPOT ≤ 21.25 ms: knee between
-    // 8 (20 ms) and 9 (22.5 ms).
+    // Decode 800 tok/s shared by c clients: TPOT = max(itl, c / 800). avg TPOT ≤ 10.625 ms: knee between
+    // 8 (10 ms) and 9 (11.25 ms).
     let tmp = tempfile::tempdir().unwrap();
     let trials = (0..10)
         .map(|seed| {
             let mut a = args(&MOCK);
             a.extend(args(&[
+                "--max-tokens",
+                "8",
                 "--mock-itl-ms",
                 "1",
                 "--mock-decode-tok-per-s",
-                "400",
+                "800",
                 "--sla-upper-bound",
                 "16",
                 "--sla-confidence",
@@ -176,7 +182,7 @@ fn confidence_interval_contains_the_knee_in_nine_of_ten_trials() {
                 "--sla-max-runs",
                 "6",
                 "--sla-params",
-                r#"[{"avg_tpot": "<=21.25"}]"#,
+                r#"[{"avg_tpot": "<=10.625"}]"#,
             ]));
             a.extend(["--seed".into(), seed.to_string()]);
             a
@@ -196,9 +202,10 @@ fn confidence_interval_contains_the_knee_in_nine_of_ten_trials() {
         }
         // Each probe records its runs and their spread.
         let probe = summary.as_object().unwrap().values().next().unwrap();
-        assert!(probe["Runs"].as_u64().unwrap() >= 3);
+        assert!(probe["Runs"].as_u64().unwrap() >= 2);
         assert!(probe["Metric Spread"]["avg_tpot"]["CI High"].is_number());
     }
+    eprintln!("intervals around the knee 8|9: {seen:?}");
     assert!(contained >= 9, "intervals {seen:?}");
 }
 
@@ -257,11 +264,23 @@ fn bad_sla_input_is_a_usage_error_naming_the_flag_and_writes_nothing() {
     }
     let out = llmperf(
         tmp.path(),
-        &["--api", "mock", "--model", "m", "--prompt", "x", "--goodput", "ttft"],
+        &[
+            "--api",
+            "mock",
+            "--model",
+            "m",
+            "--prompt",
+            "x",
+            "--goodput",
+            "ttft",
+        ],
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--goodput"));
-    let out = llmperf(tmp.path(), &["--model", "m", "--prompt", "x", "--mock-max-batch", "4"]);
+    let out = llmperf(
+        tmp.path(),
+        &["--model", "m", "--prompt", "x", "--mock-max-batch", "4"],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--mock-max-batch"));
     assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none());
