@@ -7,4 +7,5 @@
 mod common;
 mod generation;
 mod server;
+mod sla;
 mod tokens;
