@@ -372,6 +372,8 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
         assert!(gp > input);
         attainments.push(summary["TTFT SLO Attainment (%)"].as_f64().unwrap());
     }
+    let html = std::fs::read_to_string(root.join("perf_report.html")).unwrap();
+    assert!(html.contains(r#"id="slo-attainment-t""#) && html.contains(r#"id="slo-goodput-t""#));
     assert_eq!(attainments[0], 100.0, "one client never queues");
     assert!(
         attainments[1] < 100.0,
