@@ -76,7 +76,7 @@ pub struct Probe {
     pub total_requests: u64,
     /// Successful requests over every run.
     pub succeeded_requests: u64,
-    /// Every run had requests and all of them succeeded.
+    /// It has runs, every run had requests, and all of them succeeded.
     pub request_gate_passed: bool,
     /// Why the probe is not valid (failed requests, missing metrics), per run.
     pub reasons: Vec<String>,
@@ -94,7 +94,7 @@ impl Probe {
             runs: Vec::new(),
             total_requests: 0,
             succeeded_requests: 0,
-            request_gate_passed: true,
+            request_gate_passed: false,
             reasons: Vec::new(),
             metric_values: Vec::new(),
             group_passes: Vec::new(),
@@ -108,6 +108,9 @@ impl Probe {
     /// Adds one more run (the confidence search repeats a value).
     pub fn add_run(&mut self, run: RunOutcome, metric_names: &BTreeSet<String>) {
         let i = self.runs.len() + 1;
+        if self.runs.is_empty() {
+            self.request_gate_passed = true;
+        }
         let (total, ok) = run.request_counts();
         self.total_requests += total;
         self.succeeded_requests += ok;

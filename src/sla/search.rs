@@ -111,8 +111,19 @@ impl<'a, R: ProbeRunner> Tuner<'a, R> {
         self.plan.variable.name()
     }
 
-    /// The whole search (evalscope's `tune`), then the per-probe group verdicts.
+    /// The whole search (evalscope's `tune`), then the per-probe group verdicts. A signal ends the search
+    /// early; the probes finished so far are kept.
     pub async fn tune(&mut self) -> Result<()> {
+        let outcome = self.search().await;
+        if outcome.is_err() && self.runner.stopped() {
+            self.warn("SLA search interrupted: reporting the values probed so far".into());
+            self.finish_groups();
+            return Ok(());
+        }
+        outcome
+    }
+
+    async fn search(&mut self) -> Result<()> {
         let var = self.var();
         self.info(format!("Starting SLA Auto-tune for {var}"));
         self.info(format!(
@@ -170,7 +181,7 @@ impl<'a, R: ProbeRunner> Tuner<'a, R> {
         let mut probe = Probe::new(value, Vec::new(), &self.metric_names);
         for i in 0..runs {
             if self.runner.stopped() {
-                break;
+                anyhow::bail!("interrupted");
             }
             self.info(format!(
                 "Running {var}={value}, iteration {}/{runs}...",
