@@ -63,6 +63,8 @@ pub struct Usage {
     pub completion_tokens: Option<u64>,
     /// `usage.prompt_tokens_details.cached_tokens`.
     pub cached_tokens: Option<u64>,
+    /// `usage.completion_tokens_details.reasoning_tokens`.
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// Everything known about one request, from its intended send time to its last byte.
@@ -108,6 +110,8 @@ pub struct RequestRecord {
     /// receive stamp to read); zero where the kernel gives no stamps. Not a timing error — chunks are
     /// timed at arrival — but a measure of how far behind the client was.
     pub read_lag: Duration,
+    /// Reasoning vs answer accounting, set by the aggregator when the response carried reasoning.
+    pub reasoning: Option<crate::reasoning::ReasoningSplit>,
 }
 
 impl RequestRecord {
@@ -133,6 +137,7 @@ impl RequestRecord {
             response_spans: Vec::new(),
             intended_prompt_tokens: None,
             read_lag: Duration::ZERO,
+            reasoning: None,
         }
     }
 

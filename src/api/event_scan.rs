@@ -204,6 +204,24 @@ fn usage(c: &mut Cursor<'_>) -> Option<Usage> {
                     })?;
                 }
             }
+            b"completion_tokens_details" => {
+                once(&mut seen, 8)?;
+                if !null(c)? {
+                    if c.ws()? != b'{' {
+                        return None;
+                    }
+                    let mut seen_reasoning = 0u8;
+                    object(c, |c, key| {
+                        if key == b"reasoning_tokens" {
+                            once(&mut seen_reasoning, 1)?;
+                            u.reasoning_tokens = count(c)?;
+                        } else {
+                            c.skip_value()?;
+                        }
+                        Some(())
+                    })?;
+                }
+            }
             _ => c.skip_value()?,
         }
         Some(())

@@ -140,12 +140,20 @@ struct UsageJson {
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<Obj<Details>>,
+    #[serde(default)]
+    completion_tokens_details: Option<Obj<CompletionDetails>>,
 }
 
 #[derive(Deserialize)]
 struct Details {
     #[serde(default)]
     cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 fn non_empty(s: &Option<Cow<'_, str>>) -> bool {
@@ -178,6 +186,9 @@ fn usage_of(u: UsageJson) -> Usage {
         prompt_tokens: u.prompt_tokens,
         completion_tokens: u.completion_tokens,
         cached_tokens: u.prompt_tokens_details.and_then(|d| d.0.cached_tokens),
+        reasoning_tokens: u
+            .completion_tokens_details
+            .and_then(|d| d.0.reasoning_tokens),
     }
 }
 
@@ -294,6 +305,10 @@ pub fn inspect_value(v: &Value) -> EventInfo {
             .get("prompt_tokens_details")
             .and_then(|d| d.get("cached_tokens"))
             .and_then(Value::as_u64),
+        reasoning_tokens: u
+            .get("completion_tokens_details")
+            .and_then(|d| d.get("reasoning_tokens"))
+            .and_then(Value::as_u64),
     });
     EventInfo {
         is_json: true,
@@ -312,6 +327,9 @@ fn merge_usage(record: &mut RequestRecord, u: Usage) {
     }
     if u.cached_tokens.is_some() {
         record.usage.cached_tokens = u.cached_tokens;
+    }
+    if u.reasoning_tokens.is_some() {
+        record.usage.reasoning_tokens = u.reasoning_tokens;
     }
 }
 
@@ -384,7 +402,8 @@ mod tests {
             Some(Usage {
                 prompt_tokens: Some(7),
                 completion_tokens: Some(5),
-                cached_tokens: Some(3)
+                cached_tokens: Some(3),
+                reasoning_tokens: None,
             })
         );
         assert!(!inspect(b"[DONE]").is_json);

@@ -3,7 +3,9 @@
 //! This is the raw form: values as typed, with only per-value parsing. Every rule that involves more than
 //! one flag lives in [`crate::plan`].
 
+pub mod arrival;
 mod parsers;
+pub mod server_metrics;
 pub mod sla;
 mod values;
 
@@ -404,6 +406,13 @@ pub struct Cli {
     /// The simulator's capacity model.
     #[command(flatten)]
     pub capacity: sla::MockCapacityArgs,
+    /// `--burstiness`, `--ramp-up`.
+    #[command(flatten)]
+    pub arrival: arrival::ArrivalArgs,
+
+    /// `--server-metrics` and the simulator's `/metrics` and reasoning knobs.
+    #[command(flatten)]
+    pub server_side: server_metrics::ServerMetricsArgs,
 }
 
 impl Cli {

@@ -15,7 +15,7 @@ use rand::SeedableRng;
 use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinSet;
 
-use super::schedule::poisson_offsets_s;
+use super::schedule::arrival_offsets_s;
 use super::timer::PreciseTimer;
 use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
 use crate::record::RequestRecord;
@@ -127,7 +127,7 @@ pub(super) async fn run(
     let workers = dispatch.parallel.max(1).min(requests.len().max(1));
     let pacing = (dispatch.rate > 0.0).then(|| {
         let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
-        let offsets = poisson_offsets_s(requests.len(), dispatch.rate, &mut rng);
+        let offsets = arrival_offsets_s(requests.len(), dispatch.rate, dispatch.shape, &mut rng);
         (offsets, Instant::now(), Mutex::new(PreciseTimer::new()))
     });
     let shared = Arc::new(Shared {

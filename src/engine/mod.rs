@@ -46,6 +46,8 @@ pub struct Dispatch {
     pub duration: Option<Duration>,
     /// Seed for the arrival schedule.
     pub seed: u64,
+    /// Gap distribution and rate ramp of a paced schedule.
+    pub shape: schedule::ArrivalShape,
 }
 
 /// How dispatching ended.

@@ -17,7 +17,7 @@ use rand::SeedableRng;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 
-use super::schedule::poisson_offsets_s;
+use super::schedule::arrival_offsets_s;
 use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
@@ -195,7 +195,7 @@ pub(super) async fn run(
 
     let offsets = {
         let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
-        poisson_offsets_s(measured.len(), dispatch.rate, &mut rng)
+        arrival_offsets_s(measured.len(), dispatch.rate, dispatch.shape, &mut rng)
     };
     let in_flight = Arc::new(InFlight::default());
     let schedule = Schedule {

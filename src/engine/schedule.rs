@@ -1,23 +1,65 @@
 //! Arrival schedules (pure, seeded). Waiting for a slot precisely is [`super::timer`]'s job.
+//!
+//! [`arrival_offsets_s`] draws the gaps between arrivals (exponential, or gamma with shape `k` =
+//! `--burstiness` and mean 1: k = 1 is Poisson, k < 1 burstier, k > 1 more even, as vLLM's flag), rescales
+//! them so their cumulative sum ends at exactly `n` (evalscope's rule: the last arrival of a plain schedule
+//! lands at `n / rate`), and maps that "expected arrivals" axis to time through the rate profile: constant
+//! `rate`, or with `--ramp-up D` a rate rising linearly from 0 to `rate` over the first `D` seconds and
+//! constant after.
 
 use rand::Rng;
-use rand_distr::{Distribution, Exp};
+use rand_distr::{Distribution, Exp, Gamma};
+
+/// The shape of a paced schedule (`--burstiness`, `--ramp-up`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArrivalShape {
+    /// Gamma shape of the gaps; 1.0 = Poisson.
+    pub burstiness: f64,
+    /// Seconds over which the rate ramps up linearly from 0; `None` = none.
+    pub ramp_up_s: Option<f64>,
+}
+
+impl Default for ArrivalShape {
+    fn default() -> Self {
+        ArrivalShape {
+            burstiness: 1.0,
+            ramp_up_s: None,
+        }
+    }
+}
 
 /// Poisson arrival offsets in seconds for `n` requests at `rate` req/s, on an absolute timeline: the
 /// cumulative sum of exponential gaps, rescaled so the last arrival lands at exactly `n / rate`
 /// (evalscope's schedule, spec §6.2). The first request also waits its gap.
 pub fn poisson_offsets_s(n: usize, rate: f64, rng: &mut impl Rng) -> Vec<f64> {
+    arrival_offsets_s(n, rate, ArrivalShape::default(), rng)
+}
+
+/// Arrival offsets in seconds for `n` requests at `rate` req/s shaped by `shape` (see the module doc).
+/// With the default shape this is exactly [`poisson_offsets_s`] (same draws, same values).
+pub fn arrival_offsets_s(n: usize, rate: f64, shape: ArrivalShape, rng: &mut impl Rng) -> Vec<f64> {
     if n == 0 {
         return Vec::new();
     }
-    let exp = Exp::new(rate).expect("rate is validated > 0");
     let mut acc = 0.0;
-    let mut offsets: Vec<f64> = (0..n)
-        .map(|_| {
-            acc += exp.sample(rng);
-            acc
-        })
-        .collect();
+    let mut offsets: Vec<f64> = if shape.burstiness == 1.0 {
+        let exp = Exp::new(rate).expect("rate is validated > 0");
+        (0..n)
+            .map(|_| {
+                acc += exp.sample(rng);
+                acc
+            })
+            .collect()
+    } else {
+        let k = shape.burstiness;
+        let gamma = Gamma::new(k, 1.0 / (k * rate)).expect("burstiness is validated > 0");
+        (0..n)
+            .map(|_| {
+                acc += gamma.sample(rng);
+                acc
+            })
+            .collect()
+    };
     let last = *offsets.last().expect("n > 0");
     if last > 0.0 {
         let scale = (n as f64 / rate) / last;
@@ -25,7 +67,24 @@ pub fn poisson_offsets_s(n: usize, rate: f64, rng: &mut impl Rng) -> Vec<f64> {
             *o *= scale;
         }
     }
+    if let Some(d) = shape.ramp_up_s.filter(|d| *d > 0.0) {
+        for o in &mut offsets {
+            *o = ramp_time_s(*o * rate, rate, d);
+        }
+    }
     offsets
+}
+
+/// The time at which `expected` arrivals have been due under a rate rising linearly from 0 to `rate` over
+/// `ramp_s` seconds, then constant: the inverse of Λ(t) = rate·t²/(2·ramp) (t ≤ ramp), rate·(t − ramp/2)
+/// after.
+fn ramp_time_s(expected: f64, rate: f64, ramp_s: f64) -> f64 {
+    let during = rate * ramp_s / 2.0;
+    if expected <= during {
+        (2.0 * ramp_s * expected / rate).sqrt()
+    } else {
+        ramp_s + (expected - during) / rate
+    }
 }
 
 #[cfg(test)]
@@ -49,5 +108,76 @@ mod tests {
         let b = poisson_offsets_s(20, 3.0, &mut rand::rngs::StdRng::seed_from_u64(1));
         assert_eq!(a, b);
         assert!(poisson_offsets_s(0, 3.0, &mut rand::rngs::StdRng::seed_from_u64(1)).is_empty());
+    }
+
+    /// Squared coefficient of variation of the gaps (variance / mean²): 1 for Poisson, 1/k for gamma.
+    fn gap_cv2(offsets: &[f64]) -> f64 {
+        let gaps: Vec<f64> = std::iter::once(offsets[0])
+            .chain(offsets.windows(2).map(|w| w[1] - w[0]))
+            .collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (gaps.len() - 1) as f64;
+        var / (mean * mean)
+    }
+
+    #[test]
+    fn default_shape_is_the_poisson_schedule() {
+        let a = poisson_offsets_s(100, 5.0, &mut rand::rngs::StdRng::seed_from_u64(3));
+        let b = arrival_offsets_s(
+            100,
+            5.0,
+            ArrivalShape::default(),
+            &mut rand::rngs::StdRng::seed_from_u64(3),
+        );
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn gamma_gaps_have_dispersion_one_over_k() {
+        for k in [0.5, 4.0] {
+            let shape = ArrivalShape {
+                burstiness: k,
+                ramp_up_s: None,
+            };
+            let o = arrival_offsets_s(
+                20_000,
+                100.0,
+                shape,
+                &mut rand::rngs::StdRng::seed_from_u64(9),
+            );
+            assert!((o[o.len() - 1] - 200.0).abs() < 1e-6, "ends at n / rate");
+            let cv2 = gap_cv2(&o);
+            assert!((cv2 * k - 1.0).abs() < 0.1, "k {k}: CV² {cv2}");
+        }
+    }
+
+    #[test]
+    fn ramp_rises_linearly_then_holds_the_rate() {
+        let shape = ArrivalShape {
+            burstiness: 1.0,
+            ramp_up_s: Some(10.0),
+        };
+        let o = arrival_offsets_s(
+            4_000,
+            100.0,
+            shape,
+            &mut rand::rngs::StdRng::seed_from_u64(5),
+        );
+        let count = |a: f64, b: f64| o.iter().filter(|t| **t >= a && **t < b).count() as f64;
+        // Λ(5) = 100·25/20 = 125 arrivals in the first half of the ramp, 375 in the second.
+        assert!(
+            (count(0.0, 5.0) - 125.0).abs() < 35.0,
+            "{}",
+            count(0.0, 5.0)
+        );
+        assert!(
+            (count(5.0, 10.0) - 375.0).abs() < 60.0,
+            "{}",
+            count(5.0, 10.0)
+        );
+        // After the ramp: the full rate.
+        let rate_after = count(10.0, 40.0) / 30.0;
+        assert!((rate_after - 100.0).abs() < 6.0, "{rate_after}");
+        assert!(o.windows(2).all(|w| w[1] >= w[0]));
     }
 }

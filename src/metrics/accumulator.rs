@@ -380,6 +380,7 @@ impl Accumulator {
             wall_input_throughput,
             client: None,
             goodput: self.goodput.as_ref().map(|g| g.summary(self.wall_time())),
+            appended: Vec::new(),
             input_token_error: (self.input_error.n > 0).then(|| {
                 let e = self.input_error;
                 let n = e.n as f64;

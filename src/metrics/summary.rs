@@ -159,6 +159,8 @@ pub struct SummaryExtras {
     pub client: Option<ClientDiagnostics>,
     /// `--goodput`: goodput and SLO attainment.
     pub goodput: Option<super::goodput::GoodputSummary>,
+    /// Further keys written last, in order (reasoning accounting, `--server-metrics`).
+    pub appended: Vec<(String, Value)>,
 }
 
 /// One run's summary (evalscope's `BenchmarkSummary`), values already rounded as evalscope rounds them
@@ -338,8 +340,11 @@ impl BenchmarkSummary {
         }
         if let Some(g) = &self.extras.goodput {
             for (k, v) in g.keys() {
-                m.insert(k, v);
+                put(&k, v);
             }
+        }
+        for (key, value) in &self.extras.appended {
+            put(key, value.clone());
         }
         pyjson::dumps_indent4(&m)
     }
@@ -385,6 +390,7 @@ mod tests {
             client: None,
             input_token_error: None,
             goodput: None,
+            appended: Vec::new(),
         };
         let s = BenchmarkSummary::from_message(&msg, extras);
         assert_eq!(s.concurrency, 4);

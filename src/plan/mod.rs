@@ -10,6 +10,7 @@ mod kinds;
 mod load;
 mod parse;
 mod prompts;
+mod server_side;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,7 @@ pub use crate::error::UsageError;
 pub use kinds::*;
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use server_side::ServerSidePlan;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
@@ -131,6 +133,8 @@ pub struct RunPlan {
     pub sla: Option<crate::sla::SlaPlan>,
     /// `--goodput`: the per-request SLOs counted into every summary.
     pub goodput: Option<crate::metrics::GoodputSlos>,
+    /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
+    pub server_side: ServerSidePlan,
 }
 
 /// Warmup requests before a run of `number` measured ones (the `--warmup-num` rule).
@@ -195,6 +199,7 @@ impl RunPlan {
         )
         .map_err(UsageError)?;
         let goodput = crate::metrics::GoodputSlos::parse(&cli.sla.goodput).map_err(UsageError)?;
+        let server_side = server_side::server_side_plan(&cli, api, &runs)?;
         Ok(RunPlan {
             model,
             model_id,
@@ -242,6 +247,7 @@ impl RunPlan {
             },
             sla,
             goodput,
+            server_side,
         })
     }
 

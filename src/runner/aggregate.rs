@@ -31,6 +31,8 @@ pub struct Observers {
     pub visualizer: Option<VisualizerFeed>,
     /// `--enable-progress-tracker`: counts measured requests into `progress.json`.
     pub tracker: Option<ProgressTracker>,
+    /// Reasoning vs answer statistics (summary keys when any response carried reasoning).
+    pub reasoning: crate::reasoning::ReasoningStats,
 }
 
 /// What the aggregator completes on each record before counting it: the intended prompt length, and token
@@ -47,6 +49,7 @@ impl Completion {
     fn apply(&self, record: &mut RequestRecord) {
         record.intended_prompt_tokens = self.intended.get(record.index).copied().flatten();
         self.counter.fill(record);
+        record.reasoning = crate::reasoning::split(record, self.counter.tokenizer.as_deref());
     }
 }
 
@@ -80,6 +83,7 @@ pub async fn aggregate(
         }
         acc.add(&record);
         observers.timeline.feed_record(&record);
+        observers.reasoning.add(&record);
         if let Some(tracker) = &mut observers.tracker {
             tracker.request_done();
         }

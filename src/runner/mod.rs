@@ -50,6 +50,8 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         max_batch: mock.max_batch,
         prefill_tok_per_s: mock.prefill_tok_per_s,
         decode_tok_per_s: mock.decode_tok_per_s,
+        metrics_fault: plan.server_side.mock_metrics_fault,
+        reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;

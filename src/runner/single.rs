@@ -218,6 +218,8 @@ pub async fn run_single(
             },
         },
     ));
+    let scrape =
+        crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
@@ -227,6 +229,7 @@ pub async fn run_single(
         rate: spec.rate,
         duration: plan.duration,
         seed,
+        shape: plan.server_side.arrival,
     };
     let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?;
     let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
@@ -276,6 +279,11 @@ pub async fn run_single(
     if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
         tracing::warn!("{warning}");
     }
+    summary
+        .extras
+        .appended
+        .extend(observers.reasoning.summary_keys());
+    crate::server_metrics::finish_for_run(scrape, &run_dir, &mut summary).await;
     let percentiles = acc.percentiles();
     if let Some(e) = &summary.extras.input_token_error {
         let line = format!(

@@ -152,6 +152,8 @@ mod tests {
             stream: true,
             request_id: id,
             chunk_times_s: vec![1.05],
+            first_answer_s: None,
+            reasoning_tokens: 0,
         }
     }
 

@@ -26,6 +26,8 @@
 //!   tokens = words of the query plus words of every document (vLLM reports only `total_tokens`).
 //! * `GET /v1/models` — one model: the `model` of the most recent request, else `"mock-model"`.
 //! * `GET /health` — `{"status":"ok"}`.
+//! * `GET /metrics` — Prometheus text with vLLM's metric names and the simulator's true counters, gauges
+//!   and histograms ([`metrics`]); [`SimConfig::metrics_fault`] makes it missing, slow or garbage.
 //! * Anything else: 404 `{"error":{"message":…,"type":"not_found","code":404}}`; a known path with the
 //!   wrong method: 405; a body that is not valid JSON (or lacks `messages` / `prompt` / `input`): 400 with
 //!   type `invalid_request_error`.
@@ -44,6 +46,10 @@
 //! words (`str::split_whitespace`) in every message `content` string and every content part of type
 //! `"text"` (other parts count 0), or in the `prompt` string; a `prompt` that is a list of token ids counts
 //! its length; a list of strings sums them. Embeddings `input` follows the same rule (sum over a list).
+//!
+//! **Reasoning**: with [`SimConfig::reasoning_tokens`] = R, the first R output tokens of a chat response go
+//! out as `delta.reasoning_content` (`message.reasoning_content` when not streaming), the rest as
+//! `content`, and the usage carries `completion_tokens_details.reasoning_tokens` = min(R, output tokens).
 //!
 //! # Timing
 //! Token `i` (0-based) is produced at `received + ttft + i * itl` on an absolute timeline from the instant
@@ -80,6 +86,7 @@ pub mod fault;
 #[cfg(test)]
 mod fault_tests;
 pub mod join;
+pub mod metrics;
 mod request;
 mod routes;
 mod stream;
@@ -101,6 +108,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
 pub use fault::{Fault, FaultRule};
+pub use metrics::MetricsFault;
 pub use routes::FAULT_HEADER;
 pub use truth::{write_truth_jsonl, TruthRecord};
 
@@ -132,6 +140,11 @@ pub struct SimConfig {
     pub prefill_tok_per_s: u64,
     /// Capacity model: decode throughput shared by the requests served, tokens/s (0 = none).
     pub decode_tok_per_s: u64,
+    /// How `GET /metrics` misbehaves (`None`: it answers normally; see [`metrics`]).
+    pub metrics_fault: Option<MetricsFault>,
+    /// Leading output tokens of each chat response sent as `reasoning_content` (and reported as
+    /// `usage.completion_tokens_details.reasoning_tokens`); 0 = none.
+    pub reasoning_tokens: u32,
 }
 
 impl Default for SimConfig {
@@ -147,6 +160,8 @@ impl Default for SimConfig {
             max_batch: 0,
             prefill_tok_per_s: 0,
             decode_tok_per_s: 0,
+            metrics_fault: None,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -160,6 +175,7 @@ pub(crate) struct Shared {
     requests: Mutex<Vec<CapturedRequest>>,
     model: Mutex<Option<String>>,
     capacity: Arc<capacity::Capacity>,
+    metrics: Arc<metrics::SimMetrics>,
 }
 
 impl Shared {
@@ -258,6 +274,7 @@ impl SimServer {
             truth: Arc::default(),
             requests: Mutex::default(),
             model: Mutex::default(),
+            metrics: Arc::default(),
         });
         let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
         Ok(SimServer {

@@ -21,6 +21,7 @@ use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::fault::{self, Fault, FaultyBody, ResetFlag};
+use super::metrics::{Finished, MetricsFault, GARBAGE_METRICS, SLOW_METRICS_DELAY};
 use super::request::GenRequest;
 use super::stream::{write_text_fault, Api, Plan, SimBody, SseBody, ERROR_EVENT, TOKEN_TEXT};
 use super::truth::TruthRecord;
@@ -78,6 +79,7 @@ pub(crate) async fn handle(
             });
         }
         ("/v1/models", &Method::GET) => return Ok(models(&shared)),
+        ("/metrics", &Method::GET) => return Ok(metrics(&shared).await),
         ("/health", &Method::GET) => return Ok(json(StatusCode::OK, r#"{"status":"ok"}"#)),
         (
             "/v1/chat/completions"
@@ -87,6 +89,7 @@ pub(crate) async fn handle(
             | "/v1/reranks"
             | "/rerank"
             | "/v1/models"
+            | "/metrics"
             | "/health",
             m,
         ) => {
@@ -156,6 +159,11 @@ pub(crate) async fn handle(
         std::future::pending::<()>().await;
     }
     let (tokens, finish_reason) = request.output_plan(cfg.output_tokens);
+    let reasoning_tokens = match api {
+        Api::Chat => cfg.reasoning_tokens.min(tokens),
+        Api::Completion => 0,
+    };
+    shared.metrics.started();
     // The capacity model: wait for a batch slot (this wait counts in TTFT), book the prefill.
     let (start, ttft, pace) = if shared.capacity.limited() {
         let admission = shared.capacity.admit(prompt_tokens).await;
@@ -180,22 +188,31 @@ pub(crate) async fn handle(
         include_usage: request.include_usage(),
         prompt_tokens,
         received: start,
+        arrived: received,
         ttft,
         itl: cfg.itl,
         fault,
         pace,
+        reasoning_tokens,
     };
     if request.is_stream() {
         let truth = cfg
             .record_truth
             .then(|| (shared.truth.clone(), received_s, arrived_s));
-        let body = SimBody::Sse(Box::new(SseBody::new(plan, truth)));
+        let body = SimBody::Sse(Box::new(SseBody::new(plan, truth, shared.metrics.clone())));
         let mut resp = Response::new(with_transport_fault(body, fault, reset));
         let h = resp.headers_mut();
         h.insert(CONTENT_TYPE, content_type(fault, "text/event-stream"));
         h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         return Ok(resp);
     }
+    // Counted even if the client leaves while the body is being produced.
+    let counter = NonStreamCount {
+        shared: shared.clone(),
+        prompt_tokens,
+        received,
+        done: None,
+    };
     if plan.paced_by_load() {
         let mut due = plan.received + plan.ttft;
         for _ in 1..tokens {
@@ -206,13 +223,19 @@ pub(crate) async fn handle(
     } else {
         sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
     }
-    let mut text = BytesMut::from(TOKEN_TEXT.repeat(tokens as usize).as_bytes());
+    let answer_tokens = tokens - reasoning_tokens;
+    let mut text = BytesMut::from(TOKEN_TEXT.repeat(answer_tokens as usize).as_bytes());
     write_text_fault(&mut text, fault);
     let mut out = String::with_capacity(256);
     out.push('{');
     plan.write_head_fields(&mut out, false);
     out.push_str(r#","choices":[{"index":0,"#);
     match api {
+        Api::Chat if reasoning_tokens > 0 => {
+            out.push_str(r#""message":{"role":"assistant","reasoning_content":""#);
+            out.push_str(&TOKEN_TEXT.repeat(reasoning_tokens as usize));
+            out.push_str(r#"","content":""#);
+        }
         Api::Chat => out.push_str(r#""message":{"role":"assistant","content":""#),
         Api::Completion => out.push_str(r#""text":""#),
     }
@@ -237,6 +260,7 @@ pub(crate) async fn handle(
         _ => {}
     }
     let sent_s = clock::now_s();
+    counter.finish(tokens, sent_s, fault.is_none());
     if cfg.record_truth {
         let at = (tokens > 0).then_some(sent_s);
         shared.truth.push(TruthRecord {
@@ -250,6 +274,8 @@ pub(crate) async fn handle(
             stream: false,
             request_id: plan.id,
             chunk_times_s: Vec::new(),
+            first_answer_s: at.filter(|_| reasoning_tokens > 0 && answer_tokens > 0),
+            reasoning_tokens: u64::from(reasoning_tokens),
         });
     }
     let mut resp = json(StatusCode::OK, body.freeze());
@@ -332,6 +358,8 @@ async fn embeddings(
             stream: false,
             request_id: id,
             chunk_times_s: Vec::new(),
+            first_answer_s: None,
+            reasoning_tokens: 0,
         });
     }
     json(StatusCode::OK, out)
@@ -381,9 +409,67 @@ async fn rerank(
             stream: false,
             request_id: id,
             chunk_times_s: Vec::new(),
+            first_answer_s: None,
+            reasoning_tokens: 0,
         });
     }
     json(StatusCode::OK, out)
+}
+
+/// Counts a non-stream generation request in the server-side metrics: when its body is produced, or —
+/// when the client left first — on drop, with no tokens.
+struct NonStreamCount {
+    shared: Arc<Shared>,
+    prompt_tokens: u64,
+    received: Instant,
+    /// `(tokens, produced_s, success)` once the body was produced.
+    done: Option<(u32, f64, bool)>,
+}
+
+impl NonStreamCount {
+    fn finish(mut self, tokens: u32, produced_s: f64, success: bool) {
+        self.done = Some((tokens, produced_s, success));
+    }
+}
+
+impl Drop for NonStreamCount {
+    fn drop(&mut self) {
+        let received_s = clock::secs(self.received);
+        let (tokens, end_s, success) = self.done.unwrap_or((0, clock::now_s(), false));
+        self.shared.metrics.finished(Finished {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: u64::from(tokens),
+            ttft_s: (tokens > 0).then_some(end_s - received_s),
+            e2e_s: end_s - received_s,
+            success,
+        });
+    }
+}
+
+/// `GET /metrics`: the Prometheus text, or the configured [`MetricsFault`].
+async fn metrics(shared: &Shared) -> Response<SimBody> {
+    let fault = shared.cfg.metrics_fault;
+    if fault == Some(MetricsFault::Slow) {
+        tokio::time::sleep(SLOW_METRICS_DELAY).await;
+    }
+    let body = match fault {
+        Some(MetricsFault::Missing) => {
+            return error(StatusCode::NOT_FOUND, "unknown path /metrics", "not_found")
+        }
+        Some(MetricsFault::Garbage) => GARBAGE_METRICS.to_string(),
+        _ => {
+            let model = shared
+                .last_model()
+                .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+            shared.metrics.render(&model)
+        }
+    };
+    let mut resp = Response::new(SimBody::full(body));
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    resp
 }
 
 /// `/v1/models`: the most recent request's model, or [`DEFAULT_MODEL`].

@@ -27,6 +27,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::Sleep;
 
 use super::fault::{Fault, FaultyBody, NextBytes, BIG_LINE_BYTES};
+use super::metrics::{Finished, SimMetrics};
 use super::truth::{TruthLog, TruthRecord};
 use crate::clock;
 
@@ -74,6 +75,11 @@ pub(crate) struct Plan {
     /// Under the capacity model: the request's batch slot, and the model that spaces its tokens when the
     /// decode throughput is shared.
     pub pace: Option<super::capacity::Pace>,
+    /// Leading output tokens sent as `reasoning_content` (chat only; at most `tokens`).
+    pub reasoning_tokens: u32,
+    /// When the request was received, before any wait for a batch slot (`received` is when it was
+    /// admitted); the server-side metrics measure from it.
+    pub arrived: Instant,
 }
 
 impl Plan {
@@ -107,9 +113,17 @@ impl Plan {
         let (p, c) = (self.prompt_tokens, u64::from(self.tokens));
         let _ = write!(
             out,
-            r#""usage":{{"prompt_tokens":{p},"completion_tokens":{c},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":0}}}}"#,
+            r#""usage":{{"prompt_tokens":{p},"completion_tokens":{c},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":0}}"#,
             p + c
         );
+        if self.reasoning_tokens > 0 {
+            let _ = write!(
+                out,
+                r#","completion_tokens_details":{{"reasoning_tokens":{}}}"#,
+                self.reasoning_tokens
+            );
+        }
+        let _ = out.write_char('}');
     }
 
     /// `"id":…,"object":…,"created":…,"model":…` for a stream chunk or a full body of this API.
@@ -213,12 +227,21 @@ pub(crate) struct SseBody {
     ended: bool,
     /// Under a shared decode throughput: the last token whose time is fixed, and that time.
     load_due: Option<(u32, Instant)>,
+    /// The server-side counters, and whether this request has been counted in them.
+    metrics: Arc<SimMetrics>,
+    counted: bool,
+    /// When the first frame carrying an answer (non-reasoning) token was handed over.
+    first_answer_s: Option<f64>,
 }
 
 impl SseBody {
     /// A stream for `plan`; when `truth` is given (log, received_s, arrived_s), its record is pushed on
     /// drop.
-    pub(crate) fn new(plan: Plan, truth: Option<(Arc<TruthLog>, f64, Option<f64>)>) -> SseBody {
+    pub(crate) fn new(
+        plan: Plan,
+        truth: Option<(Arc<TruthLog>, f64, Option<f64>)>,
+        metrics: Arc<SimMetrics>,
+    ) -> SseBody {
         let per = plan.tokens_per_chunk.max(1);
         let chunks = plan.tokens.div_ceil(per).max(1);
         let mut prefix = String::with_capacity(160);
@@ -240,7 +263,27 @@ impl SseBody {
             truth,
             ended: false,
             load_due: None,
+            metrics,
+            counted: false,
+            first_answer_s: None,
         }
+    }
+
+    /// Counts this request in the server-side metrics (once).
+    fn count(&mut self, success: bool) {
+        if self.counted {
+            return;
+        }
+        self.counted = true;
+        let received_s = clock::secs(self.plan.arrived);
+        let end_s = self.last_token_s.unwrap_or_else(clock::now_s);
+        self.metrics.finished(Finished {
+            prompt_tokens: self.plan.prompt_tokens,
+            completion_tokens: u64::from(self.sent_tokens),
+            ttft_s: self.first_token_s.map(|t| t - received_s),
+            e2e_s: end_s - received_s,
+            success,
+        });
     }
 
     /// Tokens `[start, end)` of chunk `j`.
@@ -292,11 +335,21 @@ impl SseBody {
             self.sent_tokens = end;
             return;
         }
-        w.extend_from_slice(match api {
-            Api::Chat => br#"{"index":0,"delta":{"content":""#,
-            Api::Completion => br#"{"index":0,"text":""#,
-        });
-        for _ in start..end {
+        let reasoning_end = self.plan.reasoning_tokens.clamp(start, end);
+        match api {
+            Api::Chat if reasoning_end > start => {
+                w.extend_from_slice(br#"{"index":0,"delta":{"reasoning_content":""#);
+                for _ in start..reasoning_end {
+                    w.extend_from_slice(TOKEN_TEXT.as_bytes());
+                }
+                if end > reasoning_end {
+                    w.extend_from_slice(br#"","content":""#);
+                }
+            }
+            Api::Chat => w.extend_from_slice(br#"{"index":0,"delta":{"content":""#),
+            Api::Completion => w.extend_from_slice(br#"{"index":0,"text":""#),
+        }
+        for _ in reasoning_end.max(start)..end {
             w.extend_from_slice(TOKEN_TEXT.as_bytes());
         }
         if j == 0 {
@@ -358,11 +411,22 @@ impl SseBody {
                 if self.sent_tokens > before {
                     let t = clock::now_s();
                     self.first_token_s.get_or_insert(t);
+                    if let Some(prev) = self.last_token_s {
+                        self.metrics.token_gap(t - prev);
+                    }
+                    if self.sent_tokens > self.plan.reasoning_tokens {
+                        self.first_answer_s.get_or_insert(t);
+                    }
                     self.last_token_s = Some(t);
                     if self.truth.is_some() {
                         self.chunk_times_s
                             .extend(std::iter::repeat_n(t, output_chunks));
                     }
+                }
+                if self.next_chunk >= self.chunks {
+                    self.count(true);
+                } else if self.ended {
+                    self.count(false);
                 }
                 return Poll::Ready(Some(frame));
             }
@@ -394,6 +458,7 @@ pub(crate) fn write_text_fault(w: &mut BytesMut, fault: Option<Fault>) {
 
 impl Drop for SseBody {
     fn drop(&mut self) {
+        self.count(false);
         if let Some((log, received_s, arrived_s)) = self.truth.take() {
             log.push(TruthRecord {
                 received_s,
@@ -406,6 +471,8 @@ impl Drop for SseBody {
                 stream: true,
                 request_id: self.plan.id,
                 chunk_times_s: std::mem::take(&mut self.chunk_times_s),
+                first_answer_s: self.first_answer_s,
+                reasoning_tokens: u64::from(self.plan.reasoning_tokens.min(self.sent_tokens)),
             });
         }
     }

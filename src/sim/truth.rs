@@ -42,6 +42,17 @@ pub struct TruthRecord {
     /// stamps. Empty for non-stream responses.
     #[serde(default)]
     pub chunk_times_s: Vec<f64>,
+    /// When the first frame carrying an answer token (not reasoning) was handed to the connection; `None`
+    /// when none was sent. Written only when reasoning was simulated (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_answer_s: Option<f64>,
+    /// Output tokens sent as `reasoning_content` (written only when non-zero).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The in-memory log of [`TruthRecord`]s.
@@ -102,6 +113,8 @@ mod tests {
             stream: true,
             request_id: id,
             chunk_times_s: vec![received_s + 0.05],
+            first_answer_s: None,
+            reasoning_tokens: 0,
         }
     }
 

@@ -52,13 +52,16 @@ const EVALSCOPE_COLUMNS: &str = "request TEXT, start_time REAL, inter_token_late
 /// llmperf's extra columns, appended after evalscope's.
 const EXTRA_COLUMNS: &str =
     "status_code INTEGER, error TEXT, scheduled_time REAL, send_time REAL, \
-     chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT, intended_prompt_tokens INTEGER";
+     chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT, intended_prompt_tokens INTEGER, \
+     reasoning_tokens INTEGER, answer_tokens INTEGER, first_reasoning_latency REAL, first_answer_latency REAL";
 
 const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
      response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
      max_gpu_memory_cost, time_per_output_token, request_id, is_stream, status_code, error, scheduled_time, \
-     send_time, chunk_times, cached_tokens, failure_kind, intended_prompt_tokens) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)";
+     send_time, chunk_times, cached_tokens, failure_kind, intended_prompt_tokens, reasoning_tokens, \
+     answer_tokens, first_reasoning_latency, first_answer_latency) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
+     ?23, ?24, ?25, ?26)";
 
 /// What the caller sends to the writer thread.
 enum Msg {
@@ -407,6 +410,10 @@ impl Writer {
             tokens(r.usage.cached_tokens),
             r.failure.map(|k| k.label()),
             r.intended_prompt_tokens.and_then(|n| i64::try_from(n).ok()),
+            tokens(r.reasoning.and_then(|s| s.reasoning_tokens)),
+            tokens(r.reasoning.and_then(|s| s.answer_tokens)),
+            r.reasoning.and_then(|s| s.first_reasoning_s),
+            r.reasoning.and_then(|s| s.first_answer_s),
         ])?;
         self.pending_rows += 1;
         Ok(())

@@ -178,7 +178,11 @@ fn writes_evalscope_rows_then_extras() {
             "chunk_times",
             "cached_tokens",
             "failure_kind",
-            "intended_prompt_tokens"
+            "intended_prompt_tokens",
+            "reasoning_tokens",
+            "answer_tokens",
+            "first_reasoning_latency",
+            "first_answer_latency"
         ]
     );
 

@@ -1,5 +1,6 @@
 //! End-to-end tests: the `llmperf` binary against the built-in simulator on 127.0.0.1 (port 0).
 
+mod arrivals;
 mod bad_input;
 mod commands;
 mod common;
@@ -21,6 +22,7 @@ mod parquet_sets;
 mod report;
 mod requests;
 mod secrets;
+mod server_metrics;
 mod sla;
 mod tls;
 mod tokens;

@@ -307,7 +307,7 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
             "--mock-ttft-ms",
             "10",
             "--mock-itl-ms",
-            "5",
+            "20",
             "--mock-max-batch",
             "2",
             "--parallel",
@@ -317,9 +317,9 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
             "6",
             "24",
             "--goodput",
-            "ttft:40",
-            "itl:30",
-            "e2el:200",
+            "ttft:80",
+            "itl:60",
+            "e2el:400",
         ],
     );
     ok(&out);
@@ -331,7 +331,7 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
         let meets = |r: &crate::common::Row| {
             let (ttft, e2el) = (r.ttft.unwrap() * 1000.0, r.latency.unwrap() * 1000.0);
             let itl = r.itl.iter().copied().fold(0.0, f64::max) * 1000.0;
-            (ttft <= 40.0, itl <= 30.0, e2el <= 200.0)
+            (ttft <= 80.0, itl <= 60.0, e2el <= 400.0)
         };
         let ok_rows: Vec<_> = rows.iter().filter(|r| r.success).map(meets).collect();
         let good = ok_rows.iter().filter(|(a, b, c)| *a && *b && *c).count() as f64;
@@ -359,7 +359,7 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
         );
         assert_eq!(
             summary["Goodput SLOs (ms)"]["ttft"],
-            serde_json::json!(40.0)
+            serde_json::json!(80.0)
         );
         // evalscope's keys come first.
         let keys: Vec<&String> = summary.as_object().unwrap().keys().collect();
@@ -374,7 +374,10 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
     }
     let html = std::fs::read_to_string(root.join("perf_report.html")).unwrap();
     assert!(html.contains(r#"id="slo-attainment-t""#) && html.contains(r#"id="slo-goodput-t""#));
-    assert_eq!(attainments[0], 100.0, "one client never queues");
+    assert_eq!(
+        attainments[0], 100.0,
+        "one client never queues: {attainments:?}"
+    );
     assert!(
         attainments[1] < 100.0,
         "four clients on a batch of two queue: {attainments:?}"

@@ -7,5 +7,6 @@
 mod common;
 mod generation;
 mod server;
+mod server_metrics;
 mod sla;
 mod tokens;

@@ -1,5 +1,5 @@
 //! Property-based fuzzing (proptest) of the code that reads untrusted bytes or composes what is sent:
-//! the SSE framer, the event parser and the request-body composer. No input may panic, and each has an
+//! the SSE framer, the event parser, the Prometheus text parser and the request-body composer. No input may panic, and each has an
 //! oracle: split-invariance and a reference framer, agreement of the fast and generic event paths, a
 //! byte-exact Python `json.dumps` reference for bodies.
 //!
@@ -10,4 +10,5 @@ mod bodies;
 mod events;
 mod harness;
 mod json;
+mod prometheus;
 mod sse;

@@ -27,6 +27,8 @@ pub struct RunView {
     pub summary: serde_json::Map<String, serde_json::Value>,
     /// Histograms, timeline, token rate.
     pub data: RunData,
+    /// `server_metrics.json` (with `--server-metrics`).
+    pub server: Option<super::server::ServerView>,
 }
 
 /// The most requests drawn on one run's timeline.

@@ -11,6 +11,7 @@ mod data;
 mod goodput;
 mod page;
 mod sections;
+mod server;
 mod svg;
 mod timeline;
 
@@ -97,6 +98,7 @@ pub fn render(header: &HtmlHeader, runs: &[HtmlRun]) -> String {
                 summary: serde_json::from_str(&r.summary_json.replace("NaN", "null"))
                     .unwrap_or_default(),
                 data,
+                server: server::load(&r.db_path),
             }
         })
         .collect();

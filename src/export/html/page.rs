@@ -259,5 +259,6 @@ fn run_section(out: &mut String, i: usize, r: &RunView) {
         &d.tok_rate,
     );
     figure(out, &rate, "Output tokens per second over the run (each reply's tokens spread from its first token to its end).");
+    super::server::section(out, i, r);
     out.push_str("</div></section>");
 }

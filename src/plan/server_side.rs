@@ -1,0 +1,70 @@
+//! The plan of the server's side of a run and of its arrival shape: `--server-metrics*`, `--burstiness`,
+//! `--ramp-up`, and the simulator's `--mock-metrics-fault` / `--mock-reasoning-tokens`.
+
+use super::{usage, ApiKind, RunSpec, UsageError};
+use crate::cli::Cli;
+use crate::engine::schedule::ArrivalShape;
+use crate::server_metrics::ServerMetricsPlan;
+use crate::sim::MetricsFault;
+
+/// What these flags decided.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerSidePlan {
+    /// `--server-metrics`: what to scrape, `None` when off.
+    pub metrics: Option<ServerMetricsPlan>,
+    /// The paced schedule's shape.
+    pub arrival: ArrivalShape,
+    /// `--mock-metrics-fault`.
+    pub mock_metrics_fault: Option<MetricsFault>,
+    /// `--mock-reasoning-tokens`.
+    pub mock_reasoning_tokens: u32,
+}
+
+/// Validates the flags against the runs (`runs` know whether they are paced).
+pub fn server_side_plan(
+    cli: &Cli,
+    api: ApiKind,
+    runs: &[RunSpec],
+) -> Result<ServerSidePlan, UsageError> {
+    let metrics = crate::server_metrics::plan_from_args(&cli.server_side).map_err(UsageError)?;
+    let paced = runs.iter().all(|r| r.rate > 0.0);
+    let mut arrival = ArrivalShape::default();
+    if let Some(k) = cli.arrival.burstiness {
+        if !(k.is_finite() && k > 0.0) {
+            return usage(format!(
+                "--burstiness {k}: must be a number > 0 (1 = Poisson, < 1 burstier, > 1 more even)"
+            ));
+        }
+        if !paced {
+            return usage(
+                "--burstiness shapes paced arrivals: add --open-loop --rate R, or --rate R",
+            );
+        }
+        arrival.burstiness = k;
+    }
+    if let Some(d) = cli.arrival.ramp_up {
+        if !paced {
+            return usage("--ramp-up ramps a paced rate: add --open-loop --rate R, or --rate R");
+        }
+        arrival.ramp_up_s = Some(d);
+    }
+    let mock = api == ApiKind::Mock;
+    let fault = cli.server_side.mock_metrics_fault;
+    let reasoning = cli.server_side.mock_reasoning_tokens;
+    if !mock && (fault.is_some() || reasoning > 0) {
+        let flag = if fault.is_some() {
+            "--mock-metrics-fault"
+        } else {
+            "--mock-reasoning-tokens"
+        };
+        return usage(format!(
+            "{flag} configures the built-in simulator: add --api mock, or drop {flag}"
+        ));
+    }
+    Ok(ServerSidePlan {
+        metrics,
+        arrival,
+        mock_metrics_fault: fault,
+        mock_reasoning_tokens: reasoning,
+    })
+}

@@ -1,0 +1,223 @@
+//! The scraper: one OS thread per run with its own blocking HTTP client (its own connection, never the
+//! request pool, never a task of the request runtime), reading every endpoint once at the start (the
+//! baseline), then every interval, and once more when told the run has ended (the final scrape).
+//!
+//! A failed scrape (refused, HTTP error, timeout — [`SCRAPE_TIMEOUT`] for the baseline and the final scrape,
+//! about one interval for the others — text that is not the exposition format) is counted and its reason
+//! kept; it never reaches the run. The thread keeps, per endpoint, the
+//! first and the last good exposition in full and, from every good scrape, the gauge values over time.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use reqwest::Url;
+
+use super::analyze::series_key;
+use super::prom::{self, Exposition, Kind};
+use crate::clock;
+
+/// How long the baseline and the final scrape may take before they count as failed.
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The bounds of a periodic scrape's timeout: the interval, within these.
+const PERIODIC_TIMEOUT_MIN: Duration = Duration::from_millis(200);
+
+/// Largest `/metrics` body read (vLLM's is ~100 KiB; more is not a metrics page).
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// What was scraped from one endpoint.
+#[derive(Debug, Clone)]
+pub struct EndpointLog {
+    /// The endpoint.
+    pub url: Url,
+    /// Scrapes attempted.
+    pub attempts: u64,
+    /// Scrapes that failed.
+    pub failures: u64,
+    /// Why the last failed scrape failed.
+    pub last_error: Option<String>,
+    /// The first good scrape: `(t_s, exposition)`, `t_s` on [`crate::clock`].
+    pub first: Option<(f64, Exposition)>,
+    /// The last good scrape.
+    pub last: Option<(f64, Exposition)>,
+    /// Whether `first` came from the baseline scrape (taken before any request of the run).
+    pub baseline_ok: bool,
+    /// Whether `last` came from the final scrape (taken after every request of the run).
+    pub final_ok: bool,
+    /// Gauge series → `(t_s, value)` from every good scrape.
+    pub gauges: BTreeMap<String, (String, Vec<(f64, f64)>)>,
+}
+
+impl EndpointLog {
+    fn new(url: Url) -> Self {
+        EndpointLog {
+            url,
+            attempts: 0,
+            failures: 0,
+            last_error: None,
+            first: None,
+            last: None,
+            baseline_ok: false,
+            final_ok: false,
+            gauges: BTreeMap::new(),
+        }
+    }
+
+    /// Scrapes once; returns whether it succeeded.
+    fn scrape(&mut self, client: &reqwest::blocking::Client, timeout: Duration) -> bool {
+        self.attempts += 1;
+        match fetch(client, &self.url, timeout) {
+            Ok(exposition) => {
+                let t_s = clock::now_s();
+                for f in exposition.families.iter().filter(|f| f.kind == Kind::Gauge) {
+                    for s in &f.samples {
+                        self.gauges
+                            .entry(series_key(s))
+                            .or_insert_with(|| (f.name.clone(), Vec::new()))
+                            .1
+                            .push((t_s, s.value));
+                    }
+                }
+                if self.first.is_none() {
+                    self.first = Some((t_s, exposition.clone()));
+                }
+                self.last = Some((t_s, exposition));
+                true
+            }
+            Err(e) => {
+                self.failures += 1;
+                self.last_error = Some(e);
+                false
+            }
+        }
+    }
+}
+
+/// GET and parse one endpoint.
+fn fetch(
+    client: &reqwest::blocking::Client,
+    url: &Url,
+    timeout: Duration,
+) -> Result<Exposition, String> {
+    let resp = client
+        .get(url.clone())
+        .timeout(timeout)
+        .send()
+        .map_err(|e| crate::record::one_line(&format!("{e:#}")))?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(format!("HTTP {status}"));
+    }
+    let bytes = resp.bytes().map_err(|e| format!("reading the body: {e}"))?;
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(format!("body of {} bytes is too large", bytes.len()));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|_| "the body is not UTF-8".to_string())?;
+    prom::parse(text).map_err(|e| e.to_string())
+}
+
+/// A running scraper. Dropping it without [`Scraper::finish`] stops the thread without a final scrape.
+pub struct Scraper {
+    stop: Option<mpsc::Sender<()>>,
+    baseline: mpsc::Receiver<()>,
+    result: mpsc::Receiver<Vec<EndpointLog>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Scraper {
+    /// Starts the thread; it takes the baseline scrape at once.
+    pub fn start(urls: Vec<Url>, interval: Duration) -> std::io::Result<Scraper> {
+        let (stop_tx, stop_rx) = mpsc::channel();
+        let (baseline_tx, baseline_rx) = mpsc::channel();
+        let (result_tx, result_rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("llmperf-scrape".into())
+            .spawn(move || {
+                let logs = run(urls, interval, stop_rx, baseline_tx);
+                let _ = result_tx.send(logs);
+            })?;
+        Ok(Scraper {
+            stop: Some(stop_tx),
+            baseline: baseline_rx,
+            result: result_rx,
+            thread: Some(thread),
+        })
+    }
+
+    /// Waits up to `max` for the baseline scrape; `false` when it did not end in time.
+    pub fn wait_baseline(&self, max: Duration) -> bool {
+        self.baseline.recv_timeout(max).is_ok()
+    }
+
+    /// Tells the thread the run has ended and waits up to `max` for its final scrape and logs.
+    pub fn finish(mut self, max: Duration) -> Option<Vec<EndpointLog>> {
+        drop(self.stop.take());
+        let logs = self.result.recv_timeout(max).ok();
+        if logs.is_some() {
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+        logs
+    }
+}
+
+impl Drop for Scraper {
+    fn drop(&mut self) {
+        // Stops the thread; it is not joined (a scrape in progress ends by its own timeout).
+        drop(self.stop.take());
+    }
+}
+
+/// The thread: baseline, periodic scrapes until told to stop, final scrape.
+fn run(
+    urls: Vec<Url>,
+    interval: Duration,
+    stop: mpsc::Receiver<()>,
+    baseline: mpsc::Sender<()>,
+) -> Vec<EndpointLog> {
+    let mut logs: Vec<EndpointLog> = urls.into_iter().map(EndpointLog::new).collect();
+    let client = match reqwest::blocking::Client::builder()
+        .timeout(SCRAPE_TIMEOUT)
+        .connect_timeout(SCRAPE_TIMEOUT)
+        .pool_max_idle_per_host(1)
+        .no_proxy()
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            for log in &mut logs {
+                log.failures += 1;
+                log.last_error = Some(format!("cannot build an HTTP client: {e}"));
+            }
+            let _ = baseline.send(());
+            return logs;
+        }
+    };
+    for log in &mut logs {
+        log.baseline_ok = log.scrape(&client, SCRAPE_TIMEOUT);
+    }
+    let _ = baseline.send(());
+    // A periodic scrape gives up after about an interval, so a slow endpoint never delays the final one.
+    let periodic_timeout = interval.clamp(PERIODIC_TIMEOUT_MIN, SCRAPE_TIMEOUT);
+    let mut next = Instant::now() + interval;
+    while let Err(mpsc::RecvTimeoutError::Timeout) =
+        stop.recv_timeout(next.saturating_duration_since(Instant::now()))
+    {
+        for log in &mut logs {
+            log.scrape(&client, periodic_timeout);
+        }
+        next += interval;
+        let now = Instant::now();
+        if next < now {
+            // Scrapes took longer than the interval: skip the missed ticks.
+            next = now + interval;
+        }
+    }
+    for log in &mut logs {
+        log.final_ok = log.scrape(&client, SCRAPE_TIMEOUT);
+    }
+    logs
+}
