@@ -70,9 +70,9 @@ pub struct SlaArgs {
     #[arg(long, value_name = "LEVEL", help_heading = "SLA auto-tune")]
     pub sla_confidence: Option<f64>,
 
-    /// llmperf, with `--sla-confidence`: the most runs spent on one value.
-    #[arg(long, default_value_t = 10, value_parser = whole::<u32>, help_heading = "SLA auto-tune")]
-    pub sla_max_runs: u32,
+    /// llmperf, with `--sla-confidence`: the most runs spent on one value [default: 10].
+    #[arg(long, value_parser = whole::<u32>, help_heading = "SLA auto-tune")]
+    pub sla_max_runs: Option<u32>,
 
     /// Goodput SLOs, vLLM's `NAME:MS` syntax: `ttft`, `tpot`, `itl` (the request's largest gap between
     /// two tokens), `e2el` (end-to-end latency), e.g. `--goodput ttft:500 tpot:50`. Every summary gains

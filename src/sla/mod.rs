@@ -204,6 +204,9 @@ impl SlaPlan {
         sleep_interval_s: u64,
         input_only: bool,
     ) -> Result<Option<SlaPlan>, String> {
+        if a.sla_max_runs.is_some() && a.sla_confidence.is_none() {
+            return err("--sla-max-runs needs --sla-confidence");
+        }
         if !a.sla_auto_tune {
             if a.sla_confidence.is_some() {
                 return err("--sla-confidence needs --sla-auto-tune");
@@ -248,10 +251,10 @@ impl SlaPlan {
             return err("--sla-confidence works with threshold conditions, not max/min");
         }
         let num_runs = a.sla_num_runs as usize;
-        if a.sla_confidence.is_some() && (a.sla_max_runs as usize) < num_runs.max(2) {
+        let max_runs = a.sla_max_runs.unwrap_or(10) as usize;
+        if a.sla_confidence.is_some() && max_runs < num_runs.max(2) {
             return err(format!(
-                "--sla-max-runs {} must be at least --sla-num-runs and at least 2",
-                a.sla_max_runs
+                "--sla-max-runs {max_runs} must be at least --sla-num-runs and at least 2"
             ));
         }
         let current = match variable {
@@ -273,7 +276,7 @@ impl SlaPlan {
             current,
             sleep_interval_s,
             confidence: a.sla_confidence,
-            max_runs: a.sla_max_runs as usize,
+            max_runs,
         }))
     }
 

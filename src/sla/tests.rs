@@ -10,7 +10,6 @@ fn args(params: &str) -> SlaArgs {
         sla_num_runs: 3,
         sla_upper_bound: 65536,
         sla_lower_bound: 1,
-        sla_max_runs: 10,
         ..SlaArgs::default()
     }
 }
