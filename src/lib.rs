@@ -17,6 +17,7 @@ pub mod export;
 pub mod hub;
 pub mod jsonscan;
 pub mod logging;
+pub mod merge;
 pub mod metrics;
 pub mod plan;
 pub mod progress;
@@ -27,6 +28,7 @@ pub mod resources;
 pub mod runner;
 pub mod secret;
 pub mod server_metrics;
+pub mod shard;
 pub mod shutdown;
 pub mod sim;
 pub mod sla;
@@ -49,7 +51,7 @@ fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), Error> {
     let parallel = plan
         .runs
         .iter()
-        .map(|r| r.parallel.max(1) as u64)
+        .map(|r| shard::share(plan.sharding.as_ref(), r.parallel.max(1) as u64))
         .max()
         .unwrap_or(1);
     let per_request = if plan.mock.is_some() { 2 } else { 1 };

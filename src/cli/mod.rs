@@ -6,6 +6,7 @@
 pub mod arrival;
 mod parsers;
 pub mod server_metrics;
+pub mod shard;
 pub mod sla;
 mod values;
 
@@ -413,6 +414,10 @@ pub struct Cli {
     /// `--server-metrics` and the simulator's `/metrics` and reasoning knobs.
     #[command(flatten)]
     pub server_side: server_metrics::ServerMetricsArgs,
+
+    /// `--shard`, `--shard-count`, `--start-at`.
+    #[command(flatten)]
+    pub sharding: shard::ShardArgs,
 }
 
 impl Cli {

@@ -6,6 +6,8 @@
 
 mod completions;
 mod man;
+mod merge;
+mod serve_mock;
 
 use std::ffi::OsString;
 
@@ -24,7 +26,12 @@ pub struct Subcommand {
 }
 
 /// Every subcommand.
-pub const SUBCOMMANDS: &[Subcommand] = &[completions::COMMAND, man::COMMAND];
+pub const SUBCOMMANDS: &[Subcommand] = &[
+    completions::COMMAND,
+    man::COMMAND,
+    merge::COMMAND,
+    serve_mock::COMMAND,
+];
 
 /// The subcommand `args` (argv, program name first) names, if any.
 pub fn find(args: &[OsString]) -> Option<&'static Subcommand> {

@@ -11,11 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
 use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinSet;
 
-use super::schedule::arrival_offsets_s;
+use super::schedule::seeded_offsets_s;
 use super::timer::PreciseTimer;
 use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
 use crate::record::RequestRecord;
@@ -124,10 +123,13 @@ pub(super) async fn run(
     records: mpsc::Sender<RequestRecord>,
     shutdown: &Shutdown,
 ) -> DispatchOutcome {
+    let began = Instant::now();
     let workers = dispatch.parallel.max(1).min(requests.len().max(1));
     let pacing = (dispatch.rate > 0.0).then(|| {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
-        let offsets = arrival_offsets_s(requests.len(), dispatch.rate, dispatch.shape, &mut rng);
+        let offsets = match &dispatch.offsets_s {
+            Some(given) => given.clone(),
+            None => seeded_offsets_s(requests.len(), dispatch.rate, dispatch.shape, dispatch.seed),
+        };
         (offsets, Instant::now(), Mutex::new(PreciseTimer::new()))
     });
     let shared = Arc::new(Shared {
@@ -160,5 +162,6 @@ pub(super) async fn run(
         hit_duration,
         // Workers only stop before the list is done for `--duration` or a signal.
         interrupted: !hit_duration && dispatched < shared.requests.len() && shutdown.stopping(),
+        began: Some(began),
     }
 }

@@ -48,6 +48,11 @@ pub struct Dispatch {
     pub seed: u64,
     /// Gap distribution and rate ramp of a paced schedule.
     pub shape: schedule::ArrivalShape,
+    /// Arrival offsets given by the plan split (`--shard`) instead of drawn from `seed`: open loop, one per
+    /// measured request; paced closed loop, one per request.
+    pub offsets_s: Option<Vec<f64>>,
+    /// Open loop: the origin of the measured schedule (`--start-at`), if later than the warmup's end.
+    pub origin: Option<Instant>,
 }
 
 /// How dispatching ended.
@@ -61,6 +66,8 @@ pub struct DispatchOutcome {
     pub hit_duration: bool,
     /// Dispatch stopped early because of a signal (some requests were never sent).
     pub interrupted: bool,
+    /// When the measured schedule began (open loop: after the warmup phase; closed loop: at once).
+    pub began: Option<Instant>,
 }
 
 /// Sends `requests` (warmup first) per `dispatch`, delivering every finished record to `records`. Returns

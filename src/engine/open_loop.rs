@@ -13,11 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 
-use super::schedule::arrival_offsets_s;
+use super::schedule::seeded_offsets_s;
 use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
@@ -105,6 +104,8 @@ struct Schedule {
     first_index: usize,
     offsets: Vec<f64>,
     duration: Option<Duration>,
+    /// `--start-at`: the schedule's origin, unless the warmup ran past it.
+    origin: Option<Instant>,
 }
 
 /// How the dispatcher thread ended.
@@ -114,14 +115,21 @@ struct ThreadOutcome {
     hit_duration: bool,
     /// A signal stopped it before every request was sent.
     interrupted: bool,
+    /// The schedule's origin.
+    began: Option<Instant>,
 }
 
 /// The dispatcher thread.
 fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome {
     tighten_timing();
-    let t0 = Instant::now();
+    let t0 = s
+        .origin
+        .map_or_else(Instant::now, |o| o.max(Instant::now()));
     let deadline = s.duration.map(|d| t0 + d);
-    let mut out = ThreadOutcome::default();
+    let mut out = ThreadOutcome {
+        began: Some(t0),
+        ..ThreadOutcome::default()
+    };
     for (i, request) in measured.into_iter().enumerate() {
         let at = t0 + Duration::from_secs_f64(s.offsets[i]);
         if deadline.is_some_and(|d| at >= d) {
@@ -193,9 +201,9 @@ pub(super) async fn run(
         }
     }
 
-    let offsets = {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(dispatch.seed);
-        arrival_offsets_s(measured.len(), dispatch.rate, dispatch.shape, &mut rng)
+    let offsets = match &dispatch.offsets_s {
+        Some(given) => given.clone(),
+        None => seeded_offsets_s(measured.len(), dispatch.rate, dispatch.shape, dispatch.seed),
     };
     let in_flight = Arc::new(InFlight::default());
     let schedule = Schedule {
@@ -207,6 +215,7 @@ pub(super) async fn run(
         first_index: split,
         offsets,
         duration: dispatch.duration,
+        origin: dispatch.origin,
     };
     let thread = start_dispatcher(
         std::thread::Builder::new().name("llmperf-dispatch".into()),
@@ -222,6 +231,7 @@ pub(super) async fn run(
     outcome.dispatched += thread_outcome.dispatched;
     outcome.hit_duration = thread_outcome.hit_duration;
     outcome.interrupted = thread_outcome.interrupted;
+    outcome.began = thread_outcome.began;
     outcome.abandoned += in_flight.abandoned.load(Ordering::Relaxed);
     Ok(outcome)
 }

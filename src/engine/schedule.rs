@@ -87,6 +87,13 @@ fn ramp_time_s(expected: f64, rate: f64, ramp_s: f64) -> f64 {
     }
 }
 
+/// [`arrival_offsets_s`] drawn from a generator seeded with `seed`: the schedule of a run, the same in
+/// every process that builds the plan (the dispatchers and the shard split use this one function).
+pub fn seeded_offsets_s(n: usize, rate: f64, shape: ArrivalShape, seed: u64) -> Vec<f64> {
+    use rand::SeedableRng;
+    arrival_offsets_s(n, rate, shape, &mut rand::rngs::StdRng::seed_from_u64(seed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,6 +24,7 @@ pub use client::{
 };
 pub use goodput::{GoodputCounter, GoodputSlos, GoodputSummary};
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
+pub(crate) use samples::Sample;
 pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
 pub use workload::{
     WorkloadRow, WorkloadThroughput, WorkloadTimeline, LAST_WINDOW_S, WARMUP_FRAC, WORKLOAD_METRICS,

@@ -135,6 +135,8 @@ pub struct RunPlan {
     pub goodput: Option<crate::metrics::GoodputSlos>,
     /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
     pub server_side: ServerSidePlan,
+    /// `--shard` / `--start-at`: this process's part of a sharded plan.
+    pub sharding: Option<crate::shard::Sharding>,
 }
 
 /// Warmup requests before a run of `number` measured ones (the `--warmup-num` rule).
@@ -200,7 +202,8 @@ impl RunPlan {
         .map_err(UsageError)?;
         let goodput = crate::metrics::GoodputSlos::parse(&cli.sla.goodput).map_err(UsageError)?;
         let server_side = server_side::server_side_plan(&cli, api, &runs)?;
-        Ok(RunPlan {
+        let shard_flags = cli.sharding.clone();
+        let mut plan = RunPlan {
             model,
             model_id,
             api,
@@ -248,7 +251,17 @@ impl RunPlan {
             sla,
             goodput,
             server_side,
-        })
+            sharding: None,
+        };
+        plan.sharding = crate::shard::resolve(&plan, &shard_flags, &|k| std::env::var(k).ok())
+            .map_err(UsageError)?;
+        if let Some(s) = &plan.sharding {
+            plan.output_root = crate::shard::output_root(&plan.output_root, s);
+        }
+        if plan.sla.is_some() && plan.sharding.is_some() {
+            return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");
+        }
+        Ok(plan)
     }
 
     /// The dataset plugin, `None` with `--prompt`.

@@ -97,7 +97,8 @@ async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<(
         start_visualizer(plan, url.as_str(), vis)?;
     }
     let tracker = plan.progress_tracker.then(|| {
-        let total = plan.runs.iter().map(|r| r.number).sum();
+        let share = |n| crate::shard::share(plan.sharding.as_ref(), n);
+        let total = plan.runs.iter().map(|r| share(r.number)).sum();
         ProgressTracker::start(&plan.output_root, total, plan.runs.len())
     });
     let ctx = SweepContext {
@@ -269,6 +270,17 @@ fn write_report(
     interrupted: bool,
 ) -> Result<()> {
     let info = report_info(plan, url);
+    write_root_report(&info, &plan.output_root, results, interrupted)
+}
+
+/// Prints `performance_summary.txt` and writes it and `perf_report.html` under `root` for `results`
+/// (also used by `llmperf merge`).
+pub fn write_root_report(
+    info: &export::report::ReportInfo,
+    root: &std::path::Path,
+    results: &[RunResult],
+    interrupted: bool,
+) -> Result<()> {
     let runs: Vec<export::report::RunReport> = results
         .iter()
         .map(|r| export::report::RunReport {
@@ -280,9 +292,9 @@ fn write_report(
             workload: r.workload.clone(),
         })
         .collect();
-    let text = export::report::performance_summary(&info, &runs);
+    let text = export::report::performance_summary(info, &runs);
     println!("{text}");
-    let path = plan.output_root.join("performance_summary.txt");
+    let path = root.join("performance_summary.txt");
     std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
     tracing::info!("Performance summary saved to: {}", path.display());
     let html_runs: Vec<export::html::HtmlRun> = results
@@ -295,8 +307,8 @@ fn write_report(
             summary_json: r.summary.to_json_string(),
         })
         .collect();
-    let path = plan.output_root.join("perf_report.html");
-    let header = export::html::HtmlHeader::new(&info, interrupted);
+    let path = root.join("perf_report.html");
+    let header = export::html::HtmlHeader::new(info, interrupted);
     match export::html::write_report(&path, &header, &html_runs) {
         Ok(bytes) => tracing::info!(
             "HTML report generated: {} ({} KiB)",

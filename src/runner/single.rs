@@ -63,7 +63,12 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
-    let base = plan.params.seed.unwrap_or_else(rand::random);
+    // Shards without --seed share the seed derived from the plan fingerprint.
+    let base = plan
+        .params
+        .seed
+        .or(plan.sharding.as_ref().map(|s| s.seed))
+        .unwrap_or_else(rand::random);
     base.wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(run_index as u64)
 }
@@ -134,6 +139,23 @@ pub async fn run_single(
     } else {
         1024
     };
+    let work = crate::shard::split(
+        plan.sharding.as_ref(),
+        plan.mode,
+        spec,
+        (seed, plan.server_side.arrival),
+        requests,
+        intended,
+        parallel,
+    );
+    let counts = (work.measured, work.slots);
+    let crate::shard::ShardWork {
+        requests,
+        intended,
+        parallel,
+        offsets_s,
+        ..
+    } = work;
     let client = HttpClient::new(plan, ctx.url.clone(), parallel)?;
 
     // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
@@ -190,7 +212,7 @@ pub async fn run_single(
     });
     acc.set_goodput(plan.goodput.clone());
     let progress =
-        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), spec.number);
+        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), counts.0);
     let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
     if let Some(t) = &mut tracker {
         t.run_started(&spec.dir_name);
@@ -223,6 +245,9 @@ pub async fn run_single(
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
+    // After the connection test and just before sending: a shard records itself and waits for --start-at.
+    let shard =
+        crate::shard::begin(plan, run_index, counts, &run_dir, &args, &ctx.shutdown).await?;
     let dispatch = Dispatch {
         mode: plan.mode,
         parallel,
@@ -230,8 +255,13 @@ pub async fn run_single(
         duration: plan.duration,
         seed,
         shape: plan.server_side.arrival,
+        offsets_s,
+        origin: shard.as_ref().and_then(|s| s.origin),
     };
     let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?;
+    if let (Some(shard), Some(began)) = (&shard, outcome.began) {
+        crate::shard::finish(shard, began, &run_dir, &args)?;
+    }
     let (acc, progress, observers) = aggregator.await.context("the aggregator task failed")?;
     *ctx.tracker.lock().expect("tracker lock") = observers.tracker;
     progress.finish();

@@ -89,6 +89,7 @@ pub mod join;
 pub mod metrics;
 mod request;
 mod routes;
+pub mod serve;
 mod stream;
 #[cfg(test)]
 mod tests;

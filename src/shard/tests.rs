@@ -1,0 +1,266 @@
+//! Unit tests of shard resolution, the plan split and the clock helpers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use clap::Parser;
+
+use super::*;
+use crate::cli::Cli;
+use crate::engine::PreparedRequest;
+
+fn plan(args: &[&str]) -> Result<RunPlan, String> {
+    let mut v = vec!["llmperf", "--model", "m", "--prompt", "p"];
+    v.extend_from_slice(args);
+    RunPlan::from_cli(Cli::try_parse_from(v).unwrap(), chrono::Local::now()).map_err(|e| e.0)
+}
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k: &str| map.get(k).cloned()
+}
+
+fn resolve_with(args: &[&str], env: &[(&str, &str)]) -> Result<Option<Sharding>, String> {
+    let p = plan(&[])?;
+    let cli = Cli::try_parse_from(["llmperf"].iter().chain(args)).unwrap();
+    let mut p = p;
+    p.runs[0].parallel = 8;
+    p.runs[0].number = 100;
+    resolve(&p, &cli.sharding, &env_of(env))
+}
+
+#[test]
+fn slots_give_the_remainder_to_the_first_shards() {
+    let shares: Vec<u64> = (0..4).map(|k| slots(10, k, 4)).collect();
+    assert_eq!(shares, vec![3, 3, 2, 2]);
+    assert_eq!(shares.iter().sum::<u64>(), 10);
+    assert_eq!(slots(4, 3, 4), 1);
+}
+
+#[test]
+fn auto_reads_slurm_and_kubernetes() {
+    let s = resolve_with(
+        &["--shard", "auto"],
+        &[
+            ("SLURM_ARRAY_TASK_ID", "5"),
+            ("SLURM_ARRAY_TASK_MIN", "4"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ],
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!((s.index, s.count, s.source), (1, 4, "slurm"));
+    let k = resolve_with(
+        &["--shard", "auto"],
+        &[("JOB_COMPLETION_INDEX", "2"), ("LLMPERF_SHARDS", "3")],
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!((k.index, k.count, k.source), (2, 3, "kubernetes"));
+    let flag = resolve_with(
+        &["--shard", "auto", "--shard-count", "5"],
+        &[("JOB_COMPLETION_INDEX", "4"), ("LLMPERF_SHARDS", "3")],
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(flag.count, 5, "the flag wins over $LLMPERF_SHARDS");
+}
+
+#[test]
+fn auto_without_a_scheduler_says_why() {
+    let e = resolve_with(&["--shard", "auto"], &[]).unwrap_err();
+    assert!(
+        e.contains("SLURM_ARRAY_TASK_ID") && e.contains("JOB_COMPLETION_INDEX"),
+        "{e}"
+    );
+    let e = resolve_with(&["--shard", "auto"], &[("JOB_COMPLETION_INDEX", "1")]).unwrap_err();
+    assert!(
+        e.contains("--shard-count") && e.contains("LLMPERF_SHARDS"),
+        "{e}"
+    );
+    let e = resolve_with(
+        &["--shard", "auto"],
+        &[
+            ("SLURM_ARRAY_TASK_ID", "4"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ],
+    )
+    .unwrap_err();
+    assert!(e.contains("not below the shard count"), "{e}");
+    let e = resolve_with(&["--shard-count", "4"], &[]).unwrap_err();
+    assert!(e.contains("--shard auto"), "{e}");
+}
+
+#[test]
+fn zero_slots_and_empty_shards_are_usage_errors() {
+    let e = plan(&["--parallel", "2", "--number", "10", "--shard", "2/4"]).unwrap_err();
+    assert!(e.contains("--parallel 2") && e.contains("0 slots"), "{e}");
+    let e = plan(&["--parallel", "4", "--number", "3", "--shard", "0/4"]).unwrap_err();
+    assert!(e.contains("--number 3"), "{e}");
+    // Open loop has no slots to split.
+    plan(&[
+        "--open-loop",
+        "--rate",
+        "5",
+        "--number",
+        "8",
+        "--shard",
+        "3/4",
+    ])
+    .unwrap();
+}
+
+#[test]
+fn every_shard_has_the_same_fingerprint_and_seed_and_its_own_root() {
+    let a = plan(&[
+        "--parallel",
+        "4",
+        "--number",
+        "8",
+        "--shard",
+        "0/4",
+        "--outputs-dir",
+        "x",
+    ])
+    .unwrap();
+    let b = plan(&[
+        "--parallel",
+        "4",
+        "--number",
+        "8",
+        "--shard",
+        "3/4",
+        "--outputs-dir",
+        "y",
+    ])
+    .unwrap();
+    let other = plan(&["--parallel", "4", "--number", "9", "--shard", "1/4"]).unwrap();
+    let (sa, sb) = (a.sharding.as_ref().unwrap(), b.sharding.as_ref().unwrap());
+    assert_eq!(sa.fingerprint, sb.fingerprint);
+    assert_eq!(sa.seed, sb.seed);
+    assert_ne!(sa.fingerprint, other.sharding.unwrap().fingerprint);
+    assert!(
+        a.output_root.ends_with("m_shard0of4"),
+        "{}",
+        a.output_root.display()
+    );
+    assert!(b.output_root.ends_with("m_shard3of4"));
+    let alone = plan(&["--start-at", "2026-12-01T10:00:00Z"]).unwrap();
+    assert_eq!(alone.sharding.as_ref().map(|s| s.count), Some(1));
+    assert!(alone.output_root.ends_with("m"));
+}
+
+fn prepared(n: usize, warmup: usize) -> Vec<PreparedRequest> {
+    (0..n)
+        .map(|i| PreparedRequest {
+            body: Arc::from(format!("{i}")),
+            is_warmup: i < warmup,
+        })
+        .collect()
+}
+
+#[test]
+fn the_split_is_a_partition_of_the_plan() {
+    for mode in [LoadMode::Closed, LoadMode::Open] {
+        let p = match mode {
+            LoadMode::Closed => plan(&["--parallel", "5", "--number", "11", "--warmup-num", "2"]),
+            LoadMode::Open => plan(&[
+                "--open-loop",
+                "--rate",
+                "50",
+                "--number",
+                "11",
+                "--warmup-num",
+                "2",
+            ]),
+        }
+        .unwrap();
+        let spec = &p.runs[0];
+        let shape = crate::engine::schedule::ArrivalShape::default();
+        let global = crate::engine::schedule::seeded_offsets_s(11, 50.0, shape, 9);
+        let mut seen = Vec::new();
+        let mut slots_total = 0;
+        for k in 0..3 {
+            let s = Sharding {
+                index: k,
+                count: 3,
+                source: "flag",
+                start_at: None,
+                fingerprint: String::new(),
+                seed: 0,
+            };
+            let intended = (0..13).map(|i| Some(i as u64)).collect();
+            let w = split(
+                Some(&s),
+                mode,
+                spec,
+                (9, shape),
+                prepared(13, 2),
+                intended,
+                5,
+            );
+            assert!(
+                w.requests[..2].iter().all(|r| r.is_warmup),
+                "every shard warms up"
+            );
+            let bodies: Vec<usize> = w.requests[2..]
+                .iter()
+                .map(|r| r.body.parse().unwrap())
+                .collect();
+            assert!(bodies.iter().all(|b| (b - 2) % 3 == k as usize));
+            assert_eq!(
+                w.intended[2..]
+                    .iter()
+                    .map(|v| v.unwrap() as usize)
+                    .collect::<Vec<_>>(),
+                bodies
+            );
+            if mode == LoadMode::Open {
+                let offsets = w.offsets_s.as_ref().unwrap();
+                let want: Vec<f64> = bodies.iter().map(|b| global[b - 2]).collect();
+                assert_eq!(offsets, &want, "open loop keeps the global offsets");
+            } else {
+                slots_total += w.slots;
+                assert!(w.offsets_s.is_none());
+            }
+            assert_eq!(w.measured as usize, bodies.len());
+            seen.extend(bodies);
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (2..13).collect::<Vec<_>>(), "every request once");
+        if mode == LoadMode::Closed {
+            assert_eq!(slots_total, 5);
+        }
+    }
+}
+
+#[test]
+fn chronyc_and_clock_helpers() {
+    let text = "Reference ID    : A9FEA97B (169.254.169.123)\nSystem time     : 0.000012345 seconds slow of NTP time\nLast offset     : +0.000001 seconds\n";
+    assert_eq!(clock::parse_chronyc(text), Some(-0.000012345));
+    assert_eq!(
+        clock::parse_chronyc("System time     : 0.5 seconds fast of NTP time"),
+        Some(0.5)
+    );
+    assert_eq!(clock::parse_chronyc("nothing"), None);
+    crate::clock::init();
+    let offset = clock::wall_minus_monotonic_s();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!((crate::clock::now_s() + offset - wall).abs() < 0.05);
+    let soon = chrono::Utc::now() + chrono::Duration::milliseconds(300);
+    let (at, late) = clock::instant_of(soon);
+    assert_eq!(late, 0.0);
+    let ahead = at
+        .saturating_duration_since(std::time::Instant::now())
+        .as_secs_f64();
+    assert!((0.2..=0.31).contains(&ahead), "{ahead}");
+    let info = clock::StartInfo::at(at, Some(soon));
+    assert!(info.late_s < 0.01, "{}", info.late_s);
+    assert!(info.started_at_rfc3339().ends_with('Z'));
+}
