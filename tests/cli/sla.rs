@@ -391,3 +391,48 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
         "four clients on a batch of two queue: {attainments:?}"
     );
 }
+
+#[test]
+fn prefill_rate_adds_the_prompt_time_to_ttft_and_queues_prompts() {
+    // 100-word prompts at 1000 prompt tokens/s: 100 ms of prefill each, one prompt at a time.
+    let tmp = tempfile::tempdir().unwrap();
+    let prompt = vec!["word"; 100].join(" ");
+    let out = llmperf(
+        tmp.path(),
+        &[
+            "--api",
+            "mock",
+            "--model",
+            "m",
+            "--prompt",
+            &prompt,
+            "--no-timestamp",
+            "--max-tokens",
+            "4",
+            "--mock-ttft-ms",
+            "10",
+            "--mock-itl-ms",
+            "1",
+            "--mock-prefill-tok-per-s",
+            "1000",
+            "--parallel",
+            "1",
+            "2",
+            "--number",
+            "3",
+            "6",
+        ],
+    );
+    ok(&out);
+    let root = root(tmp.path(), "m");
+    let alone = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    for r in &alone {
+        let ttft_ms = r.ttft.unwrap() * 1000.0;
+        assert!((110.0..200.0).contains(&ttft_ms), "alone: {ttft_ms} ms");
+    }
+    // Two clients share the one prefill stage: each request's prompt waits for the other's.
+    let pair = rows(&root.join("parallel_2_number_6/benchmark_data.db"));
+    let mut ttfts: Vec<f64> = pair.iter().map(|r| r.ttft.unwrap() * 1000.0).collect();
+    ttfts.sort_by(f64::total_cmp);
+    assert!(ttfts[ttfts.len() - 1] >= 200.0, "queued prefill: {ttfts:?}");
+}
