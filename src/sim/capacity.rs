@@ -8,8 +8,8 @@
 //!   FIFO prefill stage at P tokens/s (one prompt at a time), so its first token comes
 //!   `wait_for_the_stage + p / P + ttft` after admission.
 //! * **Decode** (`decode_tok_per_s` D > 0): the decode throughput is shared by the requests being served:
-//!   the gap before each next token is `max(itl, B / D)`, B = requests admitted and not finished at the
-//!   moment the previous token was produced.
+//!   the gap before each next token is `max(itl, B / D)`, B = requests admitted whose last token has not
+//!   been produced, counted at the moment the previous token was produced.
 //!
 //! With only `max_batch`, a request's timing once admitted is the plain `ttft` / `itl` timeline.
 //! Embeddings and rerank requests are not limited.
@@ -25,7 +25,7 @@
 //!   average, λ · T others (T its time in the server: ttft + (n − 1) · TPOT), so
 //!   TPOT = (1 + λ · ttft) / (D − λ (n − 1)). SLO avg TPOT ≤ X: **knee: λ = (X · D − 1) / (ttft + (n − 1) X)**.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -52,11 +52,23 @@ pub(crate) struct Admission {
     pub admitted: Instant,
     /// Time from admission until its prompt is prefilled (zero without a prefill rate).
     pub prefill: Duration,
+    /// It no longer counts as served (its last token was produced).
+    finished: AtomicBool,
+}
+
+impl Admission {
+    /// The request's last token was produced: it stops sharing the decode throughput (its batch slot is
+    /// freed when the response ends).
+    pub(crate) fn finish(&self) {
+        if !self.finished.swap(true, Ordering::AcqRel) {
+            self.serving.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        self.serving.fetch_sub(1, Ordering::AcqRel);
+        self.finish();
     }
 }
 
@@ -110,6 +122,7 @@ impl Capacity {
             serving: self.serving.clone(),
             admitted,
             prefill,
+            finished: AtomicBool::new(false),
         }
     }
 
@@ -130,7 +143,7 @@ impl Capacity {
 #[derive(Debug, Clone)]
 pub(crate) struct Pace {
     pub(crate) capacity: Arc<Capacity>,
-    pub(crate) _admission: Arc<Admission>,
+    pub(crate) admission: Arc<Admission>,
 }
 
 #[cfg(test)]

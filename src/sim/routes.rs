@@ -171,7 +171,7 @@ pub(crate) async fn handle(
         let ttft = cfg.ttft + admission.prefill;
         let pace = super::capacity::Pace {
             capacity: shared.capacity.clone(),
-            _admission: Arc::new(admission),
+            admission: Arc::new(admission),
         };
         (at, ttft, Some(pace))
     } else {

@@ -407,6 +407,11 @@ impl SseBody {
                 wrote = true;
             }
             if wrote {
+                if self.next_chunk >= self.chunks {
+                    if let Some(pace) = &self.plan.pace {
+                        pace.admission.finish();
+                    }
+                }
                 let frame = self.buf.split().freeze();
                 if self.sent_tokens > before {
                     let t = clock::now_s();

@@ -35,16 +35,16 @@ fn best_observed(log: &str) -> Option<i64> {
 /// One trial suite at a time: their timings must not compete with another suite's processes.
 static TRIALS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Runs the trials five at a time (independent processes) and returns each run root.
-fn run_trials(out: &Path, trials: Vec<Vec<String>>) -> Vec<PathBuf> {
+/// Runs the trials `at_once` at a time (independent processes) and returns each run root.
+fn run_trials(out: &Path, trials: Vec<Vec<String>>, at_once: usize) -> Vec<PathBuf> {
     let _turn = TRIALS.lock().unwrap_or_else(|p| p.into_inner());
     let mut roots = Vec::new();
-    for (wave, chunk) in trials.chunks(5).enumerate() {
+    for (wave, chunk) in trials.chunks(at_once).enumerate() {
         let children: Vec<(Child, PathBuf)> = chunk
             .iter()
             .enumerate()
             .map(|(i, a)| {
-                let dir = out.join(format!("t{}", wave * 5 + i));
+                let dir = out.join(format!("t{}", wave * at_once + i));
                 (spawn(&dir, a), dir)
             })
             .collect();
@@ -93,7 +93,7 @@ fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
             a
         })
         .collect();
-    let roots = run_trials(tmp.path(), trials);
+    let roots = run_trials(tmp.path(), trials, 5);
     for (root, knee) in roots.iter().zip(&knees) {
         let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
         let checks: Vec<&str> = log.lines().filter(|l| l.contains("SLA Rule")).collect();
@@ -152,7 +152,7 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
             a
         })
         .collect();
-    let roots = run_trials(tmp.path(), trials);
+    let roots = run_trials(tmp.path(), trials, 3);
     let mut found_all = Vec::new();
     for root in &roots {
         let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
@@ -196,7 +196,7 @@ fn confidence_interval_contains_the_knee_in_nine_of_ten_trials() {
             a
         })
         .collect();
-    let roots = run_trials(tmp.path(), trials);
+    let roots = run_trials(tmp.path(), trials, 5);
     let mut contained = 0;
     let mut seen = Vec::new();
     for root in &roots {
