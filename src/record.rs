@@ -67,6 +67,20 @@ pub struct Usage {
     pub reasoning_tokens: Option<u64>,
 }
 
+/// Where a request sits in a `--multi-turn` conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnTag {
+    /// The conversation's number within the run (warmup conversations included), from 0.
+    pub conversation: u64,
+    /// The turn's index within its conversation, from 0.
+    pub turn_index: u32,
+    /// No later turn of this conversation is sent (the last one, the `--max-turns` cap, or a failure).
+    pub is_last: bool,
+    /// evalscope's per-turn `cached_tokens`: the server's `cached_tokens` when reported, else the previous
+    /// turn's prompt + completion tokens (0 on the first turn); `None` without a prompt token count.
+    pub cached_tokens: Option<u64>,
+}
+
 /// Everything known about one request, from its intended send time to its last byte.
 #[derive(Debug, Clone)]
 pub struct RequestRecord {
@@ -110,6 +124,13 @@ pub struct RequestRecord {
     /// receive stamp to read); zero where the kernel gives no stamps. Not a timing error — chunks are
     /// timed at arrival — but a measure of how far behind the client was.
     pub read_lag: Duration,
+    /// Its place in a conversation (`--multi-turn` only).
+    pub turn: Option<TurnTag>,
+    /// The request id stored in the `request_id` column (replayed traces).
+    pub request_id: Option<Arc<str>>,
+    /// Header lines sent with this request only, each `Name: value\r\n` (`--session-header`, a replayed
+    /// trace's `headers`). Never stored or logged.
+    pub extra_headers: Option<Arc<str>>,
     /// Reasoning vs answer accounting, set by the aggregator when the response carried reasoning.
     pub reasoning: Option<crate::reasoning::ReasoningSplit>,
 }
@@ -137,6 +158,9 @@ impl RequestRecord {
             response_spans: Vec::new(),
             intended_prompt_tokens: None,
             read_lag: Duration::ZERO,
+            turn: None,
+            request_id: None,
+            extra_headers: None,
             reasoning: None,
         }
     }

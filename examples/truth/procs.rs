@@ -142,6 +142,9 @@ struct ServeArgs {
     /// Capacity model: decode tokens/s shared by the batch (0 = none).
     #[arg(long, default_value_t = 0)]
     decode_tok_per_s: u64,
+    /// Report repeated prompt prefixes as `cached_tokens` (multi-turn goldens).
+    #[arg(long)]
+    prefix_cache: bool,
 }
 
 /// `serve-sim`: runs the simulator until stdin closes.
@@ -163,6 +166,7 @@ pub fn serve_sim(args: &[String]) {
         max_batch: a.max_batch,
         prefill_tok_per_s: a.prefill_tok_per_s,
         decode_tok_per_s: a.decode_tok_per_s,
+        prefix_cache: a.prefix_cache,
         ..SimConfig::default()
     })
     .expect("simulator starts");

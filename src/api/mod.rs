@@ -4,4 +4,5 @@ pub mod embedding;
 mod event_scan;
 pub mod openai;
 pub mod openai_event;
+pub mod reply_text;
 pub mod usage_fallback;

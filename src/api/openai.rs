@@ -116,7 +116,10 @@ impl BodyComposer {
             }
         };
         let p = &self.params;
-        put(&mut body, mode, "model", json!(self.model));
+        // No model at all only for a replayed trace without --model: its bodies name their own.
+        if !self.model.is_empty() {
+            put(&mut body, mode, "model", json!(self.model));
+        }
         let max_tokens = if p.max_tokens.0 == p.max_tokens.1 {
             p.max_tokens.0
         } else {

@@ -4,6 +4,7 @@
 //! one flag lives in [`crate::plan`].
 
 pub mod arrival;
+mod multi_turn;
 mod parsers;
 pub mod server_metrics;
 pub mod shard;
@@ -11,6 +12,7 @@ pub mod sla;
 mod values;
 
 use clap::{ArgAction, Parser};
+pub use multi_turn::MultiTurnFlags;
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
 pub use values::{ApiName, DatasetName, NameParser};
 
@@ -204,7 +206,10 @@ pub struct Cli {
 
     /// Dataset options as a JSON object: `target_input_len` (fit prompts to this many tokens),
     /// `input_len_mode` (`cap` keeps shorter prompts, `drop` drops them), `prefix_file` (real text
-    /// prepended up to the target), `prefix_role` (`system` or `user`).
+    /// prepended up to the target), `prefix_role` (`system` or `user`). Multi-turn datasets:
+    /// `think_time_s` (seconds before each later turn: 2.5, [1, 4] or {"exponential_mean": 2.5}),
+    /// `first_turn_length`, `subsequent_turn_length`, `chars_per_token`. `workload_trace`: `speed`,
+    /// `model_override`, `model_mapping`, `match_output_length`.
     #[arg(long, value_name = "JSON", value_parser = parse_json_object, help_heading = "Prompts")]
     pub dataset_args: Option<serde_json::Map<String, serde_json::Value>>,
 
@@ -358,6 +363,11 @@ pub struct Cli {
     /// SwanLab server for a self-hosted SwanLab (with `--visualizer swanlab`).
     #[arg(long, value_name = "URL", help_heading = "Visualizer")]
     pub swanlab_host: Option<String>,
+
+    // ── Multi-turn ──
+    /// `--multi-turn` and its flags.
+    #[command(flatten)]
+    pub turns: MultiTurnFlags,
 
     // ── Simulator (`--api mock`) ─────────────────────────────────────────────────────────────────────
     /// Simulator: time to first token, in milliseconds.

@@ -98,6 +98,31 @@ pub enum DatasetName {
     /// MMMU questions with several images.
     #[value(name = "mmmu_multi_image")]
     MmmuMultiImage,
+    /// Synthetic multi-turn conversations (needs `--multi-turn`, `--max-turns`, `--tokenizer-path`).
+    #[value(name = "random_multi_turn")]
+    RandomMultiTurn,
+    /// ShareGPT Chinese conversations, one turn per user message (needs `--multi-turn`).
+    #[value(name = "share_gpt_zh_multi_turn")]
+    ShareGptZhMultiTurn,
+    /// ShareGPT English conversations, one turn per user message (needs `--multi-turn`).
+    #[value(name = "share_gpt_en_multi_turn")]
+    ShareGptEnMultiTurn,
+    /// JSONL lines of message arrays, turns split at assistant messages (needs `--multi-turn`).
+    #[value(name = "custom_multi_turn")]
+    CustomMultiTurn,
+    /// applied-compute/trie coding-agent traces: synthetic turns of the recorded lengths, recorded
+    /// tool latency and output caps (needs `--multi-turn`, `--tokenizer-path`).
+    #[value(name = "trie_agentic_coding")]
+    TrieAgenticCoding,
+    /// applied-compute/trie code Q&A traces (as `trie_agentic_coding`).
+    #[value(name = "trie_code_qa")]
+    TrieCodeQa,
+    /// applied-compute/trie office-work agent traces (as `trie_agentic_coding`).
+    #[value(name = "trie_office_work")]
+    TrieOfficeWork,
+    /// Recorded requests replayed at their recorded times (needs `--open-loop`).
+    #[value(name = "workload_trace")]
+    WorkloadTrace,
 }
 
 impl ApiName {
@@ -139,6 +164,14 @@ impl DatasetName {
             DatasetName::Flickr8k => "flickr8k",
             DatasetName::KontextBench => "kontext_bench",
             DatasetName::MmmuMultiImage => "mmmu_multi_image",
+            DatasetName::RandomMultiTurn => "random_multi_turn",
+            DatasetName::ShareGptZhMultiTurn => "share_gpt_zh_multi_turn",
+            DatasetName::ShareGptEnMultiTurn => "share_gpt_en_multi_turn",
+            DatasetName::CustomMultiTurn => "custom_multi_turn",
+            DatasetName::WorkloadTrace => "workload_trace",
+            DatasetName::TrieAgenticCoding => "trie_agentic_coding",
+            DatasetName::TrieCodeQa => "trie_code_qa",
+            DatasetName::TrieOfficeWork => "trie_office_work",
         }
     }
 }

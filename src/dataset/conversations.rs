@@ -44,7 +44,7 @@ pub fn longalpaca(path: &Path, shaper: &Shaper, limit: usize) -> Result<Vec<Item
 }
 
 /// The ShareGPT file: `path` itself, or `file_name` inside the folder `path`.
-fn sharegpt_file(path: &Path, file_name: &str) -> Result<PathBuf> {
+pub(super) fn sharegpt_file(path: &Path, file_name: &str) -> Result<PathBuf> {
     if path.is_file() {
         return Ok(path.to_path_buf());
     }

@@ -11,11 +11,14 @@ mod files;
 mod hub_vision;
 pub mod image;
 mod line_by_line;
+pub mod multi_turn;
 mod parquet_rows;
 pub mod random;
 mod synthetic;
 mod text_lines;
+mod trie;
 mod webdataset;
+pub mod workload_trace;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -216,6 +219,8 @@ enum Source {
     Items(Vec<Item>),
     /// Generated per run.
     Synthetic(synthetic::Synthetic),
+    /// Whole conversations (`--multi-turn`).
+    Conversations(multi_turn::ConversationSource),
 }
 
 /// The local copy of a hub dataset given without `--dataset-path` (looked up in the hub caches, or
@@ -275,7 +280,23 @@ impl Prompts {
             fit,
         };
         let source = match &plan.prompts {
+            PromptSource::Dataset { kind, path } if plan.multi_turn.is_some() => {
+                Source::Conversations(multi_turn::load(
+                    plan,
+                    plan.multi_turn.as_ref().expect("checked"),
+                    *kind,
+                    path.as_deref(),
+                    &shaper,
+                    tokenizer.clone(),
+                    limit,
+                )?)
+            }
             PromptSource::Fixed(text) => Source::Items(vec![shaper.wrap(text)]),
+            // Replayed by the runner from the plan's validated trace.
+            PromptSource::Dataset {
+                kind: DatasetKind::WorkloadTrace,
+                ..
+            } => Source::Items(Vec::new()),
             PromptSource::Dataset {
                 kind: kind @ (DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong),
                 ..
@@ -340,6 +361,22 @@ impl Prompts {
                 Ok(())
             }
             Source::Synthetic(s) => s.for_run(total, dataset_offset, seed, sink),
+            Source::Conversations(_) => {
+                bail!("a multi-turn dataset yields conversations, not requests")
+            }
+        }
+    }
+
+    /// The `total` conversations of one `--multi-turn` run (warmup first).
+    pub fn conversations(
+        &self,
+        total: usize,
+        dataset_offset: u64,
+        seed: u64,
+    ) -> Result<Vec<multi_turn::Conversation>> {
+        match &self.source {
+            Source::Conversations(c) => c.for_run(total, dataset_offset, seed),
+            _ => bail!("the dataset yields single requests, not conversations"),
         }
     }
 

@@ -109,7 +109,8 @@ impl HttpClient {
     pub fn try_start_now(&self, record: &mut RequestRecord) -> Option<Started> {
         let pool = &self.inner.pool;
         let mut conn = pool.try_idle()?;
-        conn.prepare(pool.endpoint(), record.request.as_bytes());
+        let extra = record.extra_headers.as_deref().unwrap_or("");
+        conn.prepare(pool.endpoint(), extra.as_bytes(), record.request.as_bytes());
         burn(self.inner.inject_work);
         record.sent_at = Instant::now();
         match conn.try_write_now() {
@@ -194,6 +195,7 @@ impl HttpClient {
     /// request was not served. The resend is timed from the new attempt (`sent_at`).
     async fn start(
         &self,
+        extra: &[u8],
         body: &[u8],
         sent_at: &mut Instant,
         started: Option<Started>,
@@ -209,7 +211,7 @@ impl HttpClient {
         let first = async {
             match written {
                 Some(n) => conn.write_rest(n).await?,
-                None => conn.write_request(pool.endpoint(), body).await?,
+                None => conn.write_request(pool.endpoint(), extra, body).await?,
             }
             conn.read_head(pool.endpoint()).await
         }
@@ -220,7 +222,7 @@ impl HttpClient {
                 drop(conn);
                 *sent_at = Instant::now();
                 let mut conn = pool.connect().await?;
-                conn.write_request(pool.endpoint(), body).await?;
+                conn.write_request(pool.endpoint(), extra, body).await?;
                 let head = conn.read_head(pool.endpoint()).await?;
                 Ok((conn, head))
             }
@@ -230,8 +232,10 @@ impl HttpClient {
 
     async fn exchange(&self, record: &mut RequestRecord, started: Option<Started>) {
         let body = record.request.clone();
+        let extra = record.extra_headers.clone();
+        let extra = extra.as_deref().unwrap_or("").as_bytes();
         let (mut conn, head) = match self
-            .start(body.as_bytes(), &mut record.sent_at, started)
+            .start(extra, body.as_bytes(), &mut record.sent_at, started)
             .await
         {
             Ok(ok) => ok,

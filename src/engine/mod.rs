@@ -7,6 +7,7 @@
 pub mod client;
 mod closed_loop;
 pub mod conn_test;
+pub mod conversation;
 mod http1;
 mod open_loop;
 pub(crate) mod rx_stamp;
@@ -31,6 +32,33 @@ pub struct PreparedRequest {
     pub body: Arc<str>,
     /// Warmup requests are not measured.
     pub is_warmup: bool,
+    /// A replayed trace's arrival offset, seconds after the run starts (open loop).
+    pub offset_s: Option<f64>,
+    /// Stored in the `request_id` column.
+    pub request_id: Option<Arc<str>>,
+    /// Header lines sent with this request only (`Name: value\r\n` each).
+    pub extra_headers: Option<Arc<str>>,
+}
+
+impl PreparedRequest {
+    /// A request of `body` without per-request extras.
+    pub fn new(body: Arc<str>, is_warmup: bool) -> Self {
+        PreparedRequest {
+            body,
+            is_warmup,
+            offset_s: None,
+            request_id: None,
+            extra_headers: None,
+        }
+    }
+
+    /// Its record, as request `index` meant to be sent at `scheduled_at`.
+    pub fn into_record(self, index: usize, scheduled_at: Instant) -> RequestRecord {
+        let mut r = RequestRecord::new(index, self.is_warmup, self.body, scheduled_at);
+        r.request_id = self.request_id;
+        r.extra_headers = self.extra_headers;
+        r
+    }
 }
 
 /// What the dispatcher needs for one run.
@@ -119,7 +147,7 @@ async fn send_one(
     shutdown: &Shutdown,
     free_at: &mut Instant,
 ) -> bool {
-    let record = RequestRecord::new(index, request.is_warmup, request.body, scheduled_at);
+    let record = request.into_record(index, scheduled_at);
     tokio::select! {
         biased;
         record = client.send(record) => {

@@ -140,7 +140,7 @@ fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome
             out.interrupted = true;
             break;
         }
-        let mut record = RequestRecord::new(s.first_index + i, false, request.body, at);
+        let mut record = request.into_record(s.first_index + i, at);
         let started = s.client.try_start_now(&mut record);
         s.in_flight.count.fetch_add(1, Ordering::AcqRel);
         let guard = Guard(s.in_flight.clone());
@@ -201,9 +201,18 @@ pub(super) async fn run(
         }
     }
 
-    let offsets = match &dispatch.offsets_s {
-        Some(given) => given.clone(),
-        None => seeded_offsets_s(measured.len(), dispatch.rate, dispatch.shape, dispatch.seed),
+    // A replayed trace brings its own arrival offsets; then a shard's given ones; else a seeded schedule.
+    let own = measured
+        .iter()
+        .map(|r| r.offset_s)
+        .collect::<Option<Vec<f64>>>()
+        .filter(|o| !o.is_empty());
+    let offsets = match (own, &dispatch.offsets_s) {
+        (Some(own), _) => own,
+        (None, Some(given)) => given.clone(),
+        (None, None) => {
+            seeded_offsets_s(measured.len(), dispatch.rate, dispatch.shape, dispatch.seed)
+        }
     };
     let in_flight = Arc::new(InFlight::default());
     let schedule = Schedule {

@@ -32,7 +32,11 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     let mut put = |k: &str, v: Value| {
         m.insert(k.to_string(), v);
     };
-    put("model", json!(plan.model));
+    // null for a replayed trace run without --model (its bodies name their models).
+    put(
+        "model",
+        json!((!plan.model.is_empty()).then_some(&plan.model)),
+    );
     put("model_id", json!(plan.model_id));
     put("attn_implementation", Value::Null);
     put("api", json!(plan.api_name.as_str()));
@@ -154,10 +158,16 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("top_k", json!(params.top_k));
     put("extra_args", Value::Object(params.extra_args.clone()));
     put("tokenize_prompt", json!(plan.tokens.tokenize_prompt));
-    put("multi_turn", json!(false));
-    put("min_turns", json!(1));
-    put("max_turns", Value::Null);
-    put("multi_turn_args", Value::Null);
+    let turns = plan.multi_turn.as_ref();
+    put("multi_turn", json!(turns.is_some()));
+    put("min_turns", json!(turns.map_or(1, |t| t.min_turns)));
+    put("max_turns", json!(turns.and_then(|t| t.max_turns)));
+    put(
+        "multi_turn_args",
+        turns
+            .and_then(|t| t.legacy_args.clone())
+            .map_or(Value::Null, Value::Object),
+    );
     // llmperf's own settings, after every evalscope key.
     put("llmperf_version", json!(env!("CARGO_PKG_VERSION")));
     if let Some(mock) = &plan.mock {

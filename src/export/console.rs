@@ -4,8 +4,8 @@
 //!
 //! Rows follow evalscope's `BenchmarkSummary.to_table`: sections `── General ──`, `── Latency ──`,
 //! `── Tokens ──`; `Stream / Non-Stream` only when both counts are positive; the TTFT / TPOT / ITL,
-//! output-token and throughput rows only when non-zero; `── Multi-turn ──` with the KV cache hit rate
-//! when the server reported cached tokens. llmperf appends a `── llmperf ──` section (interrupted run,
+//! output-token and throughput rows only when non-zero; `── Multi-turn ──` with the turns per request, the KV cache hit
+//! rate and the first- vs later-turn TTFT when present. llmperf appends a `── llmperf ──` section (interrupted run,
 //! failures by kind, the client's self-diagnostics: CPU use, send lag, open-loop TTFT / latency from the
 //! intended send time, whether the client limited the run; with `--goodput`, goodput and SLO attainment)
 //! after evalscope's rows, which stay identical.
@@ -71,9 +71,19 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
         }
     }
 
-    if let Some(hit_rate) = s.kv_cache_hit_rate_pct {
+    let multi_turn = [
+        ("Avg Turns/Request", s.avg_turns),
+        ("KV Cache Hit Rate (%)", s.kv_cache_hit_rate_pct),
+        ("Avg First-Turn TTFT (ms)", s.avg_first_turn_ttft_ms),
+        ("Avg Subsequent-Turn TTFT (ms)", s.avg_later_turn_ttft_ms),
+    ];
+    if multi_turn.iter().any(|(_, v)| v.is_some()) {
         section(&mut rows, "Multi-turn");
-        add(&mut rows, "KV Cache Hit Rate (%)", hit_rate);
+        for (key, value) in multi_turn {
+            if let Some(v) = value {
+                add(&mut rows, key, v);
+            }
+        }
     }
 
     let extras = &s.extras;

@@ -14,12 +14,20 @@ use super::table::display_width;
 use super::{
     percentile_table, performance_summary, summary_table, workload_table, ReportInfo, RunReport,
 };
+use crate::metrics::trace::TraceRow;
 use crate::metrics::{
-    BenchmarkSummary, PercentileTable, WorkloadRow, WorkloadThroughput, PERCENTILE_LABELS,
-    WORKLOAD_METRICS,
+    BenchmarkSummary, PercentileTable, TraceSummary, WorkloadRow, WorkloadThroughput,
+    PERCENTILE_LABELS, WORKLOAD_METRICS,
 };
 
 fn golden_dir(case: &str) -> PathBuf {
+    // llmperf's own goldens (made the same way, for features the shared set lacks) live in the crate.
+    let own = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/evalscope-golden")
+        .join(case);
+    if own.is_dir() {
+        return own;
+    }
     let dir = crate::test_support::golden_root().join(case);
     assert!(
         dir.is_dir(),
@@ -75,6 +83,11 @@ fn summary_from(v: &Value) -> BenchmarkSummary {
         avg_output_tokens: f("Avg Output Tokens"),
         input_throughput: f("Input Throughput (tok/s)"),
         kv_cache_hit_rate_pct: v.get("KV Cache Hit Rate (%)").and_then(Value::as_f64),
+        avg_turns: v.get("Avg Turns/Request").and_then(Value::as_f64),
+        avg_first_turn_ttft_ms: v.get("Avg First-Turn TTFT (ms)").and_then(Value::as_f64),
+        avg_later_turn_ttft_ms: v
+            .get("Avg Subsequent-Turn TTFT (ms)")
+            .and_then(Value::as_f64),
         extras: Default::default(),
         ..Default::default()
     }
@@ -133,6 +146,39 @@ fn workload_from(path: &Path) -> Option<WorkloadThroughput> {
     })
 }
 
+/// `trace_summary.json`, when the run wrote one.
+fn trace_from(path: &Path) -> TraceSummary {
+    if !path.is_file() {
+        return TraceSummary::default();
+    }
+    let v = load_json(path);
+    let names = [
+        "Latency (s)",
+        "First-Turn TTFT (s)",
+        "TTFAT (s)",
+        "Decode TPS",
+        "Cache Hit Rate (%)",
+        "Eligible Cache Hit Rate (%)",
+    ];
+    let rows = v["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| TraceRow {
+            metric: names
+                .into_iter()
+                .find(|m| r["metric"] == *m)
+                .expect("known trace metric"),
+            stats: ["mean", "min", "p50", "p90", "p95", "p99", "max"]
+                .map(|k| r[k].as_f64().expect(k)),
+        })
+        .collect();
+    TraceSummary {
+        n_traces: v["n_traces"].as_u64().expect("n_traces") as usize,
+        rows,
+    }
+}
+
 /// The case's runs, in the order evalscope ran them.
 fn runs(case: &str) -> Vec<RunReport> {
     subdirs(&run_root(case))
@@ -148,6 +194,7 @@ fn runs(case: &str) -> Vec<RunReport> {
                 summary,
                 percentiles,
                 workload: workload_from(&d.join("workload_throughput.json")),
+                trace: trace_from(&d.join("trace_summary.json")),
             }
         })
         .collect()
@@ -289,4 +336,32 @@ fn reports_match_goldens() {
         true,
     );
     check_report("f_embedding", &embed);
+}
+
+#[test]
+fn multi_turn_console_tables_and_reports_match_goldens() {
+    for (case, dataset) in [
+        ("h_multi_turn_random", "random_multi_turn"),
+        ("i_multi_turn_sharegpt", "share_gpt_en_multi_turn"),
+    ] {
+        check_console(case);
+        let mut info = info(case, "mock-model", dataset, "openai", false);
+        let golden = fs::read_to_string(run_root(case).join("performance_summary.txt")).unwrap();
+        let endpoint = golden
+            .lines()
+            .find_map(|l| l.strip_prefix("│ Endpoint              │ "))
+            .expect("endpoint row");
+        info.endpoint = endpoint.trim_end_matches([' ', '│']).to_string();
+        check_report(case, &info);
+    }
+    let case = "j_workload_trace";
+    check_console(case);
+    let mut info = info(case, "workload_trace", "workload_trace", "openai", false);
+    let golden = fs::read_to_string(run_root(case).join("performance_summary.txt")).unwrap();
+    let endpoint = golden
+        .lines()
+        .find_map(|l| l.strip_prefix("│ Endpoint              │ "))
+        .expect("endpoint row");
+    info.endpoint = endpoint.trim_end_matches([' ', '│']).to_string();
+    check_report(case, &info);
 }

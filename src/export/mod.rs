@@ -13,6 +13,7 @@ pub mod console;
 pub mod format;
 pub mod html;
 pub mod report;
+mod report_trace;
 pub mod speed_benchmark;
 pub mod table;
 

@@ -17,7 +17,8 @@
 //! `llm_sections` returns the LLM tables in print order.
 
 use crate::metrics::{
-    BenchmarkSummary, ClientDiagnostics, PercentileTable, WorkloadThroughput, PERCENTILE_LABELS,
+    BenchmarkSummary, ClientDiagnostics, PercentileTable, TraceSummary, WorkloadThroughput,
+    PERCENTILE_LABELS,
 };
 use crate::pyjson;
 
@@ -40,6 +41,8 @@ pub struct RunReport {
     pub percentiles: PercentileTable,
     /// The run's workload throughput (`None` when no request succeeded).
     pub workload: Option<WorkloadThroughput>,
+    /// The run's per-trace summary (`--multi-turn`; empty otherwise).
+    pub trace: TraceSummary,
 }
 
 /// Sweep-wide facts for the `Basic Information` table.
@@ -201,7 +204,7 @@ fn success_rate(s: &BenchmarkSummary) -> f64 {
 }
 
 /// `Conc.` and `Rate` cells of the LLM tables (`-` for −1).
-fn conc_rate(r: &RunReport) -> (String, String) {
+pub(super) fn conc_rate(r: &RunReport) -> (String, String) {
     let conc = if r.concurrency == -1 {
         "-".to_string()
     } else {
@@ -226,7 +229,7 @@ fn get_p(p: &PercentileTable, label: &str, key: &str) -> f64 {
 }
 
 /// A HEAVY_HEAD table without edge padding, as all of evalscope's report tables are.
-fn report_table(title: &str, columns: Vec<Column>) -> RichTable {
+pub(super) fn report_table(title: &str, columns: Vec<Column>) -> RichTable {
     let mut table = RichTable::new(BoxStyle::HeavyHead, columns);
     table.title = Some(title.to_string());
     table.pad_edge = false;
@@ -236,6 +239,7 @@ fn report_table(title: &str, columns: Vec<Column>) -> RichTable {
 /// The LLM report tables after `Basic Information`, in print order.
 fn llm_sections(runs: &[&RunReport]) -> Vec<RichTable> {
     let mut tables = vec![overview_table(runs), per_request_table(runs)];
+    tables.extend(super::report_trace::per_trace_table(runs));
     tables.extend(workload_table(runs));
     tables
 }
@@ -280,19 +284,33 @@ fn workload_table(runs: &[&RunReport]) -> Option<RichTable> {
 
 fn overview_table(runs: &[&RunReport]) -> RichTable {
     let right = |h: &str| Column::new(h, Align::Right);
-    let columns = ["Conc.", "Rate", "Num", "RPS", "Gen/s", "Success"].map(right);
-    let mut table = report_table("Performance Overview", columns.to_vec());
+    let has_traces = runs.iter().any(|r| !r.trace.is_empty());
+    let mut columns = ["Conc.", "Rate", "Num", "RPS", "Gen/s", "Success"]
+        .map(right)
+        .to_vec();
+    if has_traces {
+        columns.push(right("Traces"));
+    }
+    let mut table = report_table("Performance Overview", columns);
     for r in runs {
         let (conc, rate) = conc_rate(r);
         let s = &r.summary;
-        table.push(vec![
+        let mut row = vec![
             conc,
             rate,
             Unit::Count.fmt(s.total_requests as f64),
             Unit::ReqPerSec.fmt(s.req_throughput),
             Unit::TokPerSec.fmt(s.output_throughput),
             Unit::Percent.fmt_with_unit(success_rate(s)),
-        ]);
+        ];
+        if has_traces {
+            row.push(if r.trace.is_empty() {
+                "-".to_string()
+            } else {
+                r.trace.n_traces.to_string()
+            });
+        }
+        table.push(row);
     }
     table
 }
@@ -303,6 +321,9 @@ fn per_request_table(runs: &[&RunReport]) -> RichTable {
     let has_tpot = any(|s| s.avg_tpot_ms != 0.0);
     let has_output = any(|s| s.avg_output_tokens != 0.0);
     let has_cache = any(|s| s.kv_cache_hit_rate_pct.is_some_and(|v| v >= 0.0));
+    let has_turns = any(|s| s.avg_turns.is_some_and(|v| v > 0.0));
+    let has_first_ttft = any(|s| s.avg_first_turn_ttft_ms.is_some());
+    let has_later_ttft = any(|s| s.avg_later_turn_ttft_ms.is_some());
 
     let columns = vec![
         Column::new("Conc.", Align::Right),
@@ -369,10 +390,22 @@ fn per_request_table(runs: &[&RunReport]) -> RichTable {
             let output = with_p(s.avg_output_tokens, "Output tokens", Unit::Count);
             add(&mut table, "Output Tokens", output);
         }
+        if has_turns {
+            let turns = s.avg_turns.map(|v| Unit::AvgTokens.fmt(v));
+            add(&mut table, "Turns/Req", scalar(turns));
+        }
         if has_cache {
             let hit = s.kv_cache_hit_rate_pct.filter(|v| *v >= 0.0);
             let cells = scalar(hit.map(|v| Unit::Percent.fmt_with_unit(v)));
             add(&mut table, "Cache Hit (%)", cells);
+        }
+        if has_first_ttft {
+            let v = s.avg_first_turn_ttft_ms.map(|v| Unit::Millis.fmt(v));
+            add(&mut table, "1st-Turn TTFT (ms)", scalar(v));
+        }
+        if has_later_ttft {
+            let v = s.avg_later_turn_ttft_ms.map(|v| Unit::Millis.fmt(v));
+            add(&mut table, "Subseq. TTFT (ms)", scalar(v));
         }
         if has_tpot {
             let tpot = s.avg_tpot_ms;

@@ -27,6 +27,7 @@ fn run(conc: i64, rate: f64, extras: SummaryExtras) -> RunReport {
         summary,
         percentiles: PercentileTable::default(),
         workload: None,
+        trace: Default::default(),
     }
 }
 

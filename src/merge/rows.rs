@@ -252,6 +252,8 @@ impl Replay {
             completion_tokens: tokens(completion),
             cached_tokens: int(row, cached).map(|v| v.max(0) as u64),
             n_decode_chunks: n_chunks,
+            // Merged shards are summarised as single requests (no multi-turn keys).
+            turn: None,
             failure: (!ok).then(|| {
                 let label = text(row, failure).unwrap_or("unknown");
                 FAILURE_KINDS

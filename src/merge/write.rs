@@ -243,6 +243,7 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
         interrupted: false,
         workload,
         run_dir,
+        trace: Default::default(),
     };
     Ok((result, args, missing.iter().map(|(k, _)| *k).collect()))
 }

@@ -88,12 +88,36 @@ pub struct Accumulator {
     n_cache: u64,
     total_decoded_per_iter: f64,
     n_decoded: u64,
+    turns: TurnSums,
     failures: BTreeMap<&'static str, u64>,
     interrupted: bool,
     rows: SuccessRows,
     client: ClientTiming,
     input_error: ErrorSums,
     goodput: Option<super::goodput::GoodputCounter>,
+}
+
+/// Multi-turn sums: context turns, and TTFT of first vs later turns (evalscope's cold / warm split).
+#[derive(Debug, Clone, Copy, Default)]
+struct TurnSums {
+    total_turns: u64,
+    first_ttft: f64,
+    n_first: u64,
+    later_ttft: f64,
+    n_later: u64,
+}
+
+impl TurnSums {
+    fn add(&mut self, turns: u32, first: bool, ttft: f64) {
+        self.total_turns += u64::from(turns);
+        if first {
+            self.first_ttft += ttft;
+            self.n_first += 1;
+        } else {
+            self.later_ttft += ttft;
+            self.n_later += 1;
+        }
+    }
 }
 
 /// Running sums of server − intended prompt tokens.
@@ -132,6 +156,7 @@ impl Accumulator {
             n_cache: 0,
             total_decoded_per_iter: 0.0,
             n_decoded: 0,
+            turns: TurnSums::default(),
             failures: BTreeMap::new(),
             interrupted: false,
             rows: SuccessRows::default(),
@@ -186,6 +211,10 @@ impl Accumulator {
             s.completion_tokens = r.completion_tokens();
             s.cached_tokens = r.usage.cached_tokens;
             s.n_decode_chunks = r.n_decode_chunks;
+            if let Some(t) = r.turn {
+                s.cached_tokens = t.cached_tokens;
+                s.turn = Some((t.turn_index + 1, t.turn_index == 0));
+            }
             self.add_sample(&s, r.itl_s());
         } else {
             s.failure = Some(r.failure.map_or("unknown", |kind| kind.label()));
@@ -240,6 +269,9 @@ impl Accumulator {
                 self.n_stream_tpot += 1;
                 self.total_tpot_stream += s.tpot;
             }
+        }
+        if let Some((turns, first)) = s.turn {
+            self.turns.add(turns, first, s.ttft);
         }
         if let Some(cached) = s.cached_tokens {
             if s.prompt_tokens > 0 {
@@ -345,12 +377,31 @@ impl Accumulator {
             m.push((keys::AVG_ITL, avg_itl.ms()));
             m.push((keys::AVG_OUTPUT_TOKENS, safe_div(completion, n).round(4)));
         }
+        if self.turns.total_turns > 0 {
+            let avg = safe_div(self.turns.total_turns as f64, n);
+            if avg.as_f64() > 0.0 {
+                m.push((keys::AVG_TURNS, avg.round(4)));
+            }
+        }
         if self.n_cache > 0 {
             let cached = self.total_cached_tokens as f64 * 100.0;
             let pct = safe_div(cached, self.total_prompt_tokens_for_cache as f64);
             if pct.as_f64() >= 0.0 {
                 m.push((keys::KV_CACHE_HIT_RATE, pct.round(4)));
             }
+        }
+        let t = &self.turns;
+        if t.n_first > 0 {
+            m.push((
+                keys::AVG_FIRST_TURN_TTFT,
+                PyNum::Float(t.first_ttft / t.n_first as f64).ms(),
+            ));
+        }
+        if t.n_later > 0 {
+            m.push((
+                keys::AVG_LATER_TURN_TTFT,
+                PyNum::Float(t.later_ttft / t.n_later as f64).ms(),
+            ));
         }
         if self.n_decoded > 0 {
             let per_iter = self.total_decoded_per_iter / self.n_decoded as f64;

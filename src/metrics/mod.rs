@@ -8,6 +8,9 @@ pub mod goodput;
 mod percentile;
 mod samples;
 mod summary;
+pub mod trace;
+#[cfg(test)]
+mod trace_golden_tests;
 mod workload;
 
 #[cfg(test)]
@@ -26,6 +29,7 @@ pub use goodput::{GoodputCounter, GoodputSlos, GoodputSummary};
 pub use percentile::{nearest_rank, PercentileTable, PERCENTILE_LABELS};
 pub(crate) use samples::Sample;
 pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
+pub use trace::{TraceAccumulator, TraceSummary};
 pub use workload::{
     WorkloadRow, WorkloadThroughput, WorkloadTimeline, LAST_WINDOW_S, WARMUP_FRAC, WORKLOAD_METRICS,
 };

@@ -31,6 +31,8 @@ pub(crate) struct Sample {
     pub n_decode_chunks: u32,
     /// Failure kind label (failures only).
     pub failure: Option<&'static str>,
+    /// Multi-turn: `(turns in the context, from 1; first turn of its conversation)`.
+    pub turn: Option<(u32, bool)>,
 }
 
 /// Per-success values, one entry per successful request in arrival order, plus every ITL sample pooled.

@@ -97,7 +97,10 @@ pub(crate) mod keys {
     pub const AVG_ITL: &str = "Avg ITL (ms)";
     pub const AVG_OUTPUT_TOKENS: &str = "Avg Output Tokens";
     pub const INPUT_THROUGHPUT: &str = "Input Throughput (tok/s)";
+    pub const AVG_TURNS: &str = "Avg Turns/Request";
     pub const KV_CACHE_HIT_RATE: &str = "KV Cache Hit Rate (%)";
+    pub const AVG_FIRST_TURN_TTFT: &str = "Avg First-Turn TTFT (ms)";
+    pub const AVG_LATER_TURN_TTFT: &str = "Avg Subsequent-Turn TTFT (ms)";
     pub const AVG_DECODED_TOK_PER_ITER: &str = "Avg Decoded Tok/Iter";
     pub const SPEC_ACCEPT_RATE: &str = "Spec. Accept Rate";
     // llmperf's extras.
@@ -203,8 +206,15 @@ pub struct BenchmarkSummary {
     pub avg_output_tokens: f64,
     /// `Input Throughput (tok/s)` (0.0 for LLM runs).
     pub input_throughput: f64,
-    /// `KV Cache Hit Rate (%)`, only when the server reported cached tokens.
+    /// `Avg Turns/Request` (multi-turn): mean turns in a request's context.
+    pub avg_turns: Option<f64>,
+    /// `KV Cache Hit Rate (%)`, only when the server reported cached tokens (or, in multi-turn runs,
+    /// evalscope's estimate from the previous turn).
     pub kv_cache_hit_rate_pct: Option<f64>,
+    /// `Avg First-Turn TTFT (ms)` (multi-turn).
+    pub avg_first_turn_ttft_ms: Option<f64>,
+    /// `Avg Subsequent-Turn TTFT (ms)` (multi-turn).
+    pub avg_later_turn_ttft_ms: Option<f64>,
     /// `Avg Decoded Tok/Iter` (speculative decoding), only when some reply averaged more than one token
     /// per chunk.
     pub avg_decoded_tokens_per_iter: Option<f64>,
@@ -244,7 +254,10 @@ impl BenchmarkSummary {
                 keys::AVG_ITL => s.avg_itl_ms = f,
                 keys::AVG_OUTPUT_TOKENS => s.avg_output_tokens = f,
                 keys::INPUT_THROUGHPUT => s.input_throughput = f,
+                keys::AVG_TURNS => s.avg_turns = Some(f),
                 keys::KV_CACHE_HIT_RATE => s.kv_cache_hit_rate_pct = Some(f),
+                keys::AVG_FIRST_TURN_TTFT => s.avg_first_turn_ttft_ms = Some(f),
+                keys::AVG_LATER_TURN_TTFT => s.avg_later_turn_ttft_ms = Some(f),
                 keys::AVG_DECODED_TOK_PER_ITER => s.avg_decoded_tokens_per_iter = Some(f),
                 keys::SPEC_ACCEPT_RATE => s.spec_accept_rate = Some(f),
                 other => debug_assert!(false, "unknown summary key {other}"),
@@ -280,7 +293,10 @@ impl BenchmarkSummary {
         put(keys::AVG_OUTPUT_TOKENS, self.avg_output_tokens.into());
         put(keys::INPUT_THROUGHPUT, self.input_throughput.into());
         let optional = [
+            (keys::AVG_TURNS, self.avg_turns),
             (keys::KV_CACHE_HIT_RATE, self.kv_cache_hit_rate_pct),
+            (keys::AVG_FIRST_TURN_TTFT, self.avg_first_turn_ttft_ms),
+            (keys::AVG_LATER_TURN_TTFT, self.avg_later_turn_ttft_ms),
             (
                 keys::AVG_DECODED_TOK_PER_ITER,
                 self.avg_decoded_tokens_per_iter,

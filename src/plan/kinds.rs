@@ -98,6 +98,22 @@ pub enum DatasetKind {
     KontextBench,
     /// MMMU questions with several images.
     MmmuMultiImage,
+    /// Synthetic multi-turn conversations (random token windows per turn).
+    RandomMultiTurn,
+    /// ShareGPT Chinese conversations, one turn per human message.
+    ShareGptZhMultiTurn,
+    /// ShareGPT English conversations, one turn per human message.
+    ShareGptEnMultiTurn,
+    /// JSONL lines of message arrays, turns split at assistant messages.
+    CustomMultiTurn,
+    /// Recorded request bodies replayed at their recorded arrival times.
+    WorkloadTrace,
+    /// Trie agentic traces (`agentic_coding_8k.jsonl`).
+    TrieAgenticCoding,
+    /// Trie code Q&A traces (`code_qa_8k.jsonl`).
+    TrieCodeQa,
+    /// Trie office-work traces (`office_work_8k.jsonl`).
+    TrieOfficeWork,
 }
 
 impl From<ApiName> for ApiKind {
@@ -134,6 +150,14 @@ impl From<DatasetName> for DatasetKind {
             N::Flickr8k => DatasetKind::Flickr8k,
             N::KontextBench => DatasetKind::KontextBench,
             N::MmmuMultiImage => DatasetKind::MmmuMultiImage,
+            N::RandomMultiTurn => DatasetKind::RandomMultiTurn,
+            N::ShareGptZhMultiTurn => DatasetKind::ShareGptZhMultiTurn,
+            N::ShareGptEnMultiTurn => DatasetKind::ShareGptEnMultiTurn,
+            N::CustomMultiTurn => DatasetKind::CustomMultiTurn,
+            N::WorkloadTrace => DatasetKind::WorkloadTrace,
+            N::TrieAgenticCoding => DatasetKind::TrieAgenticCoding,
+            N::TrieCodeQa => DatasetKind::TrieCodeQa,
+            N::TrieOfficeWork => DatasetKind::TrieOfficeWork,
         }
     }
 }
@@ -161,6 +185,14 @@ impl DatasetKind {
             DatasetKind::Flickr8k => "flickr8k",
             DatasetKind::KontextBench => "kontext_bench",
             DatasetKind::MmmuMultiImage => "mmmu_multi_image",
+            DatasetKind::RandomMultiTurn => "random_multi_turn",
+            DatasetKind::ShareGptZhMultiTurn => "share_gpt_zh_multi_turn",
+            DatasetKind::ShareGptEnMultiTurn => "share_gpt_en_multi_turn",
+            DatasetKind::CustomMultiTurn => "custom_multi_turn",
+            DatasetKind::WorkloadTrace => "workload_trace",
+            DatasetKind::TrieAgenticCoding => "trie_agentic_coding",
+            DatasetKind::TrieCodeQa => "trie_code_qa",
+            DatasetKind::TrieOfficeWork => "trie_office_work",
         }
     }
 
@@ -173,6 +205,25 @@ impl DatasetKind {
                 | DatasetKind::MmmuMultiImage
                 | DatasetKind::ShareGptZh
                 | DatasetKind::ShareGptEn
+                | DatasetKind::ShareGptZhMultiTurn
+                | DatasetKind::ShareGptEnMultiTurn
+                | DatasetKind::TrieAgenticCoding
+                | DatasetKind::TrieCodeQa
+                | DatasetKind::TrieOfficeWork
+        )
+    }
+
+    /// Yields whole conversations (runs only with `--multi-turn`).
+    pub fn is_multi_turn(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::RandomMultiTurn
+                | DatasetKind::ShareGptZhMultiTurn
+                | DatasetKind::ShareGptEnMultiTurn
+                | DatasetKind::CustomMultiTurn
+                | DatasetKind::TrieAgenticCoding
+                | DatasetKind::TrieCodeQa
+                | DatasetKind::TrieOfficeWork
         )
     }
 
@@ -195,6 +246,7 @@ impl DatasetKind {
                 | DatasetKind::RandomRerank
                 | DatasetKind::SpeedBenchmark
                 | DatasetKind::SpeedBenchmarkLong
+                | DatasetKind::RandomMultiTurn
         )
     }
 
@@ -202,7 +254,11 @@ impl DatasetKind {
     pub fn needs_tokenizer(self) -> bool {
         matches!(
             self,
-            DatasetKind::Random
+            DatasetKind::RandomMultiTurn
+                | DatasetKind::TrieAgenticCoding
+                | DatasetKind::TrieCodeQa
+                | DatasetKind::TrieOfficeWork
+                | DatasetKind::Random
                 | DatasetKind::RandomVl
                 | DatasetKind::RandomEmbedding
                 | DatasetKind::RandomEmbeddingBatch
@@ -214,9 +270,18 @@ impl DatasetKind {
     pub fn hub_source(self) -> Option<&'static str> {
         match self {
             DatasetKind::OpenQa => Some("AI-ModelScope/HC3-Chinese (open_qa.jsonl)"),
+            DatasetKind::TrieAgenticCoding => {
+                Some("evalscope/trie-workloads (agentic_coding_8k.jsonl)")
+            }
+            DatasetKind::TrieCodeQa => Some("evalscope/trie-workloads (code_qa_8k.jsonl)"),
+            DatasetKind::TrieOfficeWork => Some("evalscope/trie-workloads (office_work_8k.jsonl)"),
             DatasetKind::LongAlpaca => Some("Yukang/LongAlpaca-12k (LongAlpaca-12k.json)"),
-            DatasetKind::ShareGptZh => Some("swift/sharegpt (common_zh_70k.jsonl)"),
-            DatasetKind::ShareGptEn => Some("swift/sharegpt (common_en_70k.jsonl)"),
+            DatasetKind::ShareGptZh | DatasetKind::ShareGptZhMultiTurn => {
+                Some("swift/sharegpt (common_zh_70k.jsonl)")
+            }
+            DatasetKind::ShareGptEn | DatasetKind::ShareGptEnMultiTurn => {
+                Some("swift/sharegpt (common_en_70k.jsonl)")
+            }
             DatasetKind::Flickr8k => Some("clip-benchmark/wds_flickr8k (test/*.tar shards)"),
             DatasetKind::KontextBench => Some("black-forest-labs/kontext-bench (parquet files)"),
             DatasetKind::MmmuMultiImage => Some("MMMU/MMMU (<subject>/validation-*.parquet)"),

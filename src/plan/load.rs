@@ -75,10 +75,12 @@ fn open_runs(cli: &Cli) -> Result<Vec<RunSpec>, UsageError> {
             cli.rate.len()
         ));
     }
+    // A trace brings its own arrival times (evalscope's `provides_arrival_schedule`).
+    let own_schedule = cli.dataset == crate::cli::DatasetName::WorkloadTrace;
     if let Some(r) = cli
         .rate
         .iter()
-        .find(|r| r.is_nan() || **r <= 0.0 || !r.is_finite())
+        .find(|r| !own_schedule && (r.is_nan() || **r <= 0.0 || !r.is_finite()))
     {
         return usage(format!(
             "--rate {r}: --open-loop needs every rate greater than 0 (requests per second)"

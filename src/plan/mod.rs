@@ -8,11 +8,13 @@
 mod endpoint;
 mod kinds;
 mod load;
+mod multi_turn;
 mod parse;
 mod prompts;
 mod server_side;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,6 +26,7 @@ use crate::visualizer::{VisualizerKind, VisualizerSettings};
 
 pub use crate::error::UsageError;
 pub use kinds::*;
+pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
 pub use server_side::ServerSidePlan;
@@ -133,6 +136,10 @@ pub struct RunPlan {
     pub sla: Option<crate::sla::SlaPlan>,
     /// `--goodput`: the per-request SLOs counted into every summary.
     pub goodput: Option<crate::metrics::GoodputSlos>,
+    /// `--multi-turn`: conversations instead of single requests.
+    pub multi_turn: Option<MultiTurnSettings>,
+    /// `--dataset workload_trace`: the requests to replay, in order, with their arrival offsets.
+    pub trace: Option<std::sync::Arc<Vec<crate::dataset::workload_trace::TraceRequest>>>,
     /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
@@ -173,16 +180,30 @@ pub const NO_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 86_400);
 impl RunPlan {
     /// Validates `cli` into a plan. `now` names the timestamp folder.
     pub fn from_cli(cli: Cli, now: chrono::DateTime<chrono::Local>) -> Result<RunPlan, UsageError> {
-        let model = endpoint::model(&cli)?;
-        let model_id = endpoint::model_id(&model);
+        // A replayed trace's bodies name their own models: --model is optional there, as in evalscope.
+        let trace_without_model = cli.dataset == DatasetName::WorkloadTrace
+            && cli.model.is_none()
+            && cli.prompt.is_none();
+        let model = if trace_without_model {
+            String::new()
+        } else {
+            endpoint::model(&cli)?
+        };
+        let model_id = if trace_without_model {
+            cli.dataset.as_str().to_string()
+        } else {
+            endpoint::model_id(&model)
+        };
         let api = ApiKind::from(cli.api);
         let (mut url, appended) = complete_url_for(&cli.url, api.endpoint_suffix())?;
         let headers = endpoint::headers(&cli)?;
         let timeouts = endpoint::timeouts(&cli);
-        let (mode, runs) = load::runs(&cli)?;
+        let (mode, mut runs) = load::runs(&cli)?;
         let duration = load::duration(&cli)?;
         let max_tokens = prompts::max_tokens(&cli)?;
         let prompt_source = prompts::source(&cli)?;
+        let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompt_source)?;
+        let trace = trace::workload_trace(&cli, mode, &prompt_source, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
         let dataset_args = dataset_args(&cli, &tokens)?;
         let image = image_settings(&cli)?;
@@ -250,6 +271,8 @@ impl RunPlan {
             },
             sla,
             goodput,
+            multi_turn,
+            trace,
             server_side,
             sharding: None,
         };

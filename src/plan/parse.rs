@@ -190,6 +190,10 @@ pub(super) fn dataset_args(cli: &Cli, tokens: &TokenSettings) -> Result<DatasetA
     let Some(map) = &cli.dataset_args else {
         return Ok(args);
     };
+    if cli.turns.multi_turn || cli.dataset == crate::cli::DatasetName::WorkloadTrace {
+        // Validated against the multi-turn or trace schema (`multi_turn.rs`, `trace.rs`).
+        return Ok(args);
+    }
     for (key, value) in map {
         match key.as_str() {
             "target_input_len" => match value.as_u64() {

@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use super::tracker::ProgressTracker;
 use crate::api::usage_fallback::UsageFallback;
-use crate::metrics::{Accumulator, WorkloadTimeline};
+use crate::metrics::{Accumulator, TraceAccumulator, WorkloadTimeline};
 use crate::progress::Progress;
 use crate::record::RequestRecord;
 use crate::store::Store;
@@ -31,6 +31,8 @@ pub struct Observers {
     pub visualizer: Option<VisualizerFeed>,
     /// `--enable-progress-tracker`: counts measured requests into `progress.json`.
     pub tracker: Option<ProgressTracker>,
+    /// `--multi-turn`: turns grouped by conversation (`trace_summary.json`).
+    pub trace: TraceAccumulator,
     /// Reasoning vs answer statistics (summary keys when any response carried reasoning).
     pub reasoning: crate::reasoning::ReasoningStats,
 }
@@ -72,8 +74,12 @@ pub async fn aggregate(
     let mut measuring = false;
     let mut batch: Vec<RequestRecord> = Vec::new();
     while let Some(mut record) = records.recv().await {
+        // A conversation advances the progress once, with its last turn.
+        let counts = record.turn.is_none_or(|t| t.is_last);
         if record.is_warmup {
-            progress.warmup_finished();
+            if counts {
+                progress.warmup_finished();
+            }
             continue;
         }
         completion.apply(&mut record);
@@ -82,15 +88,18 @@ pub async fn aggregate(
             progress.start_clock();
         }
         acc.add(&record);
+        observers.trace.feed(&record);
         observers.timeline.feed_record(&record);
         observers.reasoning.add(&record);
-        if let Some(tracker) = &mut observers.tracker {
+        if let (true, Some(tracker)) = (counts, &mut observers.tracker) {
             tracker.request_done();
         }
         if let Some(feed) = &observers.visualizer {
             feed.log(&acc.running_message_json());
         }
-        progress.finished(record.success);
+        if counts {
+            progress.finished(record.success);
+        }
         if acc.total().is_multiple_of(log_every_n) {
             tracing::info!("{}", acc.running_log_json());
         }

@@ -2,7 +2,9 @@
 //! turn, and the end-of-sweep report. Ends as [`Error::Interrupted`] when a signal stopped it.
 
 mod aggregate;
+mod multi_turn;
 mod single;
+mod trace;
 mod tracker;
 
 use std::time::Duration;
@@ -50,6 +52,8 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         max_batch: mock.max_batch,
         prefill_tok_per_s: mock.prefill_tok_per_s,
         decode_tok_per_s: mock.decode_tok_per_s,
+        // Conversations resend their history: let the simulator report it cached.
+        prefix_cache: plan.multi_turn.is_some(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         ..SimConfig::default()
@@ -290,6 +294,7 @@ pub fn write_root_report(
             summary: r.summary.clone(),
             percentiles: r.percentiles.clone(),
             workload: r.workload.clone(),
+            trace: r.trace.clone(),
         })
         .collect();
     let text = export::report::performance_summary(info, &runs);
@@ -323,7 +328,7 @@ pub fn write_root_report(
 /// The `Basic Information` facts of the end-of-sweep report.
 fn report_info(plan: &RunPlan, url: &reqwest::Url) -> export::report::ReportInfo {
     export::report::ReportInfo {
-        model: plan.model.clone(),
+        model: plan.model_id.clone(),
         dataset: plan.dataset_name().to_string(),
         api: plan.api_name.as_str().to_string(),
         alias: plan.alias.clone(),

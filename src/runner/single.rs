@@ -56,6 +56,8 @@ pub struct RunResult {
     pub workload: Option<WorkloadThroughput>,
     /// Its folder (`benchmark_data.db` and the JSON files).
     pub run_dir: PathBuf,
+    /// Its per-trace summary (`--multi-turn` runs; empty otherwise).
+    pub trace: crate::metrics::TraceSummary,
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {
@@ -83,6 +85,9 @@ fn prepare(
     let total = spec.total() as usize;
     let mut bodies = Vec::with_capacity(total);
     let mut intended = Vec::with_capacity(total);
+    if let Some(trace) = &ctx.plan.trace {
+        return Ok(super::trace::prepare(ctx, trace, spec, &mut rng));
+    }
     // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
     let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_));
     let n = if fixed { 1 } else { total };
@@ -100,10 +105,7 @@ fn prepare(
     let requests = bodies
         .into_iter()
         .enumerate()
-        .map(|(i, body)| PreparedRequest {
-            body,
-            is_warmup: (i as u64) < spec.warmup,
-        })
+        .map(|(i, body)| PreparedRequest::new(body, (i as u64) < spec.warmup))
         .collect();
     Ok((requests, intended))
 }
@@ -127,12 +129,22 @@ pub async fn run_single(
 
     let seed = run_seed(plan, run_index);
     let started = std::time::Instant::now();
-    let (requests, intended) = prepare(ctx, spec, seed)?;
-    tracing::info!(
-        "Prepared {} request bodies in {:.2} s",
-        requests.len(),
-        started.elapsed().as_secs_f64()
-    );
+    let (requests, intended, conversations) = match &plan.multi_turn {
+        Some(_) => (
+            Vec::new(),
+            Vec::new(),
+            Some(super::multi_turn::conversations(ctx, spec, seed)?),
+        ),
+        None => {
+            let (requests, intended) = prepare(ctx, spec, seed)?;
+            tracing::info!(
+                "Prepared {} request bodies in {:.2} s",
+                requests.len(),
+                started.elapsed().as_secs_f64()
+            );
+            (requests, intended, None)
+        }
+    };
     // More workers than requests would only idle (an SLA rate probe caps at --sla-upper-bound).
     let parallel = if spec.parallel > 0 {
         (spec.parallel as usize).min(spec.total().max(1) as usize)
@@ -180,7 +192,9 @@ pub async fn run_single(
         stopped_early = checked == conn_test::Checked::Interrupted;
     }
     let requests = if stopped_early { Vec::new() } else { requests };
-    if spec.warmup > 0 {
+    if conversations.is_some() {
+        super::multi_turn::log_warmup(spec);
+    } else if spec.warmup > 0 {
         tracing::info!(
             "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
             spec.warmup,
@@ -211,8 +225,14 @@ pub async fn run_single(
         input_only: plan.api.input_only(),
     });
     acc.set_goodput(plan.goodput.clone());
+    // A multi-turn run counts conversations (its requests are built turn by turn, not prepared).
+    let progress_total = if conversations.is_some() {
+        spec.number
+    } else {
+        counts.0
+    };
     let progress =
-        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), counts.0);
+        crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), progress_total);
     let mut tracker = ctx.tracker.lock().expect("tracker lock").take();
     if let Some(t) = &mut tracker {
         t.run_started(&spec.dir_name);
@@ -258,7 +278,14 @@ pub async fn run_single(
         offsets_s,
         origin: shard.as_ref().and_then(|s| s.origin),
     };
-    let outcome = engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?;
+    let outcome = match (&plan.multi_turn, conversations) {
+        (Some(settings), Some(convs)) if !stopped_early => {
+            let client = &client;
+            super::multi_turn::dispatch(ctx, settings, client, spec, seed, convs, tx).await
+        }
+        (Some(_), _) => engine::DispatchOutcome::default(),
+        (None, _) => engine::run(&client, &dispatch, requests, tx, &ctx.shutdown).await?,
+    };
     if let (Some(shard), Some(began)) = (&shard, outcome.began) {
         crate::shard::finish(shard, began, &run_dir, &args)?;
     }
@@ -336,6 +363,8 @@ pub async fn run_single(
     )?;
     tracing::info!("\n{}", export::console::summary_table(&summary));
     tracing::info!("\n{}", export::console::percentile_table(&percentiles));
+    let trace = observers.trace.summary();
+    super::multi_turn::write_trace_summary(&run_dir, &trace)?;
     // Like evalscope, the workload files exist only when a request succeeded.
     let workload = observers.timeline.throughput();
     if let Some(w) = &workload {
@@ -366,5 +395,6 @@ pub async fn run_single(
         interrupted,
         workload,
         run_dir,
+        trace,
     })
 }

@@ -155,10 +155,7 @@ fn every_shard_has_the_same_fingerprint_and_seed_and_its_own_root() {
 
 fn prepared(n: usize, warmup: usize) -> Vec<PreparedRequest> {
     (0..n)
-        .map(|i| PreparedRequest {
-            body: Arc::from(format!("{i}")),
-            is_warmup: i < warmup,
-        })
+        .map(|i| PreparedRequest::new(Arc::from(format!("{i}")), i < warmup))
         .collect()
 }
 

@@ -67,7 +67,8 @@
 //! Chat: a role chunk `{"delta":{"role":"assistant","content":""}}` written together with the first content
 //! chunk (as vLLM does), one `delta.content` chunk per `tokens_per_chunk` tokens, `finish_reason` on the
 //! last, then — only with `stream_options.include_usage` — a chunk with `"choices":[]` and `usage`
-//! (`prompt_tokens`, `completion_tokens`, `total_tokens`, `prompt_tokens_details.cached_tokens: 0`), then
+//! (`prompt_tokens`, `completion_tokens`, `total_tokens`, `prompt_tokens_details.cached_tokens`: 0, or with
+//! [`SimConfig::prefix_cache`] the words of the longest prefix served before — see [`prefix_cache`]), then
 //! `data: [DONE]`. Completions: the same without the role chunk, `choices[0].text` instead of `delta`.
 //! The last content chunk, the usage chunk and `[DONE]` share one write.
 //!
@@ -87,6 +88,7 @@ pub mod fault;
 mod fault_tests;
 pub mod join;
 pub mod metrics;
+pub mod prefix_cache;
 mod request;
 mod routes;
 pub mod serve;
@@ -141,6 +143,9 @@ pub struct SimConfig {
     pub prefill_tok_per_s: u64,
     /// Capacity model: decode throughput shared by the requests served, tokens/s (0 = none).
     pub decode_tok_per_s: u64,
+    /// Remember served prompts and answers and report repeated prefixes as `cached_tokens` (see
+    /// [`prefix_cache`]); off: `cached_tokens` is always 0.
+    pub prefix_cache: bool,
     /// How `GET /metrics` misbehaves (`None`: it answers normally; see [`metrics`]).
     pub metrics_fault: Option<MetricsFault>,
     /// Leading output tokens of each chat response sent as `reasoning_content` (and reported as
@@ -161,6 +166,7 @@ impl Default for SimConfig {
             max_batch: 0,
             prefill_tok_per_s: 0,
             decode_tok_per_s: 0,
+            prefix_cache: false,
             metrics_fault: None,
             reasoning_tokens: 0,
         }
@@ -176,6 +182,7 @@ pub(crate) struct Shared {
     requests: Mutex<Vec<CapturedRequest>>,
     model: Mutex<Option<String>>,
     capacity: Arc<capacity::Capacity>,
+    prefix: prefix_cache::PrefixCache,
     metrics: Arc<metrics::SimMetrics>,
 }
 
@@ -275,6 +282,7 @@ impl SimServer {
             truth: Arc::default(),
             requests: Mutex::default(),
             model: Mutex::default(),
+            prefix: prefix_cache::PrefixCache::default(),
             metrics: Arc::default(),
         });
         let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;

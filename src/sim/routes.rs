@@ -22,6 +22,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::fault::{self, Fault, FaultyBody, ResetFlag};
 use super::metrics::{Finished, MetricsFault, GARBAGE_METRICS, SLOW_METRICS_DELAY};
+use super::prefix_cache::Chain;
 use super::request::GenRequest;
 use super::stream::{write_text_fault, Api, Plan, SimBody, SseBody, ERROR_EVENT, TOKEN_TEXT};
 use super::truth::TruthRecord;
@@ -159,6 +160,12 @@ pub(crate) async fn handle(
         std::future::pending::<()>().await;
     }
     let (tokens, finish_reason) = request.output_plan(cfg.output_tokens);
+    let cached_tokens = match cfg.prefix_cache.then(|| Chain::of_body(&body)).flatten() {
+        Some((chain, chat)) => shared
+            .prefix
+            .serve(&chain, chat, tokens, TOKEN_TEXT.trim_end()),
+        None => 0,
+    };
     let reasoning_tokens = match api {
         Api::Chat => cfg.reasoning_tokens.min(tokens),
         Api::Completion => 0,
@@ -187,6 +194,7 @@ pub(crate) async fn handle(
         finish_reason,
         include_usage: request.include_usage(),
         prompt_tokens,
+        cached_tokens,
         received: start,
         arrived: received,
         ttft,

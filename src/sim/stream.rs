@@ -67,6 +67,8 @@ pub(crate) struct Plan {
     pub finish_reason: &'static str,
     pub include_usage: bool,
     pub prompt_tokens: u64,
+    /// `prompt_tokens_details.cached_tokens`.
+    pub cached_tokens: u64,
     pub received: Instant,
     pub ttft: Duration,
     pub itl: Duration,
@@ -113,8 +115,9 @@ impl Plan {
         let (p, c) = (self.prompt_tokens, u64::from(self.tokens));
         let _ = write!(
             out,
-            r#""usage":{{"prompt_tokens":{p},"completion_tokens":{c},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":0}}"#,
-            p + c
+            r#""usage":{{"prompt_tokens":{p},"completion_tokens":{c},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{}}}"#,
+            p + c,
+            self.cached_tokens
         );
         if self.reasoning_tokens > 0 {
             let _ = write!(

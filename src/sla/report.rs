@@ -254,6 +254,9 @@ fn summary_from_map(m: &Map<String, Value>) -> BenchmarkSummary {
         kv_cache_hit_rate_pct: f("KV Cache Hit Rate (%)"),
         avg_decoded_tokens_per_iter: f("Avg Decoded Tok/Iter"),
         spec_accept_rate: f("Spec. Accept Rate"),
+        avg_turns: f("Avg Turns/Request"),
+        avg_first_turn_ttft_ms: f("Avg First-Turn TTFT (ms)"),
+        avg_later_turn_ttft_ms: f("Avg Subsequent-Turn TTFT (ms)"),
         extras: Default::default(),
     }
 }
@@ -298,6 +301,7 @@ pub fn report_runs(probes: &[Probe]) -> Vec<RunReport> {
                 percentiles: percentiles_from_map(pct),
                 summary,
                 workload: None,
+                trace: Default::default(),
             }
         })
         .collect()

@@ -9,7 +9,9 @@
 //!
 //! Row values follow evalscope: failed requests store NULL `latency`, `first_chunk_latency`, token counts,
 //! `max_gpu_memory_cost` and `time_per_output_token`, and `'[]'` ITLs; successful ones store
-//! `max_gpu_memory_cost = 0.0`; `request_id` is NULL; `response_messages` is
+//! `max_gpu_memory_cost = 0.0`; `request_id` is NULL unless a replayed trace gave one; `conversation_id`
+//! and `turn_index` (from 0) place a `--multi-turn` request in its conversation (NULL otherwise);
+//! `response_messages` is
 //! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). Warmup records are never stored.
 
 #[cfg(test)]
@@ -53,15 +55,16 @@ const EVALSCOPE_COLUMNS: &str = "request TEXT, start_time REAL, inter_token_late
 const EXTRA_COLUMNS: &str =
     "status_code INTEGER, error TEXT, scheduled_time REAL, send_time REAL, \
      chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT, intended_prompt_tokens INTEGER, \
-     reasoning_tokens INTEGER, answer_tokens INTEGER, first_reasoning_latency REAL, first_answer_latency REAL";
+     reasoning_tokens INTEGER, answer_tokens INTEGER, first_reasoning_latency REAL, first_answer_latency REAL, \
+     conversation_id INTEGER, turn_index INTEGER";
 
 const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
      response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
      max_gpu_memory_cost, time_per_output_token, request_id, is_stream, status_code, error, scheduled_time, \
      send_time, chunk_times, cached_tokens, failure_kind, intended_prompt_tokens, reasoning_tokens, \
-     answer_tokens, first_reasoning_latency, first_answer_latency) \
+     answer_tokens, first_reasoning_latency, first_answer_latency, conversation_id, turn_index) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
-     ?23, ?24, ?25, ?26)";
+     ?23, ?24, ?25, ?26, ?27, ?28)";
 
 /// What the caller sends to the writer thread.
 enum Msg {
@@ -400,7 +403,7 @@ impl Writer {
             tokens(Some(r.completion_tokens())),
             when_ok(0.0),
             when_ok(r.tpot_s()),
-            None::<&str>,
+            r.request_id.as_deref(),
             r.is_stream,
             r.status_code,
             r.error.as_deref(),
@@ -414,6 +417,8 @@ impl Writer {
             tokens(r.reasoning.and_then(|s| s.answer_tokens)),
             r.reasoning.and_then(|s| s.first_reasoning_s),
             r.reasoning.and_then(|s| s.first_answer_s),
+            r.turn.and_then(|t| i64::try_from(t.conversation).ok()),
+            r.turn.map(|t| t.turn_index),
         ])?;
         self.pending_rows += 1;
         Ok(())

@@ -182,7 +182,9 @@ fn writes_evalscope_rows_then_extras() {
             "reasoning_tokens",
             "answer_tokens",
             "first_reasoning_latency",
-            "first_answer_latency"
+            "first_answer_latency",
+            "conversation_id",
+            "turn_index"
         ]
     );
 

@@ -164,3 +164,80 @@ fn evalscope_examples_page_runs_every_example() {
     }
     assert!(paths.iter().any(|p| p.contains("rerank")), "{paths:?}");
 }
+
+#[test]
+fn multi_turn_recipe_runs_conversations_with_sessions() {
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let qwen3 = shared().join("tokenizers/qwen3");
+    let o = script(
+        "multi_turn.sh",
+        out.path(),
+        &[
+            ("URL", &format!("{}/v1/chat/completions", sim.base_url())),
+            ("TOKENIZER", qwen3.to_str().unwrap()),
+            ("MIN_TURNS", "2"),
+            ("MAX_TURNS", "2"),
+            ("MIN_INPUT", "16"),
+            ("MAX_INPUT", "32"),
+            ("OUTPUT_TOKENS", "4"),
+            ("PARALLEL", "2"),
+            ("CONVERSATIONS", "3"),
+            ("THINK_S", "0.01"),
+        ],
+    );
+    ok(&o);
+    let s = summaries(out.path());
+    assert_eq!(s.len(), 1);
+    assert_eq!(
+        s[0]["Total Requests"], 6,
+        "three conversations of two turns"
+    );
+    assert_eq!(s[0]["Avg Turns/Request"], 1.5);
+    let sessions = sim
+        .requests()
+        .iter()
+        .filter(|(_, _, h)| h.iter().any(|(k, _)| k == "x-session-id"))
+        .count();
+    assert_eq!(sessions, 6, "every turn carries its conversation's id");
+}
+
+#[test]
+fn trace_replay_recipe_replays_a_trace() {
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let trace = out.path().join("trace.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"body\": {\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}, \"timestamp\": 5, \"completion_tokens\": 3, \"request_id\": \"a\"}\n\
+         {\"body\": {\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"yo\"}]}, \"timestamp\": \"1970-01-01T00:00:05.2Z\", \"completion_tokens\": 2}\n",
+    )
+    .unwrap();
+    let o = script(
+        "trace_replay.sh",
+        out.path(),
+        &[
+            ("URL", &format!("{}/v1/chat/completions", sim.base_url())),
+            ("TRACE", trace.to_str().unwrap()),
+            ("SPEED", "4"),
+            ("MODEL", "served"),
+        ],
+    );
+    ok(&o);
+    let s = summaries(out.path());
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["Total Requests"], 2);
+    assert_eq!(
+        s[0]["Avg Output Tokens"], 2.5,
+        "match_output_length forces 3 and 2 tokens"
+    );
+    let models: Vec<String> = sim
+        .requests()
+        .iter()
+        .skip(1)
+        .map(|(_, b, _)| serde_json::from_str::<serde_json::Value>(b).unwrap()["model"].to_string())
+        .collect();
+    assert_eq!(models, vec!["\"served\"", "\"served\""]);
+    let o = script("trace_replay.sh", out.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "TRACE is required");
+}

@@ -6,6 +6,7 @@
 #[allow(dead_code)]
 mod common;
 mod generation;
+mod multi_turn;
 mod server;
 mod server_metrics;
 mod sla;

@@ -230,9 +230,15 @@ impl Conn {
         self.read_lag
     }
 
-    /// Writes one request: the endpoint's head, the body's length, the body.
-    pub async fn write_request(&mut self, endpoint: &Endpoint, body: &[u8]) -> Result<(), Error> {
-        self.prepare(endpoint, body);
+    /// Writes one request: the endpoint's head, this request's `extra` header lines (each `Name: value\r\n`),
+    /// the body's length, the body.
+    pub async fn write_request(
+        &mut self,
+        endpoint: &Endpoint,
+        extra: &[u8],
+        body: &[u8],
+    ) -> Result<(), Error> {
+        self.prepare(endpoint, extra, body);
         self.write_rest(0).await
     }
 
@@ -267,12 +273,21 @@ impl Conn {
         Some(written)
     }
 
-    /// Builds the request bytes for `body` (the endpoint's head, the length, the body).
-    pub fn prepare(&mut self, endpoint: &Endpoint, body: &[u8]) {
+    /// Builds the request bytes for `body` (the endpoint's head, the `extra` header lines, the length, the
+    /// body).
+    pub fn prepare(&mut self, endpoint: &Endpoint, extra: &[u8], body: &[u8]) {
         self.got_bytes = false;
         self.read_lag = Duration::ZERO;
         self.out.clear();
-        self.out.extend_from_slice(&endpoint.head_prefix);
+        if extra.is_empty() {
+            self.out.extend_from_slice(&endpoint.head_prefix);
+        } else {
+            const LENGTH: &[u8] = b"Content-Length: ";
+            let cut = endpoint.head_prefix.len() - LENGTH.len();
+            self.out.extend_from_slice(&endpoint.head_prefix[..cut]);
+            self.out.extend_from_slice(extra);
+            self.out.extend_from_slice(LENGTH);
+        }
         let mut digits = [0u8; 20];
         let mut n = body.len();
         let mut i = digits.len();

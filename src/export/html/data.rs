@@ -49,6 +49,8 @@ pub struct RunData {
     pub n_requests: u64,
     /// Output tokens per second over time: `(bin middle, rate)`, seconds since the run's first start.
     pub tok_rate: Vec<(f64, f64)>,
+    /// `--multi-turn`: `(turn, mean TTFT ms, max TTFT ms, requests)` per turn (empty otherwise).
+    pub turn_ttft: Vec<(u32, f64, f64, u64)>,
 }
 
 /// `(min, p99, max)` of a percentile column, when it has values.
@@ -175,6 +177,7 @@ pub fn load(db: &Path, percentiles: &PercentileTable) -> Result<RunData> {
         .with_context(|| format!("reading {}", db.display()))?;
     let mut data = RunData {
         n_requests: n.max(0) as u64,
+        turn_ttft: super::turns::turn_ttft(&con),
         ..RunData::default()
     };
     let (Some(t0), Some(t1)) = (t0, t1) else {

@@ -14,6 +14,7 @@ mod sections;
 mod server;
 mod svg;
 mod timeline;
+mod turns;
 
 #[cfg(test)]
 mod tests;

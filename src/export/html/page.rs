@@ -259,6 +259,9 @@ fn run_section(out: &mut String, i: usize, r: &RunView) {
         &d.tok_rate,
     );
     figure(out, &rate, "Output tokens per second over the run (each reply's tokens spread from its first token to its end).");
+    if let Some(turns) = super::turns::turn_ttft_chart(&format!("turn-ttft-{i}"), &d.turn_ttft) {
+        figure(out, &turns, "Mean and max time to first token at each turn of the conversations (successful requests); later turns resend the history, which a prefix cache serves.");
+    }
     super::server::section(out, i, r);
     out.push_str("</div></section>");
 }

@@ -116,6 +116,7 @@ fn run(dir: &Path, conc: i64, n: usize, itl: usize, extras: &str) -> HtmlRun {
             summary,
             percentiles: percentiles(),
             workload: None,
+            trace: Default::default(),
         },
         db_path,
         summary_json: format!(r#"{{"Test Duration (s)": 12.5, "Concurrency": {conc}{extras}}}"#),

@@ -1,0 +1,409 @@
+//! `workload_trace` (evalscope's `plugin/datasets/workload_trace.py`): replay recorded requests at their
+//! recorded arrival times.
+//!
+//! Each non-empty line of the JSONL file is an object with `body` (the request body, an object or a JSON
+//! string of one), `timestamp` (seconds as a number or numeric string, or an ISO-8601 time; without a zone
+//! it is UTC), and optionally `headers` (sent with that request only; flags' headers win), `request_id`
+//! (stored in the `request_id` column) and `completion_tokens` (> 0). Unknown keys are errors. Every bad
+//! line is reported, by number, before anything runs. Records are replayed in timestamp order at
+//! `(timestamp − first timestamp) / speed` seconds after the run starts.
+//!
+//! `--dataset-args`: `speed` (> 0, default 1), `model_override` (every body's `model`), `model_mapping`
+//! (`{"recorded": "sent"}`, before the override), `match_output_length` (`max_tokens` = the recorded
+//! `completion_tokens` and `ignore_eos: true`, except for bodies that use constrained decoding —
+//! `response_format` json_object / json_schema, or `tools` with a forced `tool_choice` — which keep only
+//! `max_tokens`).
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+/// The body keys evalscope reserves for its per-request metadata.
+const RESERVED: [&str; 4] = [
+    "__evalscope_headers",
+    "__evalscope_request_id",
+    "__evalscope_arrival_offset",
+    "__evalscope_is_warmup",
+];
+
+/// `--dataset-args` of `workload_trace`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceArgs {
+    /// Replay speed: offsets are divided by it.
+    pub speed: f64,
+    /// Replaces every body's `model`.
+    pub model_override: Option<String>,
+    /// Maps recorded models to the ones sent.
+    pub model_mapping: Map<String, Value>,
+    /// `max_tokens` from `completion_tokens`, with `ignore_eos`.
+    pub match_output_length: bool,
+}
+
+/// One request to replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRequest {
+    /// The body to send (flags fill only the keys it lacks).
+    pub body: Map<String, Value>,
+    /// Seconds after the run's start.
+    pub offset_s: f64,
+    /// Headers for this request only.
+    pub headers: Vec<(String, String)>,
+    /// Stored in the `request_id` column.
+    pub request_id: Option<String>,
+}
+
+/// Parses `--dataset-args` for `workload_trace`; the error names the key.
+pub fn parse_args(map: Option<&Map<String, Value>>) -> Result<TraceArgs, String> {
+    let mut args = TraceArgs {
+        speed: 1.0,
+        model_override: None,
+        model_mapping: Map::new(),
+        match_output_length: false,
+    };
+    for (key, value) in map.into_iter().flatten() {
+        match key.as_str() {
+            "speed" => match value.as_f64() {
+                Some(s) if s > 0.0 && s.is_finite() => args.speed = s,
+                _ => return Err(format!("--dataset-args speed {value}: speed must be > 0")),
+            },
+            "model_override" => match value {
+                Value::String(s) => args.model_override = Some(s.clone()),
+                Value::Null => {}
+                _ => return Err(format!("--dataset-args model_override {value}: must be a string")),
+            },
+            "model_mapping" => match value {
+                Value::Object(m) if m.values().all(Value::is_string) => args.model_mapping = m.clone(),
+                Value::Null => {}
+                _ => {
+                    return Err(format!(
+                        "--dataset-args model_mapping {value}: must be an object of model names, e.g. {{\"recorded\": \"served\"}}"
+                    ))
+                }
+            },
+            "match_output_length" => match value {
+                Value::Bool(b) => args.match_output_length = *b,
+                _ => return Err(format!("--dataset-args match_output_length {value}: must be true or false")),
+            },
+            other => {
+                return Err(format!(
+                    "--dataset-args: unknown key {other:?} for workload_trace; known keys: speed, model_override, model_mapping, match_output_length"
+                ))
+            }
+        }
+    }
+    Ok(args)
+}
+
+/// Seconds since the Unix epoch of an ISO-8601 time (zone-less times are UTC).
+fn iso_seconds(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let with_zone = if s.ends_with(['Z', 'z']) {
+        format!("{}+00:00", &s[..s.len() - 1])
+    } else {
+        s.to_string()
+    };
+    let t = with_zone.replacen(' ', "T", 1);
+    if let Ok(dt) = chrono::DateTime::parse_from_rfc3339(&t) {
+        return Some(dt.timestamp() as f64 + f64::from(dt.timestamp_subsec_nanos()) / 1e9);
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M%:z"] {
+        if let Ok(dt) = chrono::DateTime::parse_from_str(&t, fmt) {
+            return Some(dt.timestamp() as f64 + f64::from(dt.timestamp_subsec_nanos()) / 1e9);
+        }
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
+        if let Ok(dt) = chrono::NaiveDateTime::parse_from_str(&t, fmt) {
+            let utc = dt.and_utc();
+            return Some(utc.timestamp() as f64 + f64::from(utc.timestamp_subsec_nanos()) / 1e9);
+        }
+    }
+    let date = chrono::NaiveDate::parse_from_str(&t, "%Y-%m-%d").ok()?;
+    Some(date.and_hms_opt(0, 0, 0)?.and_utc().timestamp() as f64)
+}
+
+fn timestamp(v: &Value) -> Result<f64, String> {
+    match v {
+        Value::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| format!("timestamp {n} is not a number")),
+        Value::String(s) => s
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .or_else(|| iso_seconds(s))
+            .ok_or_else(|| format!("cannot parse timestamp: {s:?}")),
+        other => Err(format!(
+            "timestamp must be a number or ISO-8601 string, got {other}"
+        )),
+    }
+}
+
+/// One record: `(timestamp, request before the arguments are applied, completion_tokens)`.
+fn record(line: &str) -> Result<(f64, TraceRequest, Option<u64>), String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    let Value::Object(obj) = v else {
+        return Err(format!("expected JSON object, got {v}"));
+    };
+    if let Some(k) = obj.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "body" | "timestamp" | "headers" | "request_id" | "completion_tokens"
+        )
+    }) {
+        return Err(format!(
+            "unknown key {k:?} (known: body, timestamp, headers, request_id, completion_tokens)"
+        ));
+    }
+    let body = match obj.get("body") {
+        Some(Value::Object(b)) => b.clone(),
+        Some(Value::String(s)) => match serde_json::from_str(s) {
+            Ok(Value::Object(b)) => b,
+            Ok(_) => return Err("body JSON string must decode to an object".into()),
+            Err(e) => return Err(format!("body is a string but not valid JSON: {e}")),
+        },
+        Some(_) => return Err("body must be an object or a JSON string of one".into()),
+        None => return Err("missing \"body\"".into()),
+    };
+    if let Some(k) = RESERVED.iter().find(|k| body.contains_key(**k)) {
+        return Err(format!(
+            "body contains reserved key {k:?}; remove it from the trace body"
+        ));
+    }
+    let ts = timestamp(obj.get("timestamp").ok_or("missing \"timestamp\"")?)?;
+    let headers = match obj.get("headers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(h)) => h
+            .iter()
+            .map(|(k, v)| {
+                let Value::String(s) = v else {
+                    return Err(format!("headers[{k:?}] must be a string"));
+                };
+                if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
+                    return Err(format!("headers: {k:?} is not a valid HTTP header name"));
+                }
+                if reqwest::header::HeaderValue::from_str(s).is_err() {
+                    return Err(format!("headers[{k:?}]: not a valid HTTP header value"));
+                }
+                Ok((k.clone(), s.clone()))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("headers must be an object of strings".into()),
+    };
+    let request_id = match obj.get("request_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => return Err(format!("request_id must be a string, got {other}")),
+    };
+    let completion_tokens = match obj.get("completion_tokens") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(n) if n > 0 => Some(n),
+            _ => return Err(format!("completion_tokens must be > 0, got {v}")),
+        },
+    };
+    let request = TraceRequest {
+        body,
+        offset_s: 0.0,
+        headers,
+        request_id,
+    };
+    Ok((ts, request, completion_tokens))
+}
+
+/// Hop-by-hop headers (and the ones llmperf writes itself) a trace cannot set.
+const NOT_FORWARDED: [&str; 11] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "host",
+    "content-type",
+];
+
+/// A request's own header lines (`Name: value\r\n` each) for the client: the trace's headers, except the
+/// hop-by-hop ones and those the flags already set (flags win, as evalscope merges them).
+pub fn header_lines(headers: &[(String, String)], global: &[(String, String)]) -> Option<String> {
+    let lines: String = headers
+        .iter()
+        .filter(|(k, _)| {
+            !NOT_FORWARDED.iter().any(|h| k.eq_ignore_ascii_case(h))
+                && !global.iter().any(|(g, _)| g.eq_ignore_ascii_case(k))
+        })
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    (!lines.is_empty()).then_some(lines)
+}
+
+/// Whether `body` uses constrained decoding (where `ignore_eos` is unsafe).
+fn constrained(body: &Map<String, Value>) -> bool {
+    let json_format = body
+        .get("response_format")
+        .and_then(|rf| rf.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t == "json_object" || t == "json_schema");
+    let has_tools = body.get("tools").is_some_and(|t| {
+        !(t.is_null() || t.as_array().is_some_and(Vec::is_empty) || t == &Value::Bool(false))
+    });
+    let forced = match body.get("tool_choice") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => s != "none" && s != "auto",
+        Some(_) => true,
+    };
+    json_format || (has_tools && forced)
+}
+
+/// Reads and validates the trace at `path`; the requests in replay order, with their offsets. An error
+/// lists every bad line.
+pub fn load(path: &Path, args: &TraceArgs) -> Result<Vec<TraceRequest>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "--dataset-path {}: cannot read the trace: {e}",
+            path.display()
+        )
+    })?;
+    let mut errors = Vec::new();
+    let mut records = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match record(line.trim()) {
+            Ok(r) => records.push(r),
+            Err(e) => errors.push(format!("line {}: {e}", n + 1)),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(format!(
+            "workload_trace validation failed ({} error(s)) in {}:\n{}",
+            errors.len(),
+            path.display(),
+            errors.join("\n")
+        ));
+    }
+    if records.is_empty() {
+        return Err(format!(
+            "workload_trace: dataset is empty ({})",
+            path.display()
+        ));
+    }
+    if records.windows(2).any(|w| w[1].0 < w[0].0) {
+        tracing::warn!("workload_trace: timestamps not monotonic, sorting by timestamp");
+        records.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let t0 = records[0].0;
+    let mut skipped = 0;
+    let out = records
+        .into_iter()
+        .map(|(ts, mut r, completion)| {
+            r.offset_s = (ts - t0) / args.speed;
+            let original = r
+                .body
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let mapped = original.and_then(|m| args.model_mapping.get(&m).cloned());
+            if let Some(m) = mapped {
+                r.body.insert("model".into(), m);
+            } else if let Some(o) = &args.model_override {
+                r.body.insert("model".into(), Value::String(o.clone()));
+            }
+            if let (true, Some(n)) = (args.match_output_length, completion) {
+                r.body.insert("max_tokens".into(), Value::from(n));
+                if constrained(&r.body) {
+                    skipped += 1;
+                } else {
+                    r.body.insert("ignore_eos".into(), Value::Bool(true));
+                }
+            }
+            r
+        })
+        .collect();
+    if skipped > 0 {
+        tracing::warn!("workload_trace: {skipped} request(s) use constrained decoding (response_format / tools); ignore_eos skipped for these (max_tokens still set)");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn timestamps_as_numbers_and_iso_times() {
+        assert_eq!(timestamp(&json!(12.5)).unwrap(), 12.5);
+        assert_eq!(timestamp(&json!("7")).unwrap(), 7.0);
+        assert_eq!(
+            timestamp(&json!("1970-01-01T00:16:40.150Z")).unwrap(),
+            1000.15
+        );
+        assert_eq!(timestamp(&json!("1970-01-01T01:00:00+01:00")).unwrap(), 0.0);
+        assert_eq!(timestamp(&json!("1970-01-02 00:00:00")).unwrap(), 86400.0);
+        assert_eq!(timestamp(&json!("1970-01-02")).unwrap(), 86400.0);
+        assert!(timestamp(&json!("yesterday"))
+            .unwrap_err()
+            .contains("yesterday"));
+        assert!(timestamp(&json!(true)).is_err());
+    }
+
+    #[test]
+    fn records_are_validated_line_by_line_and_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.jsonl");
+        std::fs::write(&bad, "{\"body\": {}, \"timestamp\": 1}\nnot json\n\n{\"body\": {}}\n{\"body\": {}, \"timestamp\": 2, \"x\": 1}\n").unwrap();
+        let args = parse_args(None).unwrap();
+        let e = load(&bad, &args).unwrap_err();
+        assert!(e.contains("(3 error(s))"), "{e}");
+        assert!(
+            e.contains("line 2: invalid JSON")
+                && e.contains("line 4: missing \"timestamp\"")
+                && e.contains("line 5: unknown key \"x\""),
+            "{e}"
+        );
+
+        let good = dir.path().join("good.jsonl");
+        std::fs::write(
+            &good,
+            concat!(
+                r#"{"body": {"model": "a", "messages": []}, "timestamp": 10, "completion_tokens": 5, "request_id": "r2"}"#, "\n",
+                r#"{"body": "{\"model\": \"b\", \"response_format\": {\"type\": \"json_object\"}}", "timestamp": 9, "completion_tokens": 3, "headers": {"X-T": "1"}}"#, "\n",
+            ),
+        )
+        .unwrap();
+        let m: Map<String, Value> = serde_json::from_value(json!({"speed": 2, "match_output_length": true, "model_mapping": {"a": "A"}, "model_override": "O"})).unwrap();
+        let args = parse_args(Some(&m)).unwrap();
+        let reqs = load(&good, &args).unwrap();
+        assert_eq!(reqs[0].offset_s, 0.0);
+        assert_eq!(reqs[1].offset_s, 0.5);
+        assert_eq!(reqs[0].body["model"], "O");
+        assert_eq!(
+            reqs[0].body.get("ignore_eos"),
+            None,
+            "constrained decoding keeps only max_tokens"
+        );
+        assert_eq!(reqs[0].body["max_tokens"], 3);
+        assert_eq!(reqs[0].headers, vec![("X-T".to_string(), "1".to_string())]);
+        assert_eq!(reqs[1].body["model"], "A");
+        assert_eq!(reqs[1].body["ignore_eos"], true);
+        assert_eq!(reqs[1].request_id.as_deref(), Some("r2"));
+        let e =
+            parse_args(Some(&serde_json::from_value(json!({"speed": 0})).unwrap())).unwrap_err();
+        assert!(e.contains("speed"));
+        let global = vec![("authorization".to_string(), "x".to_string())];
+        let trace = vec![
+            ("Authorization".to_string(), "y".to_string()),
+            ("Connection".to_string(), "close".to_string()),
+            ("X-Tenant".to_string(), "t1".to_string()),
+        ];
+        assert_eq!(
+            header_lines(&trace, &global).as_deref(),
+            Some("X-Tenant: t1\r\n")
+        );
+        assert_eq!(header_lines(&trace[..2], &global), None);
+    }
+}

@@ -1,0 +1,60 @@
+//! `--dataset workload_trace`, validated before anything runs: it needs `--open-loop` and a trace file,
+//! whose every line is checked here (a bad line is a usage error naming it). The runs replay the trace's
+//! records: all of them while `--number` is left at its default, else the first `--number`; their folders
+//! keep evalscope's names (`rate_<--rate>_number_<--number>`). Warmup does not apply (the trace's own first
+//! requests would be cut from the replay).
+
+use std::sync::Arc;
+
+use super::{usage, LoadMode, PromptSource, RunSpec, UsageError};
+use crate::cli::{Cli, DatasetName};
+use crate::dataset::workload_trace::{self, TraceRequest};
+
+/// `--number`'s default: left as is, the whole trace is replayed.
+const DEFAULT_NUMBER: u64 = 1000;
+
+/// The loaded trace (`None` for other datasets); the runs' request counts follow it.
+pub(super) fn workload_trace(
+    cli: &Cli,
+    mode: LoadMode,
+    prompts: &PromptSource,
+    runs: &mut [RunSpec],
+) -> Result<Option<Arc<Vec<TraceRequest>>>, UsageError> {
+    if cli.dataset != DatasetName::WorkloadTrace || matches!(prompts, PromptSource::Fixed(_)) {
+        return Ok(None);
+    }
+    if mode != LoadMode::Open {
+        return usage("workload_trace requires open-loop mode. Add --open-loop to your command.");
+    }
+    let PromptSource::Dataset {
+        path: Some(path), ..
+    } = prompts
+    else {
+        return usage("workload_trace requires --dataset-path pointing to a JSONL trace file.");
+    };
+    let args = workload_trace::parse_args(cli.dataset_args.as_ref()).map_err(super::UsageError)?;
+    let requests = workload_trace::load(path, &args).map_err(super::UsageError)?;
+    let n = requests.len() as u64;
+    for r in runs.iter_mut() {
+        r.number = if r.number == DEFAULT_NUMBER {
+            n
+        } else {
+            r.number.min(n)
+        };
+        r.warmup = 0;
+    }
+    if cli.model.is_some() && args.model_override.is_none() && args.model_mapping.is_empty() {
+        tracing::warn!(
+            "workload_trace: --model {:?} does not rewrite trace bodies; each request keeps its own model. Use --dataset-args '{{\"model_override\": ...}}' or model_mapping to rewrite.",
+            cli.model.as_deref().unwrap_or("")
+        );
+    }
+    tracing::info!(
+        "workload_trace: loaded {n} records, speed={}x",
+        crate::pyjson::float_repr(args.speed)
+    );
+    if args.match_output_length {
+        tracing::info!("workload_trace: match_output_length enabled — setting max_tokens from completion_tokens (requires ignore_eos support, e.g. vLLM)");
+    }
+    Ok(Some(Arc::new(requests)))
+}
