@@ -122,7 +122,7 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
     // Decode 400 tok/s shared, 10 ms TTFT, 6 tokens, avg TPOT ≤ 13 ms. Closed-form knee:
     // λ = (X·D − 1) / (ttft + (n − 1)·X) = (5.2 − 1) / (0.01 + 0.065) = 56 req/s, at 70 % of the decode
     // capacity: TPOT rises steeply there (little run-to-run noise in the knee) while the server still
-    // settles within a fraction of each 3-second run.
+    // settles within a fraction of each 5-second run.
     let knee = (0.013 * 400.0 - 1.0) / (0.010 + 5.0 * 0.013);
     let tmp = tempfile::tempdir().unwrap();
     let trials = (0..10)
@@ -144,7 +144,7 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
                 "--sla-upper-bound",
                 "128",
                 "--sla-number-multiplier",
-                "3",
+                "5",
                 "--sla-params",
                 r#"[{"avg_tpot": "<=13"}]"#,
             ]));
