@@ -33,6 +33,7 @@ pub mod server_metrics;
 pub mod shard;
 pub mod shutdown;
 pub mod sim;
+pub mod sla;
 pub mod store;
 #[cfg(test)]
 mod test_support;

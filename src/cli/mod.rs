@@ -9,6 +9,7 @@ mod multi_turn;
 mod parsers;
 pub mod server_metrics;
 pub mod shard;
+pub mod sla;
 mod values;
 
 use clap::{ArgAction, Parser};
@@ -430,6 +431,13 @@ pub struct Cli {
     #[command(flatten)]
     pub local: compat::LocalFlags,
 
+    /// `--sla-*` and `--goodput` (capacity planning).
+    #[command(flatten)]
+    pub sla: sla::SlaArgs,
+
+    /// The simulator's capacity model.
+    #[command(flatten)]
+    pub capacity: sla::MockCapacityArgs,
     /// `--burstiness`, `--ramp-up`.
     #[command(flatten)]
     pub arrival: arrival::ArrivalArgs,

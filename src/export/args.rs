@@ -65,20 +65,40 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     put("scenario", Value::Null);
     put("number", json!(spec.number));
     put("parallel", json!(spec.parallel));
-    put("rate", json!(spec.rate));
+    // An SLA probe sets the rate as evalscope does: an integer (-1 when searching parallel).
+    let sla = plan.sla.as_ref();
+    put(
+        "rate",
+        match sla {
+            Some(_) => json!(spec.rate as i64),
+            None => json!(spec.rate),
+        },
+    );
     put("warmup_num", json!(plan.warmup_num));
     put("enable_pd_metrics", json!(plan.pd_metrics));
     put("open_loop", json!(plan.mode == LoadMode::Open));
     put("sleep_interval", json!(plan.sleep_interval.as_secs()));
     put("duration", json!(typed.duration_s));
-    put("sla_auto_tune", json!(false));
-    put("sla_variable", json!("parallel"));
-    put("sla_params", Value::Null);
-    put("sla_num_runs", json!(3));
-    put("sla_upper_bound", json!(65536));
-    put("sla_lower_bound", json!(1));
-    put("sla_fixed_parallel", Value::Null);
-    put("sla_number_multiplier", Value::Null);
+    put("sla_auto_tune", json!(sla.is_some()));
+    put(
+        "sla_variable",
+        json!(sla.map_or("parallel", |s| s.variable.name())),
+    );
+    put(
+        "sla_params",
+        sla.map_or(Value::Null, |s| s.params_json.clone()),
+    );
+    put("sla_num_runs", json!(sla.map_or(3, |s| s.num_runs)));
+    put("sla_upper_bound", json!(sla.map_or(65536, |s| s.upper)));
+    put("sla_lower_bound", json!(sla.map_or(1, |s| s.lower)));
+    put(
+        "sla_fixed_parallel",
+        json!(sla.and_then(|s| s.fixed_parallel_given)),
+    );
+    put(
+        "sla_number_multiplier",
+        json!(sla.and_then(|s| s.multiplier_given)),
+    );
     put("db_commit_interval", json!(plan.db_commit_interval));
     put(
         "queue_size_multiplier",

@@ -104,6 +104,7 @@ pub struct Accumulator {
     client: ClientTiming,
     input_error: ErrorSums,
     pd: PdMetrics,
+    goodput: Option<super::goodput::GoodputCounter>,
 }
 
 /// Multi-turn sums: context turns, and TTFT of first vs later turns (evalscope's cold / warm split).
@@ -185,13 +186,27 @@ impl Accumulator {
             client: ClientTiming::new(cap, dir),
             input_error: ErrorSums::default(),
             pd: PdMetrics::default(),
+            goodput: None,
         }
+    }
+
+    /// `--goodput`: also count the requests meeting these SLOs.
+    pub fn set_goodput(&mut self, slos: Option<super::goodput::GoodputSlos>) {
+        self.goodput = slos.map(super::goodput::GoodputCounter::new);
     }
 
     /// Counts one finished request; warmup records are ignored entirely.
     pub fn add(&mut self, r: &RequestRecord) {
         if r.is_warmup {
             return;
+        }
+        if let Some(g) = &mut self.goodput {
+            g.add(r.success.then(|| super::goodput::RequestTimes {
+                ttft_ms: r.ttft_s() * 1000.0,
+                tpot_ms: r.tpot_s() * 1000.0,
+                max_itl_ms: r.itl_s().fold(0.0, f64::max) * 1000.0,
+                e2el_ms: r.latency_s() * 1000.0,
+            }));
         }
         self.client.add(r);
         let mut s = Sample {
@@ -449,6 +464,7 @@ impl Accumulator {
                 .collect(),
             wall_input_throughput,
             client: None,
+            goodput: self.goodput.as_ref().map(|g| g.summary(self.wall_time())),
             appended: Vec::new(),
             input_token_error: (self.input_error.n > 0).then(|| {
                 let e = self.input_error;

@@ -163,6 +163,8 @@ pub struct SummaryExtras {
     /// The client's self-diagnostics (every run llmperf makes; absent when a summary is rebuilt from
     /// stored rows).
     pub client: Option<ClientDiagnostics>,
+    /// `--goodput`: goodput and SLO attainment.
+    pub goodput: Option<super::goodput::GoodputSummary>,
     /// Further keys written last, in order (reasoning accounting, `--server-metrics`).
     pub appended: Vec<(String, Value)>,
 }
@@ -377,6 +379,11 @@ impl BenchmarkSummary {
                 put(keys::CLIENT_WARNING, Value::String(w));
             }
         }
+        if let Some(g) = &self.extras.goodput {
+            for (k, v) in g.keys() {
+                put(&k, v);
+            }
+        }
         for (key, value) in &self.extras.appended {
             put(key, value.clone());
         }
@@ -423,6 +430,7 @@ mod tests {
             wall_input_throughput: None,
             client: None,
             input_token_error: None,
+            goodput: None,
             appended: Vec::new(),
         };
         let s = BenchmarkSummary::from_message(&msg, extras);

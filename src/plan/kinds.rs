@@ -467,4 +467,10 @@ pub struct MockSettings {
     pub threads: usize,
     /// `--mock-fault` rules.
     pub faults: Vec<crate::sim::FaultRule>,
+    /// `--mock-max-batch` (0 = no limit).
+    pub max_batch: u32,
+    /// `--mock-prefill-tok-per-s` (0 = none).
+    pub prefill_tok_per_s: u64,
+    /// `--mock-decode-tok-per-s` (0 = none).
+    pub decode_tok_per_s: u64,
 }

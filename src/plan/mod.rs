@@ -132,6 +132,10 @@ pub struct RunPlan {
     pub image: ImageSettings,
     /// Values evalscope writes into `benchmark_args.json` exactly as typed.
     pub as_typed: AsTyped,
+    /// `--sla-auto-tune`: the search settings (the runs then come from the search, not `runs`).
+    pub sla: Option<crate::sla::SlaPlan>,
+    /// `--goodput`: the per-request SLOs counted into every summary.
+    pub goodput: Option<crate::metrics::GoodputSlos>,
     /// `--multi-turn`: conversations instead of single requests.
     pub multi_turn: Option<MultiTurnSettings>,
     /// `--dataset workload_trace`: the requests to replay, in order, with their arrival offsets.
@@ -150,6 +154,11 @@ pub struct RunPlan {
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
     pub sharding: Option<crate::shard::Sharding>,
+}
+
+/// Warmup requests before a run of `number` measured ones (the `--warmup-num` rule).
+pub fn warmup_requests(warmup_num: f64, number: u64) -> u64 {
+    warmup_count(warmup_num, number)
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -224,6 +233,15 @@ impl RunPlan {
         let output_root = output_root(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
+        let sla = crate::sla::SlaPlan::from_cli(
+            &cli.sla,
+            &cli.parallel,
+            &cli.rate,
+            cli.sleep_interval,
+            api.input_only(),
+        )
+        .map_err(UsageError)?;
+        let goodput = crate::metrics::GoodputSlos::parse(&cli.sla.goodput).map_err(UsageError)?;
         let server_side = server_side::server_side_plan(&cli, api, &runs)?;
         let shard_flags = cli.sharding.clone();
         let mut plan = RunPlan {
@@ -275,6 +293,8 @@ impl RunPlan {
                 dataset_path: cli.dataset_path,
                 dataset_args: cli.dataset_args,
             },
+            sla,
+            goodput,
             multi_turn,
             trace,
             replay,
@@ -285,6 +305,9 @@ impl RunPlan {
             .map_err(UsageError)?;
         if let Some(s) = &plan.sharding {
             plan.output_root = crate::shard::output_root(&plan.output_root, s);
+        }
+        if plan.sla.is_some() && plan.sharding.is_some() {
+            return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");
         }
         Ok(plan)
     }

@@ -148,8 +148,9 @@ pub async fn run_single(
             (requests, intended, None)
         }
     };
+    // More workers than requests would only idle (an SLA rate probe caps at --sla-upper-bound).
     let parallel = if spec.parallel > 0 {
-        spec.parallel as usize
+        (spec.parallel as usize).min(spec.total().max(1) as usize)
     } else {
         1024
     };
@@ -221,7 +222,7 @@ pub async fn run_single(
         }
     })));
 
-    let acc = Accumulator::spilling_in(
+    let mut acc = Accumulator::spilling_in(
         SummaryContext {
             concurrency: spec.parallel,
             request_rate: spec.rate,
@@ -230,6 +231,7 @@ pub async fn run_single(
         },
         &run_dir,
     );
+    acc.set_goodput(plan.goodput.clone());
     // A multi-turn run counts conversations (its requests are built turn by turn, not prepared).
     let progress_total = if conversations.is_some() {
         spec.number

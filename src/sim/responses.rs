@@ -194,6 +194,8 @@ mod tests {
             reasoning_tokens: 0,
             cached_tokens: 1,
             received: Instant::now(),
+            arrived: Instant::now(),
+            pace: None,
             ttft: Duration::ZERO,
             itl: Duration::ZERO,
             fault,

@@ -175,6 +175,19 @@ pub(crate) async fn handle(
         Api::Completion | Api::Responses => 0,
     };
     shared.metrics.started();
+    // The capacity model: wait for a batch slot (this wait counts in TTFT), book the prefill.
+    let (start, ttft, pace) = if shared.capacity.limited() {
+        let admission = shared.capacity.admit(prompt_tokens).await;
+        let at = admission.admitted;
+        let ttft = cfg.ttft + admission.prefill;
+        let pace = super::capacity::Pace {
+            capacity: shared.capacity.clone(),
+            admission: Arc::new(admission),
+        };
+        (at, ttft, Some(pace))
+    } else {
+        (received, cfg.ttft, None)
+    };
     let plan = Plan {
         api,
         id,
@@ -186,10 +199,12 @@ pub(crate) async fn handle(
         include_usage: request.include_usage(),
         prompt_tokens,
         cached_tokens,
-        received,
-        ttft: cfg.ttft,
+        received: start,
+        arrived: received,
+        ttft,
         itl: cfg.itl,
         fault,
+        pace,
         reasoning_tokens,
     };
     if request.is_stream() {
@@ -210,7 +225,16 @@ pub(crate) async fn handle(
         received,
         done: None,
     };
-    sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
+    if plan.paced_by_load() {
+        let mut due = plan.received + plan.ttft;
+        for _ in 1..tokens {
+            sleep_until(due).await;
+            due += plan.token_gap();
+        }
+        sleep_until(due).await;
+    } else {
+        sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
+    }
     let answer_tokens = tokens - reasoning_tokens;
     let mut text = BytesMut::from(TOKEN_TEXT.repeat(answer_tokens as usize).as_bytes());
     write_text_fault(&mut text, fault);

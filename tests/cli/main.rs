@@ -32,6 +32,7 @@ mod responses;
 mod secrets;
 mod server_metrics;
 mod shards;
+mod sla;
 mod slurm;
 mod swe_smith;
 mod tls;

@@ -12,4 +12,5 @@ mod replay_traces;
 mod responses;
 mod server;
 mod server_metrics;
+mod sla;
 mod tokens;
