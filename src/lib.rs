@@ -13,9 +13,11 @@ pub(crate) mod commands;
 pub mod dataset;
 pub mod engine;
 pub mod error;
-pub(crate) mod export;
+pub mod export;
+pub mod gpu_memory;
 pub(crate) mod hub;
 pub(crate) mod jsonscan;
+pub mod local_server;
 pub(crate) mod logging;
 pub mod merge;
 pub mod metrics;
@@ -31,6 +33,7 @@ pub mod server_metrics;
 pub mod shard;
 pub mod shutdown;
 pub mod sim;
+pub mod sla;
 pub mod store;
 mod sys;
 #[cfg(test)]
@@ -121,5 +124,15 @@ fn run_on(
     };
     let items = dataset::Prompts::load(&plan, tokenizer, limit)
         .map_err(|e| Error::usage(format!("{e:#}")))?;
+    // Started from this (the main) thread, so the server follows llmperf if it dies; stopped on drop.
+    let _server = match &plan.local {
+        Some(settings) => Some(local_server::LocalServer::start(
+            settings,
+            plan.timeouts.total,
+            || shutdown.signal(),
+        )?),
+        None => None,
+    };
+    let _gpu = _server.as_ref().and_then(|_| gpu_memory::Sampler::start());
     runtime.block_on(runner::run_sweep(plan, items, shutdown))
 }

@@ -133,6 +133,15 @@ struct ServeArgs {
     truth: Option<PathBuf>,
     #[arg(long)]
     rt: bool,
+    /// Capacity model: batch slots (0 = unlimited).
+    #[arg(long, default_value_t = 0)]
+    max_batch: u32,
+    /// Capacity model: prefill tokens/s (0 = none).
+    #[arg(long, default_value_t = 0)]
+    prefill_tok_per_s: u64,
+    /// Capacity model: decode tokens/s shared by the batch (0 = none).
+    #[arg(long, default_value_t = 0)]
+    decode_tok_per_s: u64,
     /// Report repeated prompt prefixes as `cached_tokens` (multi-turn goldens).
     #[arg(long)]
     prefix_cache: bool,
@@ -154,6 +163,9 @@ pub fn serve_sim(args: &[String]) {
         output_tokens: a.tokens,
         threads: a.threads,
         record_truth: a.truth.is_some(),
+        max_batch: a.max_batch,
+        prefill_tok_per_s: a.prefill_tok_per_s,
+        decode_tok_per_s: a.decode_tok_per_s,
         prefix_cache: a.prefix_cache,
         ..SimConfig::default()
     })

@@ -5,4 +5,26 @@ mod event_scan;
 pub mod openai;
 pub mod openai_event;
 pub mod reply_text;
+pub mod responses;
 pub mod usage_fallback;
+
+use std::time::Instant;
+
+use crate::plan::ApiKind;
+use crate::record::RequestRecord;
+
+/// Applies one SSE event that arrived at `at` to `record`, by `api`'s rules.
+pub fn apply_stream_event(api: ApiKind, record: &mut RequestRecord, payload: &[u8], at: Instant) {
+    match api {
+        ApiKind::Responses => responses::apply_stream_event(record, payload, at),
+        _ => openai_event::apply_stream_event(record, payload, at),
+    }
+}
+
+/// Applies a whole non-stream body to `record`, by `api`'s rules; `false` when it was not JSON.
+pub fn apply_body(api: ApiKind, record: &mut RequestRecord, body: &[u8]) -> bool {
+    match api {
+        ApiKind::Responses => responses::apply_body(record, body),
+        _ => openai_event::apply_body(record, body),
+    }
+}

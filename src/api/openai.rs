@@ -84,6 +84,13 @@ impl BodyComposer {
             ApiKind::Rerank => {
                 return super::embedding::rerank_body(item, &self.model, &self.params.extra_args)
             }
+            ApiKind::Responses => {
+                let template = self
+                    .template
+                    .as_deref()
+                    .map(|t| self.template_object(t, item));
+                return super::responses::compose(item, template, &self.model, &self.params, rng);
+            }
             ApiKind::OpenAi | ApiKind::Mock => {}
         }
         let (mut body, mode) = match (item, &self.template) {
@@ -183,8 +190,12 @@ impl BodyComposer {
     /// `max_tokens` (at least `min_tokens`) so the test costs the server little.
     pub fn connection_test(&self, item: &Item, rng: &mut impl Rng) -> Arc<str> {
         let mut small = self.clone();
-        let floor = small.params.min_tokens.unwrap_or(0).max(4);
-        let cap = small.params.max_tokens.1.min(floor.max(4));
+        let least = match self.api {
+            ApiKind::Responses => super::responses::PROBE_MIN_OUTPUT_TOKENS,
+            _ => 4,
+        };
+        let floor = small.params.min_tokens.unwrap_or(0).max(least);
+        let cap = small.params.max_tokens.1.min(floor);
         small.params.max_tokens = (cap, cap);
         small.compose(item, rng)
     }
@@ -201,16 +212,22 @@ impl BodyComposer {
         }
     }
 
-    fn body_from_template(&self, template: &str, item: &Item) -> Map<String, Value> {
+    /// `--query-template` with `%m` and `%p` substituted, and whether it held `%p` (the prompt).
+    fn template_object(&self, template: &str, item: &Item) -> (Map<String, Value>, bool) {
         let substitutes_prompt = template.contains("%p");
         let text = template
             .replace("%m", &json_escape(&self.model))
             .replace("%p", &json_escape(&prompt_text(item)));
-        let mut body = match serde_json::from_str::<Value>(&text) {
+        let body = match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(m)) => m,
             // Checked when the plan was built; an escaped substitution keeps it valid JSON.
             _ => Map::new(),
         };
+        (body, substitutes_prompt)
+    }
+
+    fn body_from_template(&self, template: &str, item: &Item) -> Map<String, Value> {
+        let (mut body, substitutes_prompt) = self.template_object(template, item);
         if !substitutes_prompt {
             let messages = match item {
                 Item::Chat(m) => Value::Array(m.clone()),

@@ -4,7 +4,8 @@
 //! * input: the chat template rendered with the generation prompt (plus `ceil(h/p)·ceil(w/p)` per image),
 //!   or the encoded prompt text, or the length of a token-id prompt; embeddings/rerank: the encoded
 //!   `input` / query and documents, after the server's `usage.total_tokens` when it sent only that;
-//! * output: per choice index, the encoded text (content + reasoning) of every kept chunk, summed.
+//! * output: per choice index, the encoded text (content + reasoning) of every kept chunk, summed;
+//! * the Responses API: as its own plugin counts ([`super::responses::count_with_tokenizer`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +26,8 @@ pub struct UsageFallback {
     pub template_kwargs: Map<String, Value>,
     /// Image token estimate: `(width, height, patch size)`.
     pub image_patch: (u32, u32, u32),
+    /// The Responses API: count its `input` and its output deltas ([`super::responses`]).
+    pub responses: bool,
 }
 
 const NO_USAGE: &str =
@@ -54,6 +57,12 @@ impl UsageFallback {
             r.fail(FailureKind::BadResponse, NO_USAGE, at);
             return;
         };
+        if self.responses {
+            let (prompt, completion) = super::responses::count_with_tokenizer(tok, r);
+            r.usage.prompt_tokens = Some(prompt);
+            r.usage.completion_tokens = Some(completion);
+            return;
+        }
         let body: Value = serde_json::from_str(&r.request).unwrap_or(Value::Null);
         let prompt = self.count_input(tok, &body);
         let completion = if self.input_only {

@@ -4,10 +4,12 @@
 //! one flag lives in [`crate::plan`].
 
 pub mod arrival;
+pub mod compat;
 mod multi_turn;
 mod parsers;
 pub mod server_metrics;
 pub mod shard;
+pub mod sla;
 mod values;
 
 use clap::{ArgAction, Parser};
@@ -20,7 +22,12 @@ pub use values::{ApiName, DatasetName, NameParser};
 /// Example (no server needed): llmperf --api mock --model demo --prompt 'Write a story' --parallel 1 4
 /// --number 20 40 --max-tokens 64 --stream
 #[derive(Debug, Clone, Parser)]
-#[command(name = "llmperf", version, max_term_width = 110)]
+#[command(
+    name = "llmperf",
+    version,
+    max_term_width = 110,
+    infer_long_args = true
+)]
 pub struct Cli {
     // ── Endpoint ─────────────────────────────────────────────────────────────────────────────────────
     /// Model name sent as `model` in every request body; its last path component names the output folder.
@@ -31,7 +38,7 @@ pub struct Cli {
     #[arg(
         long,
         default_value = "openai",
-        value_parser = NameParser::<ApiName>::new("--api", "is not supported", ""),
+        value_parser = NameParser::<ApiName>::new("--api", "is not supported", compat::UNSUPPORTED_API_HINT),
         help_heading = "Endpoint"
     )]
     pub api: ApiName,
@@ -338,6 +345,12 @@ pub struct Cli {
     #[arg(long, help_heading = "Output")]
     pub enable_progress_tracker: bool,
 
+    /// Add PD-disaggregation estimates from each streamed reply's inter-token latencies: the first gap
+    /// (`Avg PD Handoff Latency (ms)`), its excess over the reply's median later gap (`Avg PD Handoff
+    /// Overhead (ms)`) and the later gaps (`Avg Steady ITL (ms)`), with their percentile columns.
+    #[arg(long, help_heading = "Output")]
+    pub enable_pd_metrics: bool,
+
     // ── Visualizer ───────────────────────────────────────────────────────────────────────────────────
     /// Log the running metrics after every request, and each run's summary, to an experiment tracker
     /// through its Python SDK (a `python3` child process, or `$LLMPERF_PYTHON`; `pip install <name>` first).
@@ -404,6 +417,22 @@ pub struct Cli {
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
 
+    // ── evalscope compatibility ──────────────────────────────────────────────────────────────────────
+    /// evalscope's engine-tuning flags.
+    #[command(flatten)]
+    pub tuning: compat::TuningFlags,
+
+    /// evalscope's local-server flags.
+    #[command(flatten)]
+    pub local: compat::LocalFlags,
+
+    /// `--sla-*` and `--goodput` (capacity planning).
+    #[command(flatten)]
+    pub sla: sla::SlaArgs,
+
+    /// The simulator's capacity model.
+    #[command(flatten)]
+    pub capacity: sla::MockCapacityArgs,
     /// `--burstiness`, `--ramp-up`.
     #[command(flatten)]
     pub arrival: arrival::ArrivalArgs,

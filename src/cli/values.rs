@@ -27,6 +27,21 @@ pub enum ApiName {
     /// Alias of `openai_rerank`.
     #[value(name = "rerank")]
     Rerank,
+    /// The OpenAI Responses API, `/v1/responses`.
+    #[value(name = "openai_responses")]
+    OpenAiResponses,
+    /// Alias of `openai_responses`.
+    #[value(name = "openai_response")]
+    OpenAiResponse,
+    /// Alias of `openai_responses`.
+    #[value(name = "responses")]
+    Responses,
+    /// A local server started for `--model` (vLLM, else llama.cpp for a `.gguf` file).
+    #[value(name = "local")]
+    Local,
+    /// vLLM started for `--model`, as evalscope starts it.
+    #[value(name = "local_vllm")]
+    LocalVllm,
     /// The built-in simulator, started in-process on a free loopback port.
     #[value(name = "mock")]
     Mock,
@@ -127,6 +142,16 @@ pub enum DatasetName {
     /// Recorded requests replayed at their recorded times (needs `--open-loop`).
     #[value(name = "workload_trace")]
     WorkloadTrace,
+    /// Mooncake JSONL trace (`timestamp` ms, `input_length`, `output_length`, `hash_ids`) replayed with
+    /// prompts of the recorded lengths and shared blocks (needs `--open-loop`).
+    #[value(name = "mooncake_trace")]
+    MooncakeTrace,
+    /// BurstGPT CSV trace replayed with prompts of the recorded lengths (needs `--open-loop`).
+    #[value(name = "burstgpt_trace")]
+    BurstGptTrace,
+    /// Azure LLM inference CSV trace replayed with prompts of the recorded lengths (needs `--open-loop`).
+    #[value(name = "azure_trace")]
+    AzureTrace,
 }
 
 impl ApiName {
@@ -138,12 +163,28 @@ impl ApiName {
             ApiName::Embedding => "embedding",
             ApiName::OpenAiRerank => "openai_rerank",
             ApiName::Rerank => "rerank",
+            ApiName::OpenAiResponses => "openai_responses",
+            ApiName::OpenAiResponse => "openai_response",
+            ApiName::Responses => "responses",
+            ApiName::Local => "local",
+            ApiName::LocalVllm => "local_vllm",
             ApiName::Mock => "mock",
         }
     }
 }
 
 impl DatasetName {
+    /// Replays a trace on its own arrival schedule (`--open-loop`, `--rate` unused).
+    pub fn replays_trace(self) -> bool {
+        matches!(
+            self,
+            DatasetName::WorkloadTrace
+                | DatasetName::MooncakeTrace
+                | DatasetName::BurstGptTrace
+                | DatasetName::AzureTrace
+        )
+    }
+
     /// The name as typed.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -174,6 +215,9 @@ impl DatasetName {
             DatasetName::CustomMultiTurn => "custom_multi_turn",
             DatasetName::WorkloadTrace => "workload_trace",
             DatasetName::SweSmith => "swe_smith",
+            DatasetName::MooncakeTrace => "mooncake_trace",
+            DatasetName::BurstGptTrace => "burstgpt_trace",
+            DatasetName::AzureTrace => "azure_trace",
             DatasetName::TrieAgenticCoding => "trie_agentic_coding",
             DatasetName::TrieCodeQa => "trie_code_qa",
             DatasetName::TrieOfficeWork => "trie_office_work",

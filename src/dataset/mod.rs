@@ -14,6 +14,7 @@ mod line_by_line;
 pub mod multi_turn;
 mod parquet_rows;
 pub mod random;
+pub mod replay;
 mod swe_smith;
 mod synthetic;
 mod text_lines;
@@ -213,6 +214,8 @@ pub struct Prompts {
     pub tokenizer: Option<Arc<Tokenizer>>,
     tokenize_prompt: bool,
     template_kwargs: Map<String, Value>,
+    /// `mooncake_trace` / `burstgpt_trace` / `azure_trace`: the requests built from the plan's trace.
+    pub replay: Option<Arc<replay::prompt::Built>>,
 }
 
 enum Source {
@@ -295,7 +298,11 @@ impl Prompts {
             PromptSource::Fixed(text) => Source::Items(vec![shaper.wrap(text)]),
             // Replayed by the runner from the plan's validated trace.
             PromptSource::Dataset {
-                kind: DatasetKind::WorkloadTrace,
+                kind:
+                    DatasetKind::WorkloadTrace
+                    | DatasetKind::MooncakeTrace
+                    | DatasetKind::BurstGptTrace
+                    | DatasetKind::AzureTrace,
                 ..
             } => Source::Items(Vec::new()),
             PromptSource::Dataset {
@@ -326,11 +333,25 @@ impl Prompts {
                 Source::Items(items)
             }
         };
+        let replay = match &plan.replay {
+            Some(trace) => Some(Arc::new(replay::prompt::build(
+                trace,
+                &replay::prompt::PromptShape {
+                    tokenizer: tokenizer.clone(),
+                    chat: plan.apply_chat_template,
+                    tokenize_prompt: plan.tokens.tokenize_prompt,
+                    template_kwargs: kwargs.clone(),
+                    seed: plan.params.seed.unwrap_or_else(rand::random),
+                },
+            )?)),
+            None => None,
+        };
         Ok(Prompts {
             source,
             tokenizer,
             tokenize_prompt: plan.tokens.tokenize_prompt,
             template_kwargs: kwargs,
+            replay,
         })
     }
 
@@ -341,6 +362,7 @@ impl Prompts {
             tokenizer: None,
             tokenize_prompt: false,
             template_kwargs: Map::new(),
+            replay: None,
         }
     }
 

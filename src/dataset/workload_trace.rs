@@ -50,6 +50,8 @@ pub struct TraceRequest {
     pub headers: Vec<(String, String)>,
     /// Stored in the `request_id` column.
     pub request_id: Option<String>,
+    /// The prompt tokens the server should count, when known (synthesized prompts).
+    pub intended_prompt_tokens: Option<u64>,
 }
 
 /// Parses `--dataset-args` for `workload_trace`; the error names the key.
@@ -121,7 +123,7 @@ fn iso_seconds(s: &str) -> Option<f64> {
     Some(date.and_hms_opt(0, 0, 0)?.and_utc().timestamp() as f64)
 }
 
-fn timestamp(v: &Value) -> Result<f64, String> {
+pub(crate) fn timestamp(v: &Value) -> Result<f64, String> {
     match v {
         Value::Number(n) => n
             .as_f64()
@@ -206,6 +208,7 @@ fn record(line: &str) -> Result<(f64, TraceRequest, Option<u64>), String> {
         offset_s: 0.0,
         headers,
         request_id,
+        intended_prompt_tokens: None,
     };
     Ok((ts, request, completion_tokens))
 }

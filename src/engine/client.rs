@@ -18,7 +18,7 @@ use anyhow::{anyhow, Result};
 use super::http1::{self, Conn, Head};
 use crate::api::openai_event;
 use crate::engine::sse::SseFramer;
-use crate::plan::RunPlan;
+use crate::plan::{ApiKind, RunPlan};
 use crate::record::{one_line, FailureKind, RequestRecord};
 
 /// Longest error body kept in a record (the rest is cut, with a note).
@@ -51,6 +51,8 @@ struct Inner {
     size_hint: [AtomicUsize; 3],
     /// Test hooks (CPU work before each send).
     hooks: super::hooks::Hooks,
+    /// The API whose events are read.
+    api: ApiKind,
 }
 
 /// The most a size hint reserves up front.
@@ -74,6 +76,7 @@ impl HttpClient {
                 debug: plan.debug,
                 usage_counted_later: plan.tokens.tokenizer_path.is_some() || plan.api.input_only(),
                 size_hint: Default::default(),
+                api: plan.api,
                 hooks: super::hooks::Hooks::from_env(),
             }),
         })
@@ -224,7 +227,7 @@ impl HttpClient {
                 let at = Instant::now();
                 let msg = match e {
                     http1::Error::Connect(_) => {
-                        format!("{e} ({})", self.inner.pool.endpoint().authority())
+                        format!("{e} ({})", self.inner.pool.endpoint().route())
                     }
                     _ => e.to_string(),
                 };
@@ -260,6 +263,7 @@ impl HttpClient {
             let mut framer = SseFramer::new();
             let mut saw_done = false;
             let debug = self.inner.debug;
+            let api = self.inner.api;
             let index = record.index;
             let read = conn
                 .read_body(endpoint, &head, |data, at| {
@@ -272,7 +276,7 @@ impl HttpClient {
                     }
                     framer.push(data, |event| {
                         saw_done |= event == b"[DONE]";
-                        openai_event::apply_stream_event(record, event, at)
+                        crate::api::apply_stream_event(api, record, event, at)
                     });
                 })
                 .await;
@@ -281,12 +285,16 @@ impl HttpClient {
                     let at = Instant::now();
                     framer.finish(|event| {
                         saw_done |= event == b"[DONE]";
-                        openai_event::apply_stream_event(record, event, at)
+                        crate::api::apply_stream_event(api, record, event, at)
                     });
                     if !saw_done && record.failure.is_none() && !has_usage(record) {
+                        let end = match api {
+                            ApiKind::Responses => "a `response.completed` event",
+                            _ => "`data: [DONE]`",
+                        };
                         record.fail(
                             FailureKind::BadResponse,
-                            "the stream ended without `data: [DONE]` and carried no token usage",
+                            format!("the stream ended without {end} and carried no token usage"),
                             at,
                         );
                     }
@@ -307,7 +315,7 @@ impl HttpClient {
             match &read {
                 Ok(_) => {
                     record.completed_at = at;
-                    if openai_event::apply_body(record, &bytes) {
+                    if crate::api::apply_body(self.inner.api, record, &bytes) {
                         finish(record, self.inner.usage_counted_later);
                     } else {
                         record.fail(

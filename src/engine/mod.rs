@@ -11,6 +11,7 @@ pub mod conversation;
 pub mod hooks;
 pub mod http1;
 mod open_loop;
+pub mod proxy;
 pub mod schedule;
 pub mod sse;
 pub mod timer;

@@ -53,10 +53,16 @@ fn endpoint_and_load(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec,
         json!((!plan.model.is_empty()).then_some(&plan.model)),
     );
     put("model_id", json!(plan.model_id));
-    put("attn_implementation", Value::Null);
+    put(
+        "attn_implementation",
+        json!(plan
+            .local
+            .as_ref()
+            .and_then(|l| l.attn_implementation.clone())),
+    );
     put("api", json!(plan.api_name.as_str()));
     put("tokenizer_path", json!(plan.tokens.tokenizer_path));
-    put("port", json!(8877));
+    put("port", json!(plan.port));
     put("url", json!(url));
     put("headers", Value::Object(headers));
     put("connect_timeout", json!(typed.connect_timeout_s));
@@ -74,24 +80,44 @@ fn endpoint_and_load(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec,
     put("scenario", Value::Null);
     put("number", json!(spec.number));
     put("parallel", json!(spec.parallel));
-    put("rate", json!(spec.rate));
+    // An SLA probe sets the rate as evalscope does: an integer (-1 when searching parallel).
+    let sla = plan.sla.as_ref();
+    put(
+        "rate",
+        match sla {
+            Some(_) => json!(spec.rate as i64),
+            None => json!(spec.rate),
+        },
+    );
     // argparse keeps the default as the int 0; a typed value is a float.
     put(
         "warmup_num",
         typed.warmup_num.map_or(json!(0), |w| json!(w)),
     );
-    put("enable_pd_metrics", json!(false));
+    put("enable_pd_metrics", json!(plan.pd_metrics));
     put("open_loop", json!(plan.mode == LoadMode::Open));
     put("sleep_interval", json!(plan.sleep_interval.as_secs()));
     put("duration", json!(typed.duration_s));
-    put("sla_auto_tune", json!(false));
-    put("sla_variable", json!("parallel"));
-    put("sla_params", Value::Null);
-    put("sla_num_runs", json!(3));
-    put("sla_upper_bound", json!(65536));
-    put("sla_lower_bound", json!(1));
-    put("sla_fixed_parallel", Value::Null);
-    put("sla_number_multiplier", Value::Null);
+    put("sla_auto_tune", json!(sla.is_some()));
+    put(
+        "sla_variable",
+        json!(sla.map_or("parallel", |s| s.variable.name())),
+    );
+    put(
+        "sla_params",
+        sla.map_or(Value::Null, |s| s.params_json.clone()),
+    );
+    put("sla_num_runs", json!(sla.map_or(3, |s| s.num_runs)));
+    put("sla_upper_bound", json!(sla.map_or(65536, |s| s.upper)));
+    put("sla_lower_bound", json!(sla.map_or(1, |s| s.lower)));
+    put(
+        "sla_fixed_parallel",
+        json!(sla.and_then(|s| s.fixed_parallel_given)),
+    );
+    put(
+        "sla_number_multiplier",
+        json!(sla.and_then(|s| s.multiplier_given)),
+    );
 }
 
 /// evalscope's output, tracker and prompt keys, `db_commit_interval` to `dataset_args`.
@@ -101,9 +127,15 @@ fn output_and_prompts(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec
         m.insert(k.to_string(), v);
     };
     put("db_commit_interval", json!(plan.db_commit_interval));
-    put("queue_size_multiplier", json!(5));
-    put("in_flight_task_multiplier", json!(2));
-    put("num_workers", json!(0));
+    put(
+        "queue_size_multiplier",
+        json!(plan.tuning.queue_size_multiplier),
+    );
+    put(
+        "in_flight_task_multiplier",
+        json!(plan.tuning.in_flight_task_multiplier),
+    );
+    put("num_workers", json!(plan.tuning.num_workers));
     put("log_every_n_query", json!(plan.log_every_n));
     put("debug", json!(plan.debug));
     put("enable_progress_tracker", json!(plan.progress_tracker));

@@ -7,7 +7,8 @@
 //! output-token and throughput rows only when non-zero; `── Multi-turn ──` with the turns per request, the KV cache hit
 //! rate and the first- vs later-turn TTFT when present. llmperf appends a `── llmperf ──` section (interrupted run,
 //! failures by kind, the client's self-diagnostics: CPU use, send lag, open-loop TTFT / latency from the
-//! intended send time, whether the client limited the run) after evalscope's rows, which stay identical.
+//! intended send time, whether the client limited the run; with `--goodput`, goodput and SLO attainment)
+//! after evalscope's rows, which stay identical.
 
 use crate::metrics::{
     BenchmarkSummary, ClientDiagnostics, PercentileTable, WorkloadThroughput, PERCENTILE_LABELS,
@@ -56,6 +57,15 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
             add(&mut rows, key, value);
         }
     }
+    for (key, value) in [
+        ("Avg Steady ITL (ms)", s.avg_steady_itl_ms),
+        ("Avg PD Handoff Latency (ms)", s.avg_pd_handoff_latency_ms),
+        ("Avg PD Handoff Overhead (ms)", s.avg_pd_handoff_overhead_ms),
+    ] {
+        if let Some(value) = value {
+            add(&mut rows, key, value);
+        }
+    }
 
     section(&mut rows, "Tokens");
     add(&mut rows, "Avg Input Tokens", s.avg_input_tokens);
@@ -86,7 +96,11 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
     }
 
     let extras = &s.extras;
-    if extras.interrupted || !extras.failures_by_kind.is_empty() || extras.client.is_some() {
+    if extras.interrupted
+        || !extras.failures_by_kind.is_empty()
+        || extras.client.is_some()
+        || extras.goodput.is_some()
+    {
         section(&mut rows, "llmperf");
         if extras.interrupted {
             rows.push(("Interrupted".to_string(), "yes".to_string()));
@@ -96,6 +110,13 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
         }
         if let Some(c) = &extras.client {
             client_rows(&mut rows, c);
+        }
+        if let Some(g) = &extras.goodput {
+            rows.push(("Goodput (req/s)".to_string(), fmt_num(g.goodput_rps, 4)));
+            rows.push((
+                "SLO attainment".to_string(),
+                format!("{}%", fmt_num(g.attainment_pct, 2)),
+            ));
         }
     }
 

@@ -315,10 +315,22 @@ fn overview_table(runs: &[&RunReport]) -> RichTable {
     table
 }
 
+/// Reads one optional value of a summary.
+type SummaryField = fn(&BenchmarkSummary) -> Option<f64>;
+
 fn per_request_table(runs: &[&RunReport]) -> RichTable {
     let any = |f: fn(&BenchmarkSummary) -> bool| runs.iter().any(|r| f(&r.summary));
     let has_ttft = any(|s| s.avg_ttft_ms != 0.0);
     let has_tpot = any(|s| s.avg_tpot_ms != 0.0);
+    let pd_rows: [(&str, SummaryField); 3] = [
+        ("Steady ITL (ms)", |s| s.avg_steady_itl_ms),
+        ("PD Handoff Latency (ms)", |s| s.avg_pd_handoff_latency_ms),
+        ("PD Handoff Overhead (ms)", |s| s.avg_pd_handoff_overhead_ms),
+    ];
+    let has_pd: Vec<bool> = pd_rows
+        .iter()
+        .map(|(_, get)| runs.iter().any(|r| get(&r.summary).is_some()))
+        .collect();
     let has_output = any(|s| s.avg_output_tokens != 0.0);
     let has_cache = any(|s| s.kv_cache_hit_rate_pct.is_some_and(|v| v >= 0.0));
     let has_turns = any(|s| s.avg_turns.is_some_and(|v| v > 0.0));
@@ -383,6 +395,15 @@ fn per_request_table(runs: &[&RunReport]) -> RichTable {
                 "TPOT (ms)",
                 with_p(s.avg_tpot_ms, columns::TPOT_MS, Unit::Millis),
             );
+        }
+        for ((key, get), shown) in pd_rows.iter().zip(&has_pd) {
+            if *shown {
+                let mut cells = with_p(get(s).unwrap_or(0.0), key, Unit::Millis);
+                if get(s).is_none() {
+                    cells[0] = "-".to_string();
+                }
+                add(&mut table, key, cells);
+            }
         }
         let input = with_p(s.avg_input_tokens, columns::INPUT_TOKENS, Unit::Count);
         add(&mut table, "Input Tokens", input);

@@ -177,6 +177,10 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
         concurrency: spec.parallel,
         request_rate: spec.rate,
         input_only: input_only(&api),
+        pd_metrics: args
+            .get("enable_pd_metrics")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     };
     let db_path = run_dir.join("benchmark_data.db");
     let replayed = merge_rows(&db_path, &shard_rows, ctx)?;

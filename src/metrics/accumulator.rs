@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::client::{self, ClientDiagnostics, ClientTiming, CpuUse};
+use super::pd::PdMetrics;
 use super::percentile::PercentileTable;
 use super::samples::{Sample, SuccessRows};
 use super::spill::DEFAULT_SPILL_VALUES;
@@ -29,6 +30,8 @@ pub struct SummaryContext {
     pub request_rate: f64,
     /// Embedding / rerank APIs: input-only summary keys and percentile columns.
     pub input_only: bool,
+    /// `--enable-pd-metrics`: the PD handoff keys and columns ([`super::pd`]).
+    pub pd_metrics: bool,
 }
 
 /// Python's built-in `sum()` over floats (CPython ≥ 3.12: Neumaier-compensated), kept incrementally.
@@ -100,6 +103,8 @@ pub struct Accumulator {
     rows: SuccessRows,
     client: ClientTiming,
     input_error: ErrorSums,
+    pd: PdMetrics,
+    goodput: Option<super::goodput::GoodputCounter>,
 }
 
 /// Multi-turn sums: context turns, and TTFT of first vs later turns (evalscope's cold / warm split).
@@ -180,13 +185,28 @@ impl Accumulator {
             rows: SuccessRows::new(ctx.input_only, cap, dir.clone()),
             client: ClientTiming::new(cap, dir),
             input_error: ErrorSums::default(),
+            pd: PdMetrics::default(),
+            goodput: None,
         }
+    }
+
+    /// `--goodput`: also count the requests meeting these SLOs.
+    pub fn set_goodput(&mut self, slos: Option<super::goodput::GoodputSlos>) {
+        self.goodput = slos.map(super::goodput::GoodputCounter::new);
     }
 
     /// Counts one finished request; warmup records are ignored entirely.
     pub fn add(&mut self, r: &RequestRecord) {
         if r.is_warmup {
             return;
+        }
+        if let Some(g) = &mut self.goodput {
+            g.add(r.success.then(|| super::goodput::RequestTimes {
+                ttft_ms: r.ttft_s() * 1000.0,
+                tpot_ms: r.tpot_s() * 1000.0,
+                max_itl_ms: r.itl_s().fold(0.0, f64::max) * 1000.0,
+                e2el_ms: r.latency_s() * 1000.0,
+            }));
         }
         self.client.add(r);
         let mut s = Sample {
@@ -261,10 +281,17 @@ impl Accumulator {
         self.total_prompt_tokens += s.prompt_tokens;
         self.total_completion_tokens += s.completion_tokens;
         self.total_tpot += s.tpot;
+        let mut pd_itl = Vec::new();
         for x in itl {
             self.itl_sum.add(x);
             self.n_itl += 1;
             self.rows.push_itl(x);
+            if self.ctx.pd_metrics {
+                pd_itl.push(x);
+            }
+        }
+        if self.ctx.pd_metrics {
+            self.pd.add(&pd_itl);
         }
         if s.is_stream {
             self.n_stream_success += 1;
@@ -380,6 +407,9 @@ impl Accumulator {
             m.push((keys::AVG_TPOT, avg_tpot.ms()));
             m.push((keys::AVG_ITL, avg_itl.ms()));
             m.push((keys::AVG_OUTPUT_TOKENS, safe_div(completion, n).round(4)));
+            if self.ctx.pd_metrics {
+                m.extend(self.pd.summary_keys());
+            }
         }
         if self.turns.total_turns > 0 {
             let avg = safe_div(self.turns.total_turns as f64, n);
@@ -434,6 +464,7 @@ impl Accumulator {
                 .collect(),
             wall_input_throughput,
             client: None,
+            goodput: self.goodput.as_ref().map(|g| g.summary(self.wall_time())),
             appended: Vec::new(),
             input_token_error: (self.input_error.n > 0).then(|| {
                 let e = self.input_error;
@@ -463,7 +494,22 @@ impl Accumulator {
 
     /// The 11-row percentile table over the successful requests.
     pub fn percentiles(&self) -> PercentileTable {
-        self.rows.table()
+        let mut table = self.rows.table();
+        if self.ctx.pd_metrics && !self.ctx.input_only {
+            let at = table
+                .columns
+                .iter()
+                .position(|(k, _)| k == "ITL (ms)")
+                .map_or(table.columns.len(), |i| i + 1);
+            for (i, (key, values)) in self.pd.percentile_columns().into_iter().enumerate() {
+                // PD columns are opt-in (--enable-pd-metrics) and held in memory by `PdMetrics`.
+                let mut column = super::spill::SortedSpill::new(values.len() + 1, None);
+                values.into_iter().for_each(|v| column.push(v));
+                let column = super::percentile::percentile_column(&column);
+                table.columns.insert(at + i, (key.to_string(), column));
+            }
+        }
+        table
     }
 
     /// Bytes of percentile samples written to disk so far (0 until a column outgrows its memory share).

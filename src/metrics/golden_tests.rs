@@ -43,6 +43,7 @@ fn context(run: &Path) -> SummaryContext {
         concurrency: args["parallel"].as_i64().expect("parallel"),
         request_rate: args["rate"].as_f64().expect("rate"),
         input_only: api.contains("embed") || api.contains("rerank"),
+        pd_metrics: args["enable_pd_metrics"].as_bool().unwrap_or(false),
     }
 }
 

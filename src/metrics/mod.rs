@@ -4,11 +4,13 @@
 
 mod accumulator;
 mod client;
+pub mod goodput;
+mod pd;
 mod percentile;
+pub mod replay;
 mod samples;
 mod spill;
 mod summary;
-mod summary_json;
 pub mod trace;
 #[cfg(test)]
 mod trace_golden_tests;
@@ -26,6 +28,7 @@ pub use client::{
     ClientDiagnostics, CpuUse, FromSchedule, CPU_LIMIT_PCT, LAG_LIMIT_CLOSED, LAG_LIMIT_OPEN,
     SCHED_DELAY_LIMIT,
 };
+pub use goodput::{GoodputCounter, GoodputSlos, GoodputSummary};
 pub use percentile::{columns, nearest_rank, PercentileTable, PERCENTILE_LABELS};
 pub(crate) use samples::Sample;
 pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};

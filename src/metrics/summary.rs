@@ -1,9 +1,10 @@
-//! The run summary ([`BenchmarkSummary`]: evalscope's summary values, then llmperf's extras: interrupted,
-//! failures by kind, the client's self-diagnostics), and the raw metrics message (evalscope's
-//! `create_message` dict) that both the summary and the periodic log line are built from. The bytes of
-//! `benchmark_summary.json` are decided by `summary_json.rs`.
+//! `benchmark_summary.json`: evalscope's summary keys in evalscope's order, then llmperf's extra keys
+//! (interrupted, failures by kind, then the client's self-diagnostics: CPU use, send lag, open-loop timings
+//! from the intended send time, whether the client limited the run); and
+//! the raw metrics message (evalscope's `create_message` dict) that both the summary and the periodic log
+//! line are built from.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::client::ClientDiagnostics;
 use crate::pyjson;
@@ -94,6 +95,9 @@ pub(crate) mod keys {
     pub const AVG_TTFT: &str = "Avg TTFT (ms)";
     pub const AVG_TPOT: &str = "Avg TPOT (ms)";
     pub const AVG_ITL: &str = "Avg ITL (ms)";
+    pub const AVG_STEADY_ITL: &str = "Avg Steady ITL (ms)";
+    pub const AVG_PD_HANDOFF_LATENCY: &str = "Avg PD Handoff Latency (ms)";
+    pub const AVG_PD_HANDOFF_OVERHEAD: &str = "Avg PD Handoff Overhead (ms)";
     pub const AVG_OUTPUT_TOKENS: &str = "Avg Output Tokens";
     pub const INPUT_THROUGHPUT: &str = "Input Throughput (tok/s)";
     pub const AVG_TURNS: &str = "Avg Turns/Request";
@@ -102,6 +106,30 @@ pub(crate) mod keys {
     pub const AVG_LATER_TURN_TTFT: &str = "Avg Subsequent-Turn TTFT (ms)";
     pub const AVG_DECODED_TOK_PER_ITER: &str = "Avg Decoded Tok/Iter";
     pub const SPEC_ACCEPT_RATE: &str = "Spec. Accept Rate";
+    // llmperf's extras.
+    pub const WALL_INPUT_THROUGHPUT: &str = "Wall Input Throughput (tok/s)";
+    pub const INTERRUPTED: &str = "Interrupted";
+    pub const FAILURES_BY_KIND: &str = "Failures By Kind";
+    pub const AVG_INTENDED_INPUT_TOKENS: &str = "Avg Intended Input Tokens";
+    pub const AVG_INPUT_TOKEN_ERROR: &str = "Avg Input Token Error";
+    pub const MAX_INPUT_TOKEN_ERROR: &str = "Max Input Token Error";
+    pub const EXACT_INPUT_TOKENS_PCT: &str = "Exact Input Tokens (%)";
+    pub const CLIENT_CPU_ONE_CORE: &str = "Client CPU (% of one core)";
+    pub const CLIENT_CPU_ALL_CORES: &str = "Client CPU (% of all cores)";
+    pub const CLIENT_SCHED_DELAY: &str = "Client Scheduling Delay (ms)";
+    pub const CLIENT_BUSIEST_THREAD: &str = "Client Busiest Thread (%)";
+    pub const SEND_LAG_P50: &str = "Send Lag P50 (ms)";
+    pub const SEND_LAG_P99: &str = "Send Lag P99 (ms)";
+    pub const READ_LAG_P50: &str = "Read Lag P50 (ms)";
+    pub const READ_LAG_P99: &str = "Read Lag P99 (ms)";
+    pub const AVG_TTFT_FROM_INTENDED: &str = "Avg TTFT From Intended Send (ms)";
+    pub const P50_TTFT_FROM_INTENDED: &str = "P50 TTFT From Intended Send (ms)";
+    pub const P99_TTFT_FROM_INTENDED: &str = "P99 TTFT From Intended Send (ms)";
+    pub const AVG_LATENCY_FROM_INTENDED: &str = "Avg Latency From Intended Send (s)";
+    pub const P50_LATENCY_FROM_INTENDED: &str = "P50 Latency From Intended Send (s)";
+    pub const P99_LATENCY_FROM_INTENDED: &str = "P99 Latency From Intended Send (s)";
+    pub const CLIENT_LIMITED: &str = "Client Limited";
+    pub const CLIENT_WARNING: &str = "Client Warning";
 }
 
 /// How far the server's `usage.prompt_tokens` was from the prompt length llmperf intended (token-exact
@@ -135,6 +163,8 @@ pub struct SummaryExtras {
     /// The client's self-diagnostics (every run llmperf makes; absent when a summary is rebuilt from
     /// stored rows).
     pub client: Option<ClientDiagnostics>,
+    /// `--goodput`: goodput and SLO attainment.
+    pub goodput: Option<super::goodput::GoodputSummary>,
     /// Further keys written last, in order (reasoning accounting, `--server-metrics`).
     pub appended: Vec<(String, Value)>,
 }
@@ -175,6 +205,12 @@ pub struct BenchmarkSummary {
     pub avg_tpot_ms: f64,
     /// `Avg ITL (ms)`.
     pub avg_itl_ms: f64,
+    /// `Avg Steady ITL (ms)` (`--enable-pd-metrics`, when some reply had two ITLs or more).
+    pub avg_steady_itl_ms: Option<f64>,
+    /// `Avg PD Handoff Latency (ms)` (`--enable-pd-metrics`, when some reply had an ITL).
+    pub avg_pd_handoff_latency_ms: Option<f64>,
+    /// `Avg PD Handoff Overhead (ms)` (`--enable-pd-metrics`, when some reply had two ITLs or more).
+    pub avg_pd_handoff_overhead_ms: Option<f64>,
     /// `Avg Output Tokens`.
     pub avg_output_tokens: f64,
     /// `Input Throughput (tok/s)` (0.0 for LLM runs).
@@ -225,6 +261,9 @@ impl BenchmarkSummary {
                 keys::AVG_TTFT => s.avg_ttft_ms = f,
                 keys::AVG_TPOT => s.avg_tpot_ms = f,
                 keys::AVG_ITL => s.avg_itl_ms = f,
+                keys::AVG_STEADY_ITL => s.avg_steady_itl_ms = Some(f),
+                keys::AVG_PD_HANDOFF_LATENCY => s.avg_pd_handoff_latency_ms = Some(f),
+                keys::AVG_PD_HANDOFF_OVERHEAD => s.avg_pd_handoff_overhead_ms = Some(f),
                 keys::AVG_OUTPUT_TOKENS => s.avg_output_tokens = f,
                 keys::INPUT_THROUGHPUT => s.input_throughput = f,
                 keys::AVG_TURNS => s.avg_turns = Some(f),
@@ -243,7 +282,112 @@ impl BenchmarkSummary {
     /// float repr, no trailing newline), then llmperf's extras (`Wall Input Throughput (tok/s)` for
     /// input-only runs, `Interrupted` when interrupted, `Failures By Kind` when any request failed).
     pub fn to_json_string(&self) -> String {
-        super::summary_json::summary_json(self)
+        let mut m = Map::new();
+        let mut put = |k: &str, v: Value| {
+            m.insert(k.to_string(), v);
+        };
+        put(keys::TEST_DURATION, self.test_duration_s.into());
+        put(keys::CONCURRENCY, self.concurrency.into());
+        put(keys::REQUEST_RATE, self.request_rate.into());
+        put(keys::TOTAL_REQUESTS, self.total_requests.into());
+        put(keys::SUCCESS_REQUESTS, self.success_requests.into());
+        put(keys::FAILED_REQUESTS, self.failed_requests.into());
+        put(keys::STREAM_REQUESTS, self.stream_requests.into());
+        put(keys::NON_STREAM_REQUESTS, self.non_stream_requests.into());
+        put(keys::REQ_THROUGHPUT, self.req_throughput.into());
+        put(keys::AVG_LATENCY, self.avg_latency_s.into());
+        put(keys::AVG_INPUT_TOKENS, self.avg_input_tokens.into());
+        put(keys::OUTPUT_THROUGHPUT, self.output_throughput.into());
+        put(keys::TOTAL_THROUGHPUT, self.total_throughput.into());
+        put(keys::AVG_TTFT, self.avg_ttft_ms.into());
+        put(keys::AVG_TPOT, self.avg_tpot_ms.into());
+        put(keys::AVG_ITL, self.avg_itl_ms.into());
+        let pd = [
+            (keys::AVG_STEADY_ITL, self.avg_steady_itl_ms),
+            (keys::AVG_PD_HANDOFF_LATENCY, self.avg_pd_handoff_latency_ms),
+            (
+                keys::AVG_PD_HANDOFF_OVERHEAD,
+                self.avg_pd_handoff_overhead_ms,
+            ),
+        ];
+        for (key, value) in pd {
+            if let Some(v) = value {
+                put(key, v.into());
+            }
+        }
+        put(keys::AVG_OUTPUT_TOKENS, self.avg_output_tokens.into());
+        put(keys::INPUT_THROUGHPUT, self.input_throughput.into());
+        let optional = [
+            (keys::AVG_TURNS, self.avg_turns),
+            (keys::KV_CACHE_HIT_RATE, self.kv_cache_hit_rate_pct),
+            (keys::AVG_FIRST_TURN_TTFT, self.avg_first_turn_ttft_ms),
+            (keys::AVG_LATER_TURN_TTFT, self.avg_later_turn_ttft_ms),
+            (
+                keys::AVG_DECODED_TOK_PER_ITER,
+                self.avg_decoded_tokens_per_iter,
+            ),
+            (keys::SPEC_ACCEPT_RATE, self.spec_accept_rate),
+            (
+                keys::WALL_INPUT_THROUGHPUT,
+                self.extras.wall_input_throughput,
+            ),
+        ];
+        for (key, value) in optional {
+            if let Some(v) = value {
+                put(key, v.into());
+            }
+        }
+        if self.extras.interrupted {
+            put(keys::INTERRUPTED, Value::Bool(true));
+        }
+        if !self.extras.failures_by_kind.is_empty() {
+            let kinds: Map<String, Value> = self
+                .extras
+                .failures_by_kind
+                .iter()
+                .map(|(label, n)| (label.clone(), Value::from(*n)))
+                .collect();
+            put(keys::FAILURES_BY_KIND, Value::Object(kinds));
+        }
+        if let Some(e) = &self.extras.input_token_error {
+            put(keys::AVG_INTENDED_INPUT_TOKENS, e.avg_intended.into());
+            put(keys::AVG_INPUT_TOKEN_ERROR, e.avg_error.into());
+            put(keys::MAX_INPUT_TOKEN_ERROR, e.max_error.into());
+            put(keys::EXACT_INPUT_TOKENS_PCT, e.exact_pct.into());
+        }
+        if let Some(c) = &self.extras.client {
+            put(keys::CLIENT_CPU_ONE_CORE, c.cpu_pct_one_core.into());
+            put(keys::CLIENT_CPU_ALL_CORES, c.cpu_pct_all_cores.into());
+            put(keys::CLIENT_SCHED_DELAY, c.sched_delay_ms.into());
+            if let Some((_, pct)) = &c.busiest_thread {
+                put(keys::CLIENT_BUSIEST_THREAD, (*pct).into());
+            }
+            put(keys::SEND_LAG_P50, c.send_lag_p50_ms.into());
+            put(keys::SEND_LAG_P99, c.send_lag_p99_ms.into());
+            put(keys::READ_LAG_P50, c.read_lag_p50_ms.into());
+            put(keys::READ_LAG_P99, c.read_lag_p99_ms.into());
+            if let Some(f) = c.from_schedule.filter(|f| f.avg_ttft_ms.is_finite()) {
+                put(keys::AVG_TTFT_FROM_INTENDED, f.avg_ttft_ms.into());
+                put(keys::P50_TTFT_FROM_INTENDED, f.p50_ttft_ms.into());
+                put(keys::P99_TTFT_FROM_INTENDED, f.p99_ttft_ms.into());
+                put(keys::AVG_LATENCY_FROM_INTENDED, f.avg_latency_s.into());
+                put(keys::P50_LATENCY_FROM_INTENDED, f.p50_latency_s.into());
+                put(keys::P99_LATENCY_FROM_INTENDED, f.p99_latency_s.into());
+            }
+            put(keys::CLIENT_LIMITED, Value::Bool(!c.limits.is_empty()));
+            if let Some(w) = c.warning() {
+                put(keys::CLIENT_WARNING, Value::String(w));
+            }
+        }
+        if let Some(g) = &self.extras.goodput {
+            for (k, v) in g.keys() {
+                put(&k, v);
+            }
+        }
+        for (key, value) in &self.extras.appended {
+            put(key, value.clone());
+        }
+        pyjson::dumps_indent4(&m)
     }
 }
 
@@ -286,6 +430,7 @@ mod tests {
             wall_input_throughput: None,
             client: None,
             input_token_error: None,
+            goodput: None,
             appended: Vec::new(),
         };
         let s = BenchmarkSummary::from_message(&msg, extras);

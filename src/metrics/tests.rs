@@ -12,6 +12,7 @@ const LLM: SummaryContext = SummaryContext {
     concurrency: 2,
     request_rate: -1.0,
     input_only: false,
+    pd_metrics: false,
 };
 
 /// A test record builder: times are milliseconds after a common origin.
@@ -274,6 +275,7 @@ fn input_only_run_reports_input_throughput() {
         concurrency: -1,
         request_rate: 20.0,
         input_only: true,
+        pd_metrics: false,
     };
     let t0 = origin();
     let mut acc = Accumulator::new(ctx);

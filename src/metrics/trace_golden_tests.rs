@@ -63,6 +63,7 @@ fn replay(run: &Path) -> (Accumulator, TraceAccumulator) {
         concurrency: args["parallel"].as_i64().expect("parallel"),
         request_rate: args["rate"].as_f64().expect("rate"),
         input_only: false,
+        pd_metrics: false,
     });
     let mut traces = TraceAccumulator::default();
     // Open traces: (key, messages of the last turn sent, its prompt + completion tokens).
@@ -258,6 +259,7 @@ fn workload_trace_golden_is_reproduced_from_its_rows() {
         concurrency: -1,
         request_rate: -1.0,
         input_only: false,
+        pd_metrics: false,
     });
     for r in &rows {
         acc.add_sample(&r.sample, r.itl.iter().copied());

@@ -81,6 +81,12 @@ pub(super) fn timeouts(cli: &Cli) -> Timeouts {
 /// The simulator's settings with `--api mock`; `--mock-fault` without it is an error.
 pub(super) fn mock_settings(cli: &Cli, api: ApiKind) -> Result<Option<MockSettings>, UsageError> {
     if api != ApiKind::Mock {
+        let c = &cli.capacity;
+        if c.mock_max_batch > 0 || c.mock_prefill_tok_per_s > 0 || c.mock_decode_tok_per_s > 0 {
+            return usage(
+                "--mock-max-batch, --mock-prefill-tok-per-s and --mock-decode-tok-per-s configure the built-in simulator: add --api mock, or drop them",
+            );
+        }
         if !cli.mock_fault.is_empty() {
             return usage(
                 "--mock-fault configures the built-in simulator: add --api mock, or drop --mock-fault",
@@ -105,5 +111,8 @@ pub(super) fn mock_settings(cli: &Cli, api: ApiKind) -> Result<Option<MockSettin
         output_tokens: cli.mock_output_tokens,
         threads: cli.mock_threads,
         faults: cli.mock_fault.clone(),
+        max_batch: cli.capacity.mock_max_batch,
+        prefill_tok_per_s: cli.capacity.mock_prefill_tok_per_s,
+        decode_tok_per_s: cli.capacity.mock_decode_tok_per_s,
     }))
 }

@@ -16,6 +16,8 @@ pub enum ApiKind {
     Embedding,
     /// `/v1/reranks` (`openai_rerank`, `rerank`): `{"query": …, "documents": […]}` bodies, input tokens only.
     Rerank,
+    /// `/v1/responses` (`openai_responses`, `openai_response`, `responses`): the OpenAI Responses API.
+    Responses,
 }
 
 impl ApiKind {
@@ -30,6 +32,7 @@ impl ApiKind {
             ApiKind::OpenAi | ApiKind::Mock => "chat/completions",
             ApiKind::Embedding => "embeddings",
             ApiKind::Rerank => "reranks",
+            ApiKind::Responses => "responses",
         }
     }
 }
@@ -110,6 +113,12 @@ pub enum DatasetKind {
     WorkloadTrace,
     /// SWE-smith agent conversations (pre-built `agentic_dataset.json`).
     SweSmith,
+    /// Mooncake JSONL trace, prompts synthesized to its lengths and hash ids.
+    MooncakeTrace,
+    /// BurstGPT CSV trace, prompts synthesized to its lengths.
+    BurstGptTrace,
+    /// Azure LLM inference CSV trace, prompts synthesized to its lengths.
+    AzureTrace,
     /// Trie agentic traces (`agentic_coding_8k.jsonl`).
     TrieAgenticCoding,
     /// Trie code Q&A traces (`code_qa_8k.jsonl`).
@@ -121,10 +130,13 @@ pub enum DatasetKind {
 impl From<ApiName> for ApiKind {
     fn from(name: ApiName) -> ApiKind {
         match name {
-            ApiName::OpenAi => ApiKind::OpenAi,
+            ApiName::OpenAi | ApiName::Local | ApiName::LocalVllm => ApiKind::OpenAi,
             ApiName::Mock => ApiKind::Mock,
             ApiName::OpenAiEmbedding | ApiName::Embedding => ApiKind::Embedding,
             ApiName::OpenAiRerank | ApiName::Rerank => ApiKind::Rerank,
+            ApiName::OpenAiResponses | ApiName::OpenAiResponse | ApiName::Responses => {
+                ApiKind::Responses
+            }
         }
     }
 }
@@ -158,6 +170,9 @@ impl From<DatasetName> for DatasetKind {
             N::CustomMultiTurn => DatasetKind::CustomMultiTurn,
             N::WorkloadTrace => DatasetKind::WorkloadTrace,
             N::SweSmith => DatasetKind::SweSmith,
+            N::MooncakeTrace => DatasetKind::MooncakeTrace,
+            N::BurstGptTrace => DatasetKind::BurstGptTrace,
+            N::AzureTrace => DatasetKind::AzureTrace,
             N::TrieAgenticCoding => DatasetKind::TrieAgenticCoding,
             N::TrieCodeQa => DatasetKind::TrieCodeQa,
             N::TrieOfficeWork => DatasetKind::TrieOfficeWork,
@@ -194,10 +209,26 @@ impl DatasetKind {
             DatasetKind::CustomMultiTurn => "custom_multi_turn",
             DatasetKind::WorkloadTrace => "workload_trace",
             DatasetKind::SweSmith => "swe_smith",
+            DatasetKind::MooncakeTrace => "mooncake_trace",
+            DatasetKind::BurstGptTrace => "burstgpt_trace",
+            DatasetKind::AzureTrace => "azure_trace",
             DatasetKind::TrieAgenticCoding => "trie_agentic_coding",
             DatasetKind::TrieCodeQa => "trie_code_qa",
             DatasetKind::TrieOfficeWork => "trie_office_work",
         }
+    }
+
+    /// Datasets whose evalscope schema is `TextDatasetArgs` (`target_input_len`, `input_len_mode`,
+    /// `prefix_file`, `prefix_role`); every other dataset's schema forbids every key.
+    pub fn takes_text_length_args(self) -> bool {
+        matches!(
+            self,
+            DatasetKind::OpenQa
+                | DatasetKind::LongAlpaca
+                | DatasetKind::ShareGptZh
+                | DatasetKind::ShareGptEn
+                | DatasetKind::LineByLine
+        )
     }
 
     /// Datasets that also take a local copy of the hub dataset as a folder (image shards, ShareGPT files).
@@ -436,6 +467,12 @@ pub struct MockSettings {
     pub threads: usize,
     /// `--mock-fault` rules.
     pub faults: Vec<crate::sim::FaultRule>,
+    /// `--mock-max-batch` (0 = no limit).
+    pub max_batch: u32,
+    /// `--mock-prefill-tok-per-s` (0 = none).
+    pub prefill_tok_per_s: u64,
+    /// `--mock-decode-tok-per-s` (0 = none).
+    pub decode_tok_per_s: u64,
 }
 
 /// The shape of a paced schedule (`--burstiness`, `--ramp-up`).

@@ -76,7 +76,7 @@ fn open_runs(cli: &Cli) -> Result<Vec<RunSpec>, UsageError> {
         ));
     }
     // A trace brings its own arrival times (evalscope's `provides_arrival_schedule`).
-    let own_schedule = cli.dataset == crate::cli::DatasetName::WorkloadTrace;
+    let own_schedule = cli.dataset.replays_trace();
     if let Some(r) = cli
         .rate
         .iter()

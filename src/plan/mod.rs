@@ -132,14 +132,33 @@ pub struct RunPlan {
     pub image: ImageSettings,
     /// Values evalscope writes into `benchmark_args.json` exactly as typed.
     pub as_typed: AsTyped,
+    /// `--sla-auto-tune`: the search settings (the runs then come from the search, not `runs`).
+    pub sla: Option<crate::sla::SlaPlan>,
+    /// `--goodput`: the per-request SLOs counted into every summary.
+    pub goodput: Option<crate::metrics::GoodputSlos>,
     /// `--multi-turn`: conversations instead of single requests.
     pub multi_turn: Option<MultiTurnSettings>,
     /// `--dataset workload_trace`: the requests to replay, in order, with their arrival offsets.
     pub trace: Option<std::sync::Arc<Vec<crate::dataset::workload_trace::TraceRequest>>>,
+    /// evalscope's engine-tuning flags, validated (recorded only).
+    pub tuning: crate::cli::compat::Tuning,
+    /// `--enable-pd-metrics`.
+    pub pd_metrics: bool,
+    /// `--api local` / `local_vllm`: the server to start.
+    pub local: Option<crate::local_server::LocalSettings>,
+    /// `--port`.
+    pub port: u16,
+    /// `--dataset mooncake_trace / burstgpt_trace / azure_trace`: the checked trace, prompts still to build.
+    pub replay: Option<std::sync::Arc<crate::dataset::replay::ReplayTrace>>,
     /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
     pub sharding: Option<crate::shard::Sharding>,
+}
+
+/// Warmup requests before a run of `number` measured ones (the `--warmup-num` rule).
+pub fn warmup_requests(warmup_num: f64, number: u64) -> u64 {
+    warmup_count(warmup_num, number)
 }
 
 /// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
@@ -188,7 +207,16 @@ impl RunPlan {
             endpoint::model_id(&model)
         };
         let api = ApiKind::from(cli.api);
-        let (mut url, appended) = complete_url_for(&cli.url, api.endpoint_suffix())?;
+        let tuning = cli.tuning.validate().map_err(UsageError)?;
+        let local = local_settings(&cli, &model)?;
+        let (mut url, appended) = match &local {
+            // evalscope's _resolve_local_url: the server's own URL, whatever --url says.
+            Some(l) => (local_url(l.port, cli.dataset), false),
+            None => complete_url_for(&cli.url, api.endpoint_suffix())?,
+        };
+        if api == ApiKind::Responses {
+            responses_url(&mut url, &cli)?;
+        }
         let headers = endpoint::headers(&cli)?;
         let timeouts = endpoint::timeouts(&cli);
         let (mode, mut runs) = load::runs(&cli)?;
@@ -197,8 +225,9 @@ impl RunPlan {
         let prompt_source = prompts::source(&cli)?;
         let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompt_source)?;
         let trace = trace::workload_trace(&cli, mode, &prompt_source, &mut runs)?;
+        let replay = trace::replay_trace(&cli, mode, &prompt_source, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
-        let dataset_args = dataset_args(&cli, &tokens)?;
+        let dataset_args = dataset_args(&cli, &tokens, &prompt_source)?;
         let image = image_settings(&cli)?;
         let query_template = prompts::query_template(&cli)?;
         let apply_chat_template =
@@ -206,6 +235,15 @@ impl RunPlan {
         let output_root = output_root(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
+        let sla = crate::sla::SlaPlan::from_cli(
+            &cli.sla,
+            &cli.parallel,
+            &cli.rate,
+            cli.sleep_interval,
+            api.input_only(),
+        )
+        .map_err(UsageError)?;
+        let goodput = crate::metrics::GoodputSlos::parse(&cli.sla.goodput).map_err(UsageError)?;
         let server_side = server_side::server_side_plan(&cli, api, &runs)?;
         let shard_flags = cli.sharding.clone();
         let mut plan = RunPlan {
@@ -243,6 +281,10 @@ impl RunPlan {
             tokens,
             dataset_args,
             image,
+            tuning,
+            pd_metrics: cli.enable_pd_metrics,
+            port: cli.local.port.unwrap_or(8877),
+            local,
             as_typed: AsTyped {
                 connect_timeout_s: cli.connect_timeout,
                 read_timeout_s: cli.read_timeout,
@@ -254,8 +296,11 @@ impl RunPlan {
                 dataset_path: cli.dataset_path,
                 dataset_args: cli.dataset_args,
             },
+            sla,
+            goodput,
             multi_turn,
             trace,
+            replay,
             server_side,
             sharding: None,
         };
@@ -263,6 +308,9 @@ impl RunPlan {
             .map_err(UsageError)?;
         if let Some(s) = &plan.sharding {
             plan.output_root = crate::shard::output_root(&plan.output_root, s);
+        }
+        if plan.sla.is_some() && plan.sharding.is_some() {
+            return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");
         }
         Ok(plan)
     }

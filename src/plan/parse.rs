@@ -185,14 +185,30 @@ pub(super) fn token_settings(
     })
 }
 
-pub(super) fn dataset_args(cli: &Cli, tokens: &TokenSettings) -> Result<DatasetArgs, UsageError> {
+pub(super) fn dataset_args(
+    cli: &Cli,
+    tokens: &TokenSettings,
+    prompts: &PromptSource,
+) -> Result<DatasetArgs, UsageError> {
     let mut args = DatasetArgs::default();
     let Some(map) = &cli.dataset_args else {
         return Ok(args);
     };
-    if cli.turns.multi_turn || cli.dataset == crate::cli::DatasetName::WorkloadTrace {
+    if cli.turns.multi_turn || cli.dataset.replays_trace() {
         // Validated against the multi-turn or trace schema (`multi_turn.rs`, `trace.rs`).
         return Ok(args);
+    }
+    // evalscope validates --dataset-args against the dataset's own schema, which forbids unknown keys: only
+    // the real-text datasets take the text-length keys; every other dataset takes none.
+    if let PromptSource::Dataset { kind, .. } = prompts {
+        if !kind.takes_text_length_args() && !map.is_empty() {
+            let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+            return usage(format!(
+                "--dataset-args {}: --dataset {} takes no dataset args (evalscope's schema for it forbids every key); target_input_len, input_len_mode, prefix_file and prefix_role apply to openqa, longalpaca, share_gpt_zh, share_gpt_en and line_by_line",
+                keys.join(", "),
+                kind.name()
+            ));
+        }
     }
     for (key, value) in map {
         match key.as_str() {
@@ -232,6 +248,9 @@ pub(super) fn dataset_args(cli: &Cli, tokens: &TokenSettings) -> Result<DatasetA
     if args.prefix_file.is_some() && args.target_input_len.is_none() {
         return usage("--dataset-args prefix_file needs target_input_len (the prefix fills the prompt up to it)");
     }
+    if args.prefix_file.is_some() && args.input_len_mode == InputLenMode::Drop {
+        return usage("--dataset-args prefix_file is incompatible with input_len_mode \"drop\": drop keeps only prompts that already fill target_input_len, so no prefix budget is left; use \"cap\"");
+    }
     Ok(args)
 }
 
@@ -262,4 +281,74 @@ pub(super) fn image_settings(cli: &Cli) -> Result<ImageSettings, UsageError> {
         num: cli.image_num,
         patch_size: cli.image_patch_size,
     })
+}
+
+/// The Responses API's URL rules (evalscope `_redirect_responses_url`, `_resolve_tokenize_prompt_url`): a
+/// `…/chat/completions` URL becomes `…/responses`; `--tokenize-prompt` cannot be used.
+pub(super) fn responses_url(url: &mut Url, cli: &Cli) -> Result<(), UsageError> {
+    if cli.tokenize_prompt {
+        return usage("--tokenize-prompt is not supported with the OpenAI Responses API (--api openai_responses)");
+    }
+    if is_chat_url(url) {
+        let path = url.path().trim_end_matches('/').to_string();
+        let base = &path[..path.len() - "chat/completions".len()];
+        url.set_path(&format!("{base}responses"));
+        tracing::warn!(
+            "OpenAI Responses API selected: URL auto-adjusted to responses endpoint ({url})"
+        );
+    }
+    if cli.n_choices.is_some_and(|n| n > 1) {
+        tracing::warn!(
+            "OpenAI Responses API does not support n_choices > 1; ignoring --n-choices."
+        );
+    }
+    Ok(())
+}
+
+/// `--api local` / `local_vllm`: the server to start; `--port` and `--attn-implementation` belong to them.
+pub(super) fn local_settings(
+    cli: &Cli,
+    model: &str,
+) -> Result<Option<crate::local_server::LocalSettings>, UsageError> {
+    use crate::cli::ApiName;
+    use crate::local_server::{LocalApi, LocalSettings};
+    let api = match cli.api {
+        ApiName::Local => LocalApi::Local,
+        ApiName::LocalVllm => LocalApi::LocalVllm,
+        _ => {
+            for (flag, given) in [
+                ("--port", cli.local.port.is_some()),
+                (
+                    "--attn-implementation",
+                    cli.local.attn_implementation.is_some(),
+                ),
+            ] {
+                if given {
+                    return usage(format!(
+                        "{flag} applies only to the server --api local / local_vllm starts; drop it, or put the port in --url"
+                    ));
+                }
+            }
+            return Ok(None);
+        }
+    };
+    if cli.local.port == Some(0) {
+        return usage("--port 0: give the port the local server should listen on");
+    }
+    Ok(Some(LocalSettings {
+        api,
+        model: model.to_string(),
+        port: cli.local.port.unwrap_or(8877),
+        attn_implementation: cli.local.attn_implementation.clone(),
+    }))
+}
+
+/// evalscope's URL for a local server: `/v1/completions` for the speed benchmarks, else chat.
+pub(super) fn local_url(port: u16, dataset: crate::cli::DatasetName) -> Url {
+    use crate::cli::DatasetName;
+    let endpoint = match dataset {
+        DatasetName::SpeedBenchmark | DatasetName::SpeedBenchmarkLong => "completions",
+        _ => "chat/completions",
+    };
+    Url::parse(&format!("http://127.0.0.1:{port}/v1/{endpoint}")).expect("a valid URL")
 }

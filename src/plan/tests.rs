@@ -147,11 +147,25 @@ fn token_flags_are_validated() {
     assert!(e(&[&t[..], &["--prefix-count", "2"]].concat()).contains("--prefix-count"));
     assert!(e(&[&t[..], &["--prefix-count", "0"]].concat()).contains("--prefix-count"));
     assert!(e(&[&t[..], &["--image-format", "CMYK"]].concat()).contains("--image-format"));
-    assert!(e(&[&t[..], &["--dataset-args", r#"{"nope": 1}"#]].concat()).contains("unknown key"));
+    // evalscope's per-dataset schemas: `random` forbids every key, text datasets forbid unknown ones.
     assert!(
-        e(&[&t[..], &["--dataset-args", r#"{"input_len_mode": "x"}"#]].concat())
+        e(&[&t[..], &["--dataset-args", r#"{"input_len_mode": "cap"}"#]].concat())
+            .contains("--dataset random takes no dataset args")
+    );
+    let text = ["--prompt", "p", "--tokenizer-path", "t"];
+    assert!(
+        e(&[&text[..], &["--dataset-args", r#"{"nope": 1}"#]].concat()).contains("unknown key")
+    );
+    assert!(
+        e(&[&text[..], &["--dataset-args", r#"{"input_len_mode": "x"}"#]].concat())
             .contains("input_len_mode")
     );
+    let f = std::env::current_exe().unwrap();
+    let drop_prefix = format!(
+        r#"{{"target_input_len": 5, "input_len_mode": "drop", "prefix_file": "{}"}}"#,
+        f.display()
+    );
+    assert!(e(&[&text[..], &["--dataset-args", &drop_prefix]].concat()).contains("incompatible"));
     assert!(e(&[
         "--api",
         "embedding",

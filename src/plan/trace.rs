@@ -1,4 +1,5 @@
-//! `--dataset workload_trace`, validated before anything runs: it needs `--open-loop` and a trace file,
+//! `--dataset workload_trace` (and the synthesized-prompt traces `mooncake_trace`, `burstgpt_trace`,
+//! `azure_trace`), validated before anything runs: it needs `--open-loop` and a trace file,
 //! whose every line is checked here (a bad line is a usage error naming it). The runs replay the trace's
 //! records: all of them while `--number` is left at its default, else the first `--number`; their folders
 //! keep evalscope's names (`rate_<--rate>_number_<--number>`). Warmup does not apply (the trace's own first
@@ -8,10 +9,67 @@ use std::sync::Arc;
 
 use super::{usage, LoadMode, PromptSource, RunSpec, UsageError};
 use crate::cli::{Cli, DatasetName};
+use crate::dataset::replay::{self, Format, ReplayTrace};
 use crate::dataset::workload_trace::{self, TraceRequest};
 
 /// `--number`'s default: left as is, the whole trace is replayed.
 const DEFAULT_NUMBER: u64 = 1000;
+
+/// A trace of `n` requests: each run replays all of them while `--number` is left at its default, else the
+/// first `--number`; no warmup.
+fn fit_runs(runs: &mut [RunSpec], n: u64) {
+    for r in runs.iter_mut() {
+        r.number = if r.number == DEFAULT_NUMBER {
+            n
+        } else {
+            r.number.min(n)
+        };
+        r.warmup = 0;
+    }
+}
+
+/// `--dataset mooncake_trace / burstgpt_trace / azure_trace`: the checked trace (`None` for other
+/// datasets), with the same needs and run sizes as `workload_trace`; its prompts are built later, once the
+/// tokenizer is loaded.
+pub(super) fn replay_trace(
+    cli: &Cli,
+    mode: LoadMode,
+    prompts: &PromptSource,
+    runs: &mut [RunSpec],
+) -> Result<Option<Arc<ReplayTrace>>, UsageError> {
+    let format = match cli.dataset {
+        DatasetName::MooncakeTrace => Format::Mooncake,
+        DatasetName::BurstGptTrace => Format::BurstGpt,
+        DatasetName::AzureTrace => Format::Azure,
+        _ => return Ok(None),
+    };
+    if matches!(prompts, PromptSource::Fixed(_)) {
+        return Ok(None);
+    }
+    let name = format.dataset();
+    if mode != LoadMode::Open {
+        return usage(format!(
+            "{name} requires open-loop mode. Add --open-loop to your command."
+        ));
+    }
+    let PromptSource::Dataset {
+        path: Some(path), ..
+    } = prompts
+    else {
+        return usage(format!(
+            "{name} requires --dataset-path pointing to the trace file."
+        ));
+    };
+    let args = replay::parse_args(format, cli.dataset_args.as_ref()).map_err(super::UsageError)?;
+    let trace = replay::load(format, path, args).map_err(super::UsageError)?;
+    fit_runs(runs, trace.records.len() as u64);
+    tracing::info!(
+        "{name}: loaded {} records, speed={}x",
+        trace.records.len(),
+        crate::pyjson::float_repr(trace.args.speed)
+    );
+    Ok(Some(Arc::new(trace)))
+}
 
 /// The loaded trace (`None` for other datasets); the runs' request counts follow it.
 pub(super) fn workload_trace(
@@ -35,14 +93,7 @@ pub(super) fn workload_trace(
     let args = workload_trace::parse_args(cli.dataset_args.as_ref()).map_err(super::UsageError)?;
     let requests = workload_trace::load(path, &args).map_err(super::UsageError)?;
     let n = requests.len() as u64;
-    for r in runs.iter_mut() {
-        r.number = if r.number == DEFAULT_NUMBER {
-            n
-        } else {
-            r.number.min(n)
-        };
-        r.warmup = 0;
-    }
+    fit_runs(runs, n);
     if cli.model.is_some() && args.model_override.is_none() && args.model_mapping.is_empty() {
         tracing::warn!(
             "workload_trace: --model {:?} does not rewrite trace bodies; each request keeps its own model. Use --dataset-args '{{\"model_override\": ...}}' or model_mapping to rewrite.",

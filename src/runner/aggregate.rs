@@ -31,6 +31,8 @@ pub struct Observers {
     pub tracker: Option<ProgressTracker>,
     /// `--multi-turn`: turns grouped by conversation (`trace_summary.json`).
     pub trace: TraceAccumulator,
+    /// Replayed traces: send lag and cached tokens against the trace.
+    pub replay: crate::metrics::replay::ReplayFidelity,
     /// Reasoning vs answer statistics (summary keys when any response carried reasoning).
     pub reasoning: crate::reasoning::ReasoningStats,
 }
@@ -99,6 +101,7 @@ pub async fn aggregate(
         }
         acc.add(&record);
         observers.trace.feed(&record);
+        observers.replay.feed(&record);
         observers.timeline.feed_record(&record);
         observers.reasoning.add(&record);
         if let (true, Some(tracker)) = (counts, &mut observers.tracker) {

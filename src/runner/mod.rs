@@ -21,7 +21,7 @@ use crate::shutdown::Shutdown;
 use crate::sim::{SimConfig, SimServer};
 use crate::visualizer::{Visualizer, VisualizerKind};
 pub use single::RunResult;
-use single::{run_single, SweepContext};
+pub(crate) use single::{run_single, SweepContext};
 pub use tracker::{FinalStatus, ProgressTracker};
 
 /// The endpoint to use: the plan's, or the simulator's with the plan's path.
@@ -49,8 +49,11 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         // Nothing reads the ground truth in a plain run; keep memory flat on long runs.
         record_truth: false,
         faults: mock.faults.clone(),
-        // Conversations resend their history: let the simulator report it cached.
-        prefix_cache: plan.multi_turn.is_some(),
+        max_batch: mock.max_batch,
+        prefill_tok_per_s: mock.prefill_tok_per_s,
+        decode_tok_per_s: mock.decode_tok_per_s,
+        // Conversations resend their history, replayed traces repeat blocks: let the simulator report it cached.
+        prefix_cache: plan.multi_turn.is_some() || plan.replay.is_some(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         ..SimConfig::default()
@@ -115,6 +118,14 @@ async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<(
         shutdown: shutdown.clone(),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
     };
+    if let Some(sla) = &plan.sla {
+        // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).
+        let outcome =
+            crate::sla::driver::run(&ctx, sla, &report_info(plan, &url), tracker.take()).await;
+        drop(ctx);
+        drop(sim);
+        return outcome;
+    }
     let (results, failure) = run_each(&ctx, &mut tracker).await;
 
     let interrupted = shutdown.stopping();
@@ -266,18 +277,7 @@ fn write_report(
     results: &[RunResult],
     interrupted: bool,
 ) -> Result<()> {
-    let info = export::report::ReportInfo {
-        model: plan.model_id.clone(),
-        dataset: plan.dataset_name().to_string(),
-        api: plan.api_name.as_str().to_string(),
-        alias: plan.alias.clone(),
-        endpoint: match url.port_or_known_default() {
-            Some(p) => format!("{}:{p}", url.host_str().unwrap_or("")),
-            None => url.host_str().unwrap_or("").to_string(),
-        },
-        output_path: plan.output_root.to_string_lossy().into_owned(),
-        input_only: plan.api.input_only(),
-    };
+    let info = report_info(plan, url);
     write_root_report(&info, &plan.output_root, results, interrupted)
 }
 
@@ -327,4 +327,20 @@ pub fn write_root_report(
         Err(e) => tracing::warn!("Failed to generate HTML report: {e:#}"),
     }
     Ok(())
+}
+
+/// The `Basic Information` facts of the end-of-sweep report.
+fn report_info(plan: &RunPlan, url: &reqwest::Url) -> export::report::ReportInfo {
+    export::report::ReportInfo {
+        model: plan.model_id.clone(),
+        dataset: plan.dataset_name().to_string(),
+        api: plan.api_name.as_str().to_string(),
+        alias: plan.alias.clone(),
+        endpoint: match url.port_or_known_default() {
+            Some(p) => format!("{}:{p}", url.host_str().unwrap_or("")),
+            None => url.host_str().unwrap_or("").to_string(),
+        },
+        output_path: plan.output_root.to_string_lossy().into_owned(),
+        input_only: plan.api.input_only(),
+    }
 }

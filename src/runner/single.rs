@@ -85,6 +85,9 @@ fn prepare(
     if let Some(trace) = &ctx.plan.trace {
         return Ok(super::trace::prepare(ctx, trace, spec, &mut rng));
     }
+    if let Some(built) = &ctx.prompts.replay {
+        return Ok(super::trace::prepare(ctx, &built.requests, spec, &mut rng));
+    }
     // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
     let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_));
     let n = if fixed { 1 } else { total };
@@ -144,8 +147,9 @@ pub async fn run_single(
             (requests, intended, None)
         }
     };
+    // More workers than requests would only idle (an SLA rate probe caps at --sla-upper-bound).
     let parallel = if spec.parallel > 0 {
-        spec.parallel as usize
+        (spec.parallel as usize).min(spec.total().max(1) as usize)
     } else {
         1024
     };
@@ -180,18 +184,18 @@ pub async fn run_single(
         stopped_early,
     };
     let measured = dispatch(ctx, &this, &client, work, conversations, tracker).await?;
+    let mut speed_rows = None;
     if matches!(
         plan.dataset_kind(),
         Some(DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong)
     ) {
-        let speeds = export::speed_benchmark::write(&measured.db_path, &run_dir)?;
-        tracing::info!("Speed Benchmark Results: {}", pyjson::dumps(&speeds));
+        speed_rows = Some(export::speed_benchmark::write(&measured.db_path, &run_dir)?);
     }
     // Marked only when the signal cut the run short: a run whose every request was sent and finished is
     // complete, even if the signal came while its last requests were in flight.
     let interrupted =
         stopped_early || measured.outcome.interrupted || measured.outcome.abandoned > 0;
-    let result = write_results(ctx, spec, run_dir, measured, interrupted).await?;
+    let result = write_results(ctx, spec, run_dir, measured, interrupted, speed_rows).await?;
     if let Some(t) = tracker.as_mut() {
         t.run_finished();
     }
@@ -388,14 +392,16 @@ fn start_aggregator(
     mut tracker: Option<ProgressTracker>,
 ) -> tokio::task::JoinHandle<super::aggregate::Aggregated> {
     let (plan, spec, run_dir) = (ctx.plan, this.spec, this.dir);
-    let acc = Accumulator::spilling_in(
+    let mut acc = Accumulator::spilling_in(
         SummaryContext {
             concurrency: spec.parallel,
             request_rate: spec.rate,
             input_only: plan.api.input_only(),
+            pd_metrics: plan.pd_metrics,
         },
         run_dir,
     );
+    acc.set_goodput(plan.goodput.clone());
     let progress =
         crate::progress::Progress::new(format!("Processing[{}]", spec.dir_name), progress_total);
     if let Some(t) = &mut tracker {
@@ -421,6 +427,7 @@ fn start_aggregator(
                 input_only: plan.api.input_only(),
                 template_kwargs: crate::dataset::template_kwargs(plan),
                 image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
+                responses: plan.api == crate::plan::ApiKind::Responses,
             },
         },
     ))
@@ -433,6 +440,7 @@ async fn write_results(
     run_dir: PathBuf,
     measured: Measured,
     interrupted: bool,
+    speed_rows: Option<Vec<serde_json::Map<String, serde_json::Value>>>,
 ) -> Result<RunResult> {
     let Measured {
         acc,
@@ -447,6 +455,20 @@ async fn write_results(
     summary.extras.client = acc.client_diagnostics(cpu_use, ctx.plan.mode == LoadMode::Open);
     if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
         tracing::warn!("{warning}");
+    }
+    if let Some(built) = &ctx.prompts.replay {
+        let n = (spec.number as usize).min(built.input_tokens.len());
+        let keys = observers
+            .replay
+            .keys(&built.input_tokens[..n], &built.implied_cached_tokens[..n]);
+        tracing::info!(
+            "Trace replay fidelity: {}",
+            keys.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        summary.extras.appended.extend(keys);
     }
     summary
         .extras
@@ -495,6 +517,14 @@ async fn write_results(
             .timeline
             .write_json_file(&run_dir.join("workload_timeline.json"))?;
         tracing::info!("\n{}", export::console::workload_table(w));
+    }
+    if let Some(speeds) = &speed_rows {
+        let table = export::speed_benchmark::table(speeds);
+        tracing::info!("\nSpeed Benchmark Results:\n{table}");
+    }
+    if let Some(speeds) = &speed_rows {
+        let table = export::speed_benchmark::table(speeds);
+        tracing::info!("\nSpeed Benchmark Results:\n{table}");
     }
     tracing::info!(
         "Save the summary to: {} ({rows} requests stored)",

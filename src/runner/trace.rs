@@ -1,4 +1,5 @@
-//! The bodies of a replayed `workload_trace` run: each recorded body with the flags filling only the keys
+//! The bodies of a replayed trace run (`workload_trace`, or the synthesized prompts of `mooncake_trace`,
+//! `burstgpt_trace`, `azure_trace`): each recorded body with the flags filling only the keys
 //! it lacks, its arrival offset, its own headers and its request id.
 
 use std::sync::Arc;
@@ -30,6 +31,10 @@ pub(super) fn prepare(
             r
         })
         .collect();
-    let intended = vec![None; requests.len()];
+    let intended = trace
+        .iter()
+        .take(requests.len())
+        .map(|t| t.intended_prompt_tokens)
+        .collect();
     (requests, intended)
 }

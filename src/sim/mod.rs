@@ -18,6 +18,7 @@
 //!
 //! # Routes
 //! * `POST /v1/chat/completions`, `POST /v1/completions` — stream (SSE) or not; see below.
+//! * `POST /v1/responses` — the OpenAI Responses API, stream or not (events in `responses.rs`).
 //! * `POST /v1/embeddings` — `{"object":"list","data":[{"object":"embedding","index":i,"embedding":[8
 //!   floats]}],"model":M,"usage":{"prompt_tokens":P,"total_tokens":P}}` after `ttft`; one vector per input
 //!   string (or per token-id list in a list of lists).
@@ -58,6 +59,11 @@
 //! are already due go out together in one write. A non-stream body goes out when the last token is
 //! produced (`ttft + (n-1) * itl`); an embedding body at `ttft`.
 //!
+//! # Capacity model
+//! [`SimConfig::max_batch`], [`SimConfig::prefill_tok_per_s`] and [`SimConfig::decode_tok_per_s`] make
+//! the simulator a server with a known limit: requests queue for a batch slot, prompts share one prefill
+//! stage, tokens share the decode throughput. See [`capacity`] (with the closed-form knees).
+//!
 //! # Stream format (`data: <json>\n\n` frames, `Content-Type: text/event-stream`)
 //! Chat: a role chunk `{"delta":{"role":"assistant","content":""}}` written together with the first content
 //! chunk (as vLLM does), one `delta.content` chunk per `tokens_per_chunk` tokens, `finish_reason` on the
@@ -76,6 +82,7 @@
 
 #[cfg(test)]
 mod bench;
+mod capacity;
 mod conn;
 pub mod fault;
 #[cfg(test)]
@@ -84,6 +91,7 @@ pub mod join;
 pub mod metrics;
 pub mod prefix_cache;
 mod request;
+mod responses;
 mod routes;
 pub mod serve;
 mod stream;
@@ -130,6 +138,13 @@ pub struct SimConfig {
     pub record_truth: bool,
     /// Faults applied to every N-th generation request (first matching rule wins; see [`fault`]).
     pub faults: Vec<FaultRule>,
+    /// Capacity model: at most this many generation requests served at once, the rest queue in arrival
+    /// order (0 = no limit). See [`capacity`].
+    pub max_batch: u32,
+    /// Capacity model: prefill throughput of the one FIFO prefill stage, prompt tokens/s (0 = none).
+    pub prefill_tok_per_s: u64,
+    /// Capacity model: decode throughput shared by the requests served, tokens/s (0 = none).
+    pub decode_tok_per_s: u64,
     /// Remember served prompts and answers and report repeated prefixes as `cached_tokens` (see
     /// [`prefix_cache`]); off: `cached_tokens` is always 0.
     pub prefix_cache: bool,
@@ -150,6 +165,9 @@ impl Default for SimConfig {
             threads: 1,
             record_truth: true,
             faults: Vec::new(),
+            max_batch: 0,
+            prefill_tok_per_s: 0,
+            decode_tok_per_s: 0,
             prefix_cache: false,
             metrics_fault: None,
             reasoning_tokens: 0,
@@ -165,6 +183,7 @@ pub(crate) struct Shared {
     truth: Arc<truth::TruthLog>,
     requests: Mutex<Vec<CapturedRequest>>,
     model: Mutex<Option<String>>,
+    capacity: Arc<capacity::Capacity>,
     prefix: prefix_cache::PrefixCache,
     metrics: Arc<metrics::SimMetrics>,
 }
@@ -253,8 +272,14 @@ fn launch(shared: &Arc<Shared>, addr: SocketAddr) -> std::io::Result<Launched> {
 impl SimServer {
     /// Binds `127.0.0.1:0`, starts the server on its own thread and runtime, and returns once it listens.
     pub fn start(cfg: SimConfig) -> std::io::Result<SimServer> {
+        let capacity = Arc::new(capacity::Capacity::new(
+            cfg.max_batch,
+            cfg.prefill_tok_per_s,
+            cfg.decode_tok_per_s,
+        ));
         let shared = Arc::new(Shared {
             cfg,
+            capacity,
             next_id: AtomicU64::new(0),
             truth: Arc::default(),
             requests: Mutex::default(),

@@ -20,6 +20,8 @@ pub(crate) struct GenRequest {
     pub model: Option<String>,
     pub max_tokens: Option<u64>,
     pub max_completion_tokens: Option<u64>,
+    /// The Responses API's `max_output_tokens`.
+    pub max_output_tokens: Option<u64>,
     pub min_tokens: Option<u64>,
     pub ignore_eos: Option<bool>,
     pub stream: Option<bool>,
@@ -79,6 +81,7 @@ impl GenRequest {
         let max = self
             .max_tokens
             .or(self.max_completion_tokens)
+            .or(self.max_output_tokens)
             .unwrap_or(DEFAULT_MAX_TOKENS)
             .min(u64::from(u32::MAX)) as u32;
         let n = if self.ignore_eos == Some(true) {
@@ -97,8 +100,8 @@ pub(crate) fn count_words(text: &str) -> u64 {
 }
 
 /// A token count read straight from JSON: a string counts its words, an integer counts 1 (a token id), a list
-/// sums its items, a content part `{"type":"text","text":…}` counts its text (other parts count 0), `null`
-/// counts 0.
+/// sums its items, a content part `{"type":"text","text":…}` (or the Responses API's `input_text`) counts its
+/// text (other parts count 0), a message `{"role":…,"content":…}` counts its content, `null` counts 0.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Count {
     /// Tokens counted.
@@ -169,18 +172,27 @@ impl<'de> Visitor<'de> for CountVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
-        let (mut is_text, mut tokens) = (false, 0u64);
+        let (mut is_text, mut tokens, mut content) = (false, 0u64, None);
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match key.as_ref() {
-                "type" => is_text = map.next_value::<std::borrow::Cow<'de, str>>()? == "text",
+                "type" => {
+                    let kind = map.next_value::<std::borrow::Cow<'de, str>>()?;
+                    is_text = kind == "text" || kind == "input_text";
+                }
                 "text" => tokens = map.next_value::<Count>()?.tokens,
+                "content" => content = Some(map.next_value::<Count>()?.tokens),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
+        let tokens = match content {
+            Some(c) => c,
+            None if is_text => tokens,
+            None => 0,
+        };
         Ok(Count {
-            tokens: if is_text { tokens } else { 0 },
+            tokens,
             items: 1,
             is_id: false,
         })
@@ -220,6 +232,9 @@ mod tests {
         );
         assert_eq!((c("[[1,2],[3]]").tokens, c("[[1,2],[3]]").items), (3, 2));
         assert!(serde_json::from_str::<Count>("1.5").is_err());
+        // The Responses API's input: messages whose content is text or `input_text` parts.
+        let input = r#"[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"input_text","text":"a b c"},{"type":"input_image","image_url":"x"}]}]"#;
+        assert_eq!(c(input).tokens, 5);
     }
 
     #[test]

@@ -99,8 +99,10 @@ pub(crate) async fn handle(
     let prompt_tokens = match api {
         Api::Chat if request.messages.is_some() => request.chat_prompt_tokens(),
         Api::Completion if request.prompt.is_some() => request.prompt.map_or(0, |c| c.tokens),
+        Api::Responses if request.input.is_some() => request.input.map_or(0, |c| c.tokens),
         Api::Chat => return Ok(missing("messages")),
         Api::Completion => return Ok(missing("prompt")),
+        Api::Responses => return Ok(missing("input")),
     };
     let cfg = &shared.cfg;
     let id = shared.next_id();
@@ -172,6 +174,7 @@ fn route(shared: &Shared, path: &str, method: &Method) -> Route {
     match (path, method) {
         ("/v1/chat/completions", &Method::POST) => Route::Generate(Api::Chat),
         ("/v1/completions", &Method::POST) => Route::Generate(Api::Completion),
+        ("/v1/responses", &Method::POST) => Route::Generate(Api::Responses),
         ("/v1/embeddings", &Method::POST) => Route::Embeddings,
         ("/v1/rerank" | "/v1/reranks" | "/rerank", &Method::POST) => Route::Rerank,
         ("/v1/models", &Method::GET) => Route::Answer(models(shared)),
@@ -180,6 +183,7 @@ fn route(shared: &Shared, path: &str, method: &Method) -> Route {
         (
             "/v1/chat/completions"
             | "/v1/completions"
+            | "/v1/responses"
             | "/v1/embeddings"
             | "/v1/rerank"
             | "/v1/reranks"
@@ -241,9 +245,22 @@ async fn generate(
     };
     let reasoning_tokens = match api {
         Api::Chat => cfg.reasoning_tokens.min(tokens),
-        Api::Completion => 0,
+        Api::Completion | Api::Responses => 0,
     };
     shared.metrics.started();
+    // The capacity model: wait for a batch slot (this wait counts in TTFT), book the prefill.
+    let (start, ttft, pace) = if shared.capacity.limited() {
+        let admission = shared.capacity.admit(prompt_tokens).await;
+        let at = admission.admitted;
+        let ttft = cfg.ttft + admission.prefill;
+        let pace = super::capacity::Pace {
+            capacity: shared.capacity.clone(),
+            admission: Arc::new(admission),
+        };
+        (at, ttft, Some(pace))
+    } else {
+        (received, cfg.ttft, None)
+    };
     let plan = Plan {
         api,
         id,
@@ -255,10 +272,12 @@ async fn generate(
         include_usage: request.include_usage(),
         prompt_tokens,
         cached_tokens,
-        received,
-        ttft: cfg.ttft,
+        received: start,
+        arrived: received,
+        ttft,
         itl: cfg.itl,
         fault,
+        pace,
         reasoning_tokens,
     };
     if request.is_stream() {
@@ -279,9 +298,18 @@ async fn generate(
         received,
         done: None,
     };
-    sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
+    if plan.paced_by_load() {
+        let mut due = plan.received + plan.ttft;
+        for _ in 1..tokens {
+            sleep_until(due).await;
+            due += plan.token_gap();
+        }
+        sleep_until(due).await;
+    } else {
+        sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
+    }
     let answer_tokens = tokens - reasoning_tokens;
-    let body = whole_body(&plan, answer_tokens, finish_reason, fault);
+    let body = whole_body(&plan, answer_tokens, fault);
     let sent_s = clock::now_s();
     counter.finish(tokens, sent_s, fault.is_none());
     if cfg.record_truth {
@@ -317,27 +345,42 @@ async fn generate(
 
 /// The whole (non-stream) response body, cut or replaced as `fault` says: the plan's reasoning text, then
 /// `answer_tokens` tokens of answer.
-fn whole_body(
-    plan: &Plan,
-    answer_tokens: u32,
-    finish_reason: &str,
-    fault: Option<Fault>,
-) -> BytesMut {
-    let (api, reasoning_tokens) = (plan.api, plan.reasoning_tokens);
+fn whole_body(plan: &Plan, answer_tokens: u32, fault: Option<Fault>) -> BytesMut {
+    let api = plan.api;
     let mut text = BytesMut::from(TOKEN_TEXT.repeat(answer_tokens as usize).as_bytes());
     write_text_fault(&mut text, fault);
+    let mut body = if api == Api::Responses {
+        super::responses::full_body(plan, &text)
+    } else {
+        chat_body(plan, &text)
+    };
+    match fault {
+        Some(Fault::Malformed | Fault::Truncated) => body.truncate(body.len() / 2),
+        Some(Fault::ErrorEvent) if api != Api::Responses => {
+            body.clear();
+            let event = &ERROR_EVENT[b"data: ".len()..ERROR_EVENT.len() - 2];
+            body.extend_from_slice(event);
+        }
+        _ => {}
+    }
+    body
+}
+
+/// A whole chat or completions body whose answer text is `text` (after the plan's reasoning tokens).
+fn chat_body(plan: &Plan, text: &[u8]) -> BytesMut {
+    let (api, finish_reason) = (plan.api, plan.finish_reason);
     let mut out = String::with_capacity(256);
     out.push('{');
     plan.write_head_fields(&mut out, false);
     out.push_str(r#","choices":[{"index":0,"#);
     match api {
-        Api::Chat if reasoning_tokens > 0 => {
+        Api::Chat if plan.reasoning_tokens > 0 => {
             out.push_str(r#""message":{"role":"assistant","reasoning_content":""#);
-            out.push_str(&TOKEN_TEXT.repeat(reasoning_tokens as usize));
+            out.push_str(&TOKEN_TEXT.repeat(plan.reasoning_tokens as usize));
             out.push_str(r#"","content":""#);
         }
         Api::Chat => out.push_str(r#""message":{"role":"assistant","content":""#),
-        Api::Completion => out.push_str(r#""text":""#),
+        Api::Completion | Api::Responses => out.push_str(r#""text":""#),
     }
     let mut tail = String::with_capacity(256);
     tail.push_str(if api == Api::Chat { r#""},"# } else { r#"","# });
@@ -348,17 +391,8 @@ fn whole_body(
     tail.push('}');
     let mut body = BytesMut::with_capacity(out.len() + text.len() + tail.len());
     body.extend_from_slice(out.as_bytes());
-    body.extend_from_slice(&text);
+    body.extend_from_slice(text);
     body.extend_from_slice(tail.as_bytes());
-    match fault {
-        Some(Fault::Malformed | Fault::Truncated) => body.truncate(body.len() / 2),
-        Some(Fault::ErrorEvent) => {
-            body.clear();
-            let event = &ERROR_EVENT[b"data: ".len()..ERROR_EVENT.len() - 2];
-            body.extend_from_slice(event);
-        }
-        _ => {}
-    }
     body
 }
 

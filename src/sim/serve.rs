@@ -46,6 +46,11 @@ pub struct ServeMockArgs {
     /// Stop when stdin closes (for a parent process that holds the pipe); otherwise only a signal stops it.
     #[arg(long)]
     pub until_stdin_closes: bool,
+
+    /// The capacity model (`--mock-max-batch`, `--mock-prefill-tok-per-s`, `--mock-decode-tok-per-s`),
+    /// as for `llmperf --api mock`.
+    #[command(flatten)]
+    pub capacity: crate::cli::sla::MockCapacityArgs,
 }
 
 fn millis(flag: &str, v: f64) -> Result<Duration, String> {
@@ -71,6 +76,9 @@ pub fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         threads: args.threads,
         record_truth: false,
         faults: args.mock_fault.clone(),
+        max_batch: args.capacity.mock_max_batch,
+        prefill_tok_per_s: args.capacity.mock_prefill_tok_per_s,
+        decode_tok_per_s: args.capacity.mock_decode_tok_per_s,
         ..SimConfig::default()
     };
     crate::clock::init();

@@ -41,6 +41,8 @@ pub(crate) enum Api {
     Chat,
     /// `/v1/completions`.
     Completion,
+    /// `/v1/responses` (the Responses API, [`super::responses`]).
+    Responses,
 }
 
 impl Api {
@@ -49,6 +51,7 @@ impl Api {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Completion => "/v1/completions",
+            Api::Responses => "/v1/responses",
         }
     }
 }
@@ -74,8 +77,14 @@ pub(crate) struct Plan {
     pub itl: Duration,
     /// A content fault to write into the response (transport faults are applied around the body).
     pub fault: Option<Fault>,
+    /// Under the capacity model: the request's batch slot, and the model that spaces its tokens when the
+    /// decode throughput is shared.
+    pub pace: Option<super::capacity::Pace>,
     /// Leading output tokens sent as `reasoning_content` (chat only; at most `tokens`).
     pub reasoning_tokens: u32,
+    /// When the request was received, before any wait for a batch slot (`received` is when it was
+    /// admitted); the server-side metrics measure from it.
+    pub arrived: Instant,
 }
 
 impl Plan {
@@ -87,6 +96,21 @@ impl Plan {
             .and_then(|d| d.checked_add(self.ttft))
             .unwrap_or(Duration::from_secs(86_400 * 365));
         self.received + offset
+    }
+
+    /// The gap before the next token, now (`itl`, or the shared-decode gap under load).
+    pub(crate) fn token_gap(&self) -> Duration {
+        match &self.pace {
+            Some(p) if p.capacity.shares_decode() => p.capacity.token_gap(self.itl),
+            _ => self.itl,
+        }
+    }
+
+    /// Whether token times depend on the load (then they are computed one gap at a time).
+    pub(crate) fn paced_by_load(&self) -> bool {
+        self.pace
+            .as_ref()
+            .is_some_and(|p| p.capacity.shares_decode())
     }
 
     /// The `usage` object (without a trailing comma or brace after it).
@@ -114,6 +138,7 @@ impl Plan {
             (Api::Chat, true) => ("chatcmpl", "chat.completion.chunk"),
             (Api::Chat, false) => ("chatcmpl", "chat.completion"),
             (Api::Completion, _) => ("cmpl", "text_completion"),
+            (Api::Responses, _) => ("resp", "response"),
         };
         let _ = write!(
             out,
@@ -207,6 +232,8 @@ pub(crate) struct SseBody {
     truth: Option<(Arc<TruthLog>, f64, Option<f64>)>,
     /// A content fault ended the stream early.
     ended: bool,
+    /// Under a shared decode throughput: the last token whose time is fixed, and that time.
+    load_due: Option<(u32, Instant)>,
     /// The server-side counters, and whether this request has been counted in them.
     metrics: Arc<SimMetrics>,
     counted: bool,
@@ -242,6 +269,7 @@ impl SseBody {
             armed_for: None,
             truth,
             ended: false,
+            load_due: None,
             metrics,
             counted: false,
             first_answer_s: None,
@@ -254,7 +282,7 @@ impl SseBody {
             return;
         }
         self.counted = true;
-        let received_s = clock::secs(self.plan.received);
+        let received_s = clock::secs(self.plan.arrived);
         let end_s = self.last_token_s.unwrap_or_else(clock::now_s);
         self.metrics.finished(Finished {
             prompt_tokens: self.plan.prompt_tokens,
@@ -273,9 +301,22 @@ impl SseBody {
     }
 
     /// When chunk `j` goes out: when its last token is produced (chunk 0 of an empty output: at `ttft`).
-    fn chunk_due(&self, j: u32) -> Instant {
+    fn chunk_due(&mut self, j: u32) -> Instant {
         let (_, end) = self.chunk_tokens(j);
-        self.plan.token_due(end.saturating_sub(1))
+        let last = end.saturating_sub(1);
+        if !self.plan.paced_by_load() {
+            return self.plan.token_due(last);
+        }
+        // Each next gap is fixed when first asked for: right after the previous token went out.
+        let (mut k, mut t) = self
+            .load_due
+            .unwrap_or((0, self.plan.received + self.plan.ttft));
+        while k < last {
+            t += self.plan.token_gap();
+            k += 1;
+        }
+        self.load_due = Some((k, t));
+        t
     }
 
     /// Appends chunk `j` (and the role chunk before the first, the usage chunk and `[DONE]` after the last).
@@ -286,6 +327,12 @@ impl SseBody {
         let cut = j == 0 && matches!(fault, Some(Fault::Truncated | Fault::ErrorEvent));
         let last = j + 1 == self.chunks && !cut;
         let api = self.plan.api;
+        if api == Api::Responses {
+            super::responses::write_chunk(&mut self.buf, &self.plan, j, (start, end), last, cut);
+            self.ended |= cut;
+            self.sent_tokens = end;
+            return;
+        }
         let w = &mut self.buf;
         if j == 0 && api == Api::Chat {
             w.extend_from_slice(&self.prefix);
@@ -313,7 +360,7 @@ impl SseBody {
                 }
             }
             Api::Chat => w.extend_from_slice(br#"{"index":0,"delta":{"content":""#),
-            Api::Completion => w.extend_from_slice(br#"{"index":0,"text":""#),
+            Api::Completion | Api::Responses => w.extend_from_slice(br#"{"index":0,"text":""#),
         }
         for _ in reasoning_end.max(start)..end {
             w.extend_from_slice(TOKEN_TEXT.as_bytes());
@@ -323,7 +370,7 @@ impl SseBody {
         }
         w.extend_from_slice(match api {
             Api::Chat => br#""},"logprobs":null,"finish_reason":"#,
-            Api::Completion => br#"","logprobs":null,"finish_reason":"#,
+            Api::Completion | Api::Responses => br#"","logprobs":null,"finish_reason":"#,
         });
         if last {
             let _ = write!(w, r#""{}"}}]}}"#, self.plan.finish_reason);
@@ -373,6 +420,11 @@ impl SseBody {
                 wrote = true;
             }
             if wrote {
+                if self.next_chunk >= self.chunks {
+                    if let Some(pace) = &self.plan.pace {
+                        pace.admission.finish();
+                    }
+                }
                 let frame = self.buf.split().freeze();
                 if self.sent_tokens > before {
                     let t = clock::now_s();

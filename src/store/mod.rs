@@ -9,9 +9,9 @@
 //!
 //! Row values follow evalscope: failed requests store NULL `latency`, `first_chunk_latency`, token counts,
 //! `max_gpu_memory_cost` and `time_per_output_token`, and `'[]'` ITLs; successful ones store
-//! `max_gpu_memory_cost = 0.0`; `request_id` is NULL unless a replayed trace gave one; `conversation_id`
-//! and `turn_index` (from 0) place a `--multi-turn` request in its conversation (NULL otherwise);
-//! `response_messages` is
+//! `max_gpu_memory_cost` = the local server's peak GPU memory in GiB ([`crate::gpu_memory`], 0.0 without
+//! one); `request_id` is NULL unless a replayed trace gave one; `conversation_id` and `turn_index` (from 0)
+//! place a `--multi-turn` request in its conversation (NULL otherwise); `response_messages` is
 //! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). Warmup records are never stored.
 
 #[cfg(test)]
@@ -424,7 +424,7 @@ impl Writer {
             when_ok(r.ttft_s()),
             tokens(Some(r.prompt_tokens())),
             tokens(Some(r.completion_tokens())),
-            when_ok(0.0),
+            when_ok(crate::gpu_memory::peak_gib()),
             when_ok(r.tpot_s()),
             r.request_id.as_deref(),
             r.is_stream,

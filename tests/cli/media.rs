@@ -225,7 +225,7 @@ fn target_input_len_fits_prompts_with_a_prefix_file() {
             "--model",
             "m",
             "--dataset",
-            "custom",
+            "line_by_line",
             "--dataset-path",
             data.to_str().unwrap(),
             "--tokenizer-path",
@@ -271,7 +271,7 @@ fn target_input_len_fits_prompts_with_a_prefix_file() {
 fn speed_benchmark_uses_completions_and_writes_its_table() {
     let sim = fast_sim();
     let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
+    let output = llmperf(
         out.path(),
         &[
             "--url",
@@ -286,7 +286,9 @@ fn speed_benchmark_uses_completions_and_writes_its_table() {
             "3",
             "--no-test-connection",
         ],
-    ));
+    );
+    ok(&output);
+    let console = String::from_utf8_lossy(&output.stderr).into_owned();
     let reqs = sim.requests();
     assert_eq!(reqs.len(), 8);
     let lens: Vec<usize> = reqs
@@ -309,6 +311,15 @@ fn speed_benchmark_uses_completions_and_writes_its_table() {
     // The simulator counts one prompt token per word: every prompt is one word.
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["Prompt Tokens"], 1);
-    assert!(rows[0]["Speed(tokens/s)"].as_f64().unwrap() > 0.0);
+    let speed = rows[0]["Speed(tokens/s)"].as_f64().unwrap();
+    assert!(speed > 0.0);
     assert_eq!(rows[0]["GPU Memory(GB)"], 0.0);
+    // The console shows evalscope's tabulate `simple_grid` table of the same rows.
+    let speed = llmperf::export::speed_benchmark::py_g(speed);
+    let row = format!("│               1 │ {speed:>17} │                0 │");
+    let log = std::fs::read_to_string(run_root(out.path(), "m").join("benchmark.log")).unwrap();
+    for text in [&console, &log] {
+        assert!(text.contains("Speed Benchmark Results:\n┌─────────────────┬───────────────────┬──────────────────┐\n│   Prompt Tokens │   Speed(tokens/s) │   GPU Memory(GB) │"), "{text}");
+        assert!(text.contains(&row), "{row}\n{text}");
+    }
 }

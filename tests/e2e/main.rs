@@ -6,7 +6,11 @@
 #[allow(dead_code)]
 mod common;
 mod generation;
+mod local_server;
 mod multi_turn;
+mod replay_traces;
+mod responses;
 mod server;
 mod server_metrics;
+mod sla;
 mod tokens;

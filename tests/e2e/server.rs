@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 pub const MODEL: &str = "SmolLM2-135M-Instruct";
 
 /// One real server at a time: the model runs on one core of a small machine.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+pub static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// A running server; dropping it stops the process.
 pub struct RealServer {
@@ -20,12 +20,12 @@ pub struct RealServer {
     _turn: MutexGuard<'static, ()>,
 }
 
-fn repo() -> PathBuf {
+pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The Python of the virtual environment that has xllamacpp, or `None` (with the reason) when absent.
-fn python() -> Result<PathBuf, String> {
+pub fn python() -> Result<PathBuf, String> {
     if let Ok(p) = std::env::var("LLMPERF_LLAMA_PYTHON") {
         return Ok(PathBuf::from(p));
     }

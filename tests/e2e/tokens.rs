@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::common::*;
 use crate::server::{RealServer, MODEL};
 
-fn smollm2() -> String {
+pub fn smollm2() -> String {
     let shared = std::env::var("LLMPERF_SHARED_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"));

@@ -9,7 +9,8 @@
 //! Scope: `POST` with a `Content-Length` body; responses with `Content-Length`, `chunked` or close-delimited
 //! bodies; `1xx` heads skipped; keep-alive per HTTP/1.1 (and `Connection: keep-alive` for HTTP/1.0);
 //! `http://` and `https://` (rustls). Redirects are not followed (a 3xx is a failed request showing its
-//! status), proxies are not used.
+//! status). Proxies from the environment ([`super::proxy`]) are used as evalscope's aiohttp uses them:
+//! `http://` requests in absolute form to the proxy, `https://` through a `CONNECT` tunnel.
 
 mod decode;
 mod stream;
@@ -44,6 +45,8 @@ pub struct Endpoint {
     authority: String,
     /// Test hooks (nothing without the `test-hooks` feature).
     hooks: Hooks,
+    /// The proxy from the environment, if the endpoint is reached through one.
+    proxy: Option<super::proxy::Proxy>,
 }
 
 impl Endpoint {
@@ -81,6 +84,7 @@ impl Endpoint {
             path.push('?');
             path.push_str(q);
         }
+        let absolute_prefix = format!("http://{host_header}");
         let mut lines: Vec<(String, String)> = vec![
             ("Host".into(), host_header),
             ("Content-Type".into(), "application/json".into()),
@@ -101,6 +105,17 @@ impl Endpoint {
                 None => lines.push((name.clone(), value.clone())),
             }
         }
+        let proxy = super::proxy::for_url(url, &super::proxy::process_env())?;
+        if let Some(p) = &proxy {
+            super::proxy::warn_once(p, &format!("{host}:{port}"));
+            if !tls {
+                // Absolute form: the proxy reads the target from the request line.
+                path = format!("{absolute_prefix}{path}");
+                if let Some(auth) = &p.authorization {
+                    lines.push(("Proxy-Authorization".into(), auth.clone()));
+                }
+            }
+        }
         let mut head_prefix = format!("POST {path} HTTP/1.1\r\n").into_bytes();
         for (name, value) in &lines {
             head_prefix.extend_from_slice(name.as_bytes());
@@ -119,12 +134,16 @@ impl Endpoint {
             connect_timeout,
             read_timeout,
             hooks: Hooks::from_env(),
+            proxy,
         })
     }
 
-    /// `host:port`.
-    pub fn authority(&self) -> &str {
-        &self.authority
+    /// Where connections go, for messages: `host:port`, or `host:port via proxy P:Q`.
+    pub fn route(&self) -> String {
+        match &self.proxy {
+            Some(p) => format!("{} via proxy {}", self.authority, p.authority()),
+            None => self.authority.clone(),
+        }
     }
 }
 
@@ -429,9 +448,15 @@ impl Pool {
     /// A new connection.
     pub async fn connect(&self) -> Result<Conn, Error> {
         let e = &self.endpoint;
-        let stream = stream::connect(&e.host, e.port, e.tls.as_ref(), e.connect_timeout)
-            .await
-            .map_err(Error::Connect)?;
+        let stream = stream::connect(
+            &e.host,
+            e.port,
+            e.tls.as_ref(),
+            e.connect_timeout,
+            e.proxy.as_ref(),
+        )
+        .await
+        .map_err(Error::Connect)?;
         Ok(Conn::new(stream, e.hooks))
     }
 

@@ -17,7 +17,59 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer, ServerName};
 
+use crate::engine::proxy::Proxy;
 use crate::sys::rx_stamp;
+
+/// Largest `CONNECT` reply head accepted from a proxy.
+const MAX_CONNECT_REPLY_BYTES: usize = 16 * 1024;
+
+/// Opens a `CONNECT` tunnel to `host:port` through the proxy `tcp` is connected to; a reply other than 2xx
+/// is an error quoting its status line.
+async fn tunnel(tcp: &mut Tcp, host: &str, port: u16, proxy: &Proxy) -> io::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let target = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    let mut request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
+    if let Some(auth) = &proxy.authorization {
+        request.push_str(&format!("Proxy-Authorization: {auth}\r\n"));
+    }
+    request.push_str("\r\n");
+    tcp.write_all(request.as_bytes()).await?;
+    // Read byte by byte up to the blank line: nothing of the tunnel may be consumed here.
+    let mut head = Vec::with_capacity(256);
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > MAX_CONNECT_REPLY_BYTES {
+            return Err(io::Error::other(format!(
+                "proxy {}: CONNECT reply head too large",
+                proxy.authority()
+            )));
+        }
+        let mut byte = [0u8; 1];
+        if tcp.read(&mut byte).await? == 0 {
+            return Err(io::Error::other(format!(
+                "proxy {} closed the connection during CONNECT {target}",
+                proxy.authority()
+            )));
+        }
+        head.push(byte[0]);
+    }
+    let text = String::from_utf8_lossy(&head);
+    let status_line = text.lines().next().unwrap_or("");
+    let code = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse::<u16>().ok());
+    match code {
+        Some(200..=299) => Ok(()),
+        _ => Err(io::Error::other(format!(
+            "proxy {} refused CONNECT {target}: {status_line}",
+            proxy.authority()
+        ))),
+    }
+}
 
 /// Plain TCP or TLS over TCP.
 pub enum Stream {
@@ -183,20 +235,28 @@ pub enum ConnectError {
     Timeout(Duration),
 }
 
-/// Connects to `host:port` (and runs the TLS handshake when `tls` is given) within `timeout`.
+/// Connects to `host:port` (and runs the TLS handshake when `tls` is given) within `timeout`; through
+/// `proxy` when given: to the proxy, with a `CONNECT` tunnel to `host:port` before the TLS handshake.
 pub async fn connect(
     host: &str,
     port: u16,
     tls: Option<&Tls>,
     timeout: Option<Duration>,
+    proxy: Option<&Proxy>,
 ) -> Result<Stream, ConnectError> {
     let attempt = async {
-        let tcp = TcpStream::connect((host, port)).await?;
+        let tcp = match proxy {
+            Some(p) => TcpStream::connect((p.host.as_str(), p.port)).await,
+            None => TcpStream::connect((host, port)).await,
+        }?;
         tcp.set_nodelay(true)?;
-        let tcp = Tcp::new(tcp);
+        let mut tcp = Tcp::new(tcp);
         match tls {
             None => Ok(Stream::Plain(tcp)),
             Some(tls) => {
+                if let Some(p) = proxy {
+                    tunnel(&mut tcp, host, port, p).await?;
+                }
                 let s = tls.connector.connect(tls.server_name.clone(), tcp).await?;
                 Ok(Stream::Tls(Box::new(s)))
             }

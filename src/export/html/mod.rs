@@ -8,6 +8,7 @@
 //! whose database cannot be read still gets its tables, with "No data" charts, and a warning.
 
 mod data;
+mod goodput;
 mod page;
 mod sections;
 mod server;

@@ -158,6 +158,7 @@ fn sweep_charts(out: &mut String, runs: &[&RunView]) {
         &format!("Output tokens per second against {x_label}."),
     );
     out.push_str("</div></section>");
+    super::goodput::section(out, runs, x_label, &xs);
 
     out.push_str(r#"<section id="latency"><h2>Latency percentiles</h2><div class="grid">"#);
     let mut rows = Vec::new();

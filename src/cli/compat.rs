@@ -1,0 +1,137 @@
+//! evalscope compatibility at the flag level: evalscope's engine-tuning flags (accepted, validated as
+//! evalscope validates them, recorded in `benchmark_args.json`, with no effect on llmperf's engine), and the
+//! hint for evalscope API plugins llmperf has no counterpart for.
+
+use clap::Args;
+
+/// The `--help` heading of the flags that only exist for evalscope compatibility.
+const HEADING: &str = "evalscope engine tuning (accepted, no effect on llmperf)";
+
+/// evalscope's Python-engine tuning flags.
+#[derive(Debug, Clone, Args)]
+pub struct TuningFlags {
+    /// evalscope: worker processes that build requests (0 = auto, 1 = serial, > 1 = that many; must be
+    /// ≥ 0) [default: 0]. No effect: llmperf builds every request body before sending, in-process.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, help_heading = HEADING)]
+    pub num_workers: Option<i64>,
+
+    /// evalscope: result queue size = parallel × this (≤ 0 counts as 1). No effect: llmperf's results go
+    /// through a bounded channel sized by the engine.
+    #[arg(long, value_name = "N", default_value_t = 5, allow_negative_numbers = true, help_heading = HEADING)]
+    pub queue_size_multiplier: i64,
+
+    /// evalscope: tasks scheduled at once = parallel × this (≤ 0 counts as 1). No effect: llmperf starts
+    /// a request only when one of the `--parallel` slots is free.
+    #[arg(long, value_name = "N", default_value_t = 2, allow_negative_numbers = true, help_heading = HEADING)]
+    pub in_flight_task_multiplier: i64,
+}
+
+/// The heading of the local-server flags.
+const LOCAL_HEADING: &str = "Local server (--api local, local_vllm)";
+
+/// evalscope's flags for the server `--api local` / `local_vllm` starts.
+#[derive(Debug, Clone, Args)]
+pub struct LocalFlags {
+    /// Port of the server `--api local` / `local_vllm` starts on 127.0.0.1 (the URL becomes
+    /// `http://127.0.0.1:PORT/v1/chat/completions`) [default: 8877].
+    #[arg(long, value_name = "PORT", help_heading = LOCAL_HEADING)]
+    pub port: Option<u16>,
+
+    /// Attention implementation of the local server: `flash_attention_2` or `sdpa` (vLLM's
+    /// `VLLM_ATTENTION_BACKEND` FLASH_ATTN / TORCH_SDPA; llama.cpp's `--flash-attn on` / `off`).
+    #[arg(long, value_name = "NAME", value_parser = ["flash_attention_2", "sdpa"], help_heading = LOCAL_HEADING)]
+    pub attn_implementation: Option<String>,
+}
+
+/// The tuning values after evalscope's validators, as `benchmark_args.json` records them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// `--num-workers` (0 when not given).
+    pub num_workers: u64,
+    /// `--queue-size-multiplier`, at least 1.
+    pub queue_size_multiplier: u64,
+    /// `--in-flight-task-multiplier`, at least 1.
+    pub in_flight_task_multiplier: u64,
+}
+
+impl TuningFlags {
+    /// evalscope's validators: `--num-workers` < 0 is an error, the multipliers are raised to at least 1.
+    pub fn validate(&self) -> Result<Tuning, String> {
+        let num_workers = match self.num_workers {
+            Some(n) if n < 0 => return Err(format!("--num-workers {n}: must be >= 0")),
+            Some(n) => n as u64,
+            None => 0,
+        };
+        Ok(Tuning {
+            num_workers,
+            queue_size_multiplier: self.queue_size_multiplier.max(1) as u64,
+            in_flight_task_multiplier: self.in_flight_task_multiplier.max(1) as u64,
+        })
+    }
+}
+
+/// Added to the error for an `--api` name llmperf does not run (evalscope's `custom` is a Python class to
+/// subclass, `dashscope` sends no requests in 1.14.1, `systemone`/`autotrust` are decision services):
+/// how to shape requests instead.
+pub const UNSUPPORTED_API_HINT: &str = ". evalscope's Python API plugins (custom, dashscope, systemone, autotrust) have no counterpart: shape the request body with --query-template (a JSON body; `%m` and `%p` are replaced by the model and the prompt) and --extra-args on --api openai (chat/completions, completions) or --api openai_responses";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("llmperf").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn tuning_flags_validate_as_evalscope() {
+        let t = parse(&[]).unwrap().tuning.validate().unwrap();
+        assert_eq!(
+            t,
+            Tuning {
+                num_workers: 0,
+                queue_size_multiplier: 5,
+                in_flight_task_multiplier: 2
+            }
+        );
+        let cli = parse(&[
+            "--num-workers",
+            "3",
+            "--queue-size-multiplier",
+            "0",
+            "--in-flight-task-multiplier",
+            "-4",
+        ])
+        .unwrap();
+        let t = cli.tuning.validate().unwrap();
+        assert_eq!(
+            (
+                t.num_workers,
+                t.queue_size_multiplier,
+                t.in_flight_task_multiplier
+            ),
+            (3, 1, 1)
+        );
+        let err = parse(&["--num-workers", "-1"])
+            .unwrap()
+            .tuning
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("--num-workers"), "{err}");
+    }
+
+    #[test]
+    fn unambiguous_prefixes_work_and_ambiguous_ones_fail() {
+        let cli = parse(&["--max-prompt", "10", "--num-w", "2", "--temp", "0.5"]).unwrap();
+        assert_eq!(cli.max_prompt_length, 10);
+        assert_eq!(cli.tuning.num_workers, Some(2));
+        assert_eq!(cli.temperature, 0.5);
+        // Exact names win over longer ones they prefix.
+        let cli = parse(&["--stream", "--n-choices", "2"]).unwrap();
+        assert!(cli.stream_enabled());
+        let err = parse(&["--max", "10"]).unwrap_err().to_string();
+        assert!(err.contains("--max"), "{err}");
+    }
+}

@@ -1,0 +1,327 @@
+//! Proxies from the environment (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`), as evalscope's aiohttp uses them:
+//! a small proxy on 127.0.0.1 started by the test sees `http://` requests in absolute form and `https://`
+//! ones as a `CONNECT` tunnel; loopback endpoints are never proxied.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+
+use crate::common::*;
+
+/// The name the tests give the server: not loopback, and only the proxy knows where it is.
+const HOST: &str = "llm.proxied.test";
+
+/// A forwarding proxy on 127.0.0.1: every connection's request head is recorded; a `CONNECT` is answered
+/// with 200 and tunnelled to `tunnel_to`, anything else is forwarded as it is to `forward_to`. Threads end
+/// with their connections; the listener thread ends with the test process.
+struct TestProxy {
+    port: u16,
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = to.shutdown(std::net::Shutdown::Write);
+    });
+}
+
+fn read_head(s: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if s.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    Some(head)
+}
+
+impl TestProxy {
+    fn start(forward_to: SocketAddr, tunnel_to: Option<SocketAddr>) -> TestProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let seen = heads.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { continue };
+                let seen = seen.clone();
+                std::thread::spawn(move || {
+                    let Some(head) = read_head(&mut client) else {
+                        return;
+                    };
+                    let text = String::from_utf8_lossy(&head).into_owned();
+                    seen.lock().unwrap().push(text.clone());
+                    let connect = text.starts_with("CONNECT ");
+                    let target = if connect { tunnel_to } else { Some(forward_to) };
+                    let Some(Ok(mut up)) = target.map(TcpStream::connect) else {
+                        let _ = client
+                            .write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n");
+                        return;
+                    };
+                    if connect {
+                        let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                    } else {
+                        let _ = up.write_all(&head);
+                    }
+                    pipe(client.try_clone().unwrap(), up.try_clone().unwrap());
+                    pipe(up, client);
+                });
+            }
+        });
+        TestProxy { port, heads }
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tls/proxied")
+        .join(name)
+}
+
+/// A TLS terminator for `HOST` in front of `backend`, on a runtime of its own (dropping it stops it).
+fn tls_server(backend: SocketAddr) -> (SocketAddr, tokio::runtime::Runtime) {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
+        .unwrap()
+        .map(|c| c.unwrap())
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(fixture("server.key")).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Ok(mut up) = tokio::net::TcpStream::connect(backend).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
+            });
+        }
+    });
+    (addr, rt)
+}
+
+/// `llmperf` with only the given proxy variables set (the machine's own are removed).
+fn run(out: &Path, url: &str, env: &[(&str, &str)], extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "--url",
+        url,
+        "--model",
+        "m",
+        "--prompt",
+        "hello",
+        "--max-tokens",
+        "4",
+    ];
+    args.extend_from_slice(extra);
+    let mut cmd = llmperf_command(out, &args);
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.envs(env.iter().copied())
+        .output()
+        .expect("llmperf runs")
+}
+
+fn sim_addr(sim: &llmperf::sim::SimServer) -> SocketAddr {
+    sim.base_url()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn http_goes_through_the_proxy_in_absolute_form_with_basic_auth() {
+    let sim = fast_sim();
+    let proxy = TestProxy::start(sim_addr(&sim), None);
+    let out = tempfile::tempdir().unwrap();
+    let port = sim_addr(&sim).port();
+    let url = format!("http://{HOST}:{port}/v1/chat/completions");
+    let proxy_url = format!("http://us%40er:s3cr%3At@127.0.0.1:{}", proxy.port);
+    let o = run(
+        out.path(),
+        &url,
+        &[("http_proxy", &proxy_url)],
+        &["--number", "3"],
+    );
+    ok(&o);
+    let heads = proxy.heads();
+    assert!(!heads.is_empty());
+    let auth = base64::engine::general_purpose::STANDARD.encode("us@er:s3cr:t");
+    for head in &heads {
+        assert!(
+            head.starts_with(&format!(
+                "POST http://{HOST}:{port}/v1/chat/completions HTTP/1.1\r\n"
+            )),
+            "{head}"
+        );
+        assert!(
+            head.contains(&format!("\r\nProxy-Authorization: Basic {auth}\r\n")),
+            "{head}"
+        );
+        assert!(
+            head.contains(&format!("\r\nHost: {HOST}:{port}\r\n")),
+            "{head}"
+        );
+    }
+    assert_eq!(
+        sim.requests().len(),
+        4,
+        "connection test + 3 requests reached the server"
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let warned = stderr.matches("latencies include the proxy").count();
+    assert_eq!(warned, 1, "one warning line: {stderr}");
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{} (from http_proxy)", proxy.port)),
+        "{stderr}"
+    );
+    // The proxy password never reaches the console or a file.
+    assert!(!stderr.contains("s3cr") && !String::from_utf8_lossy(&o.stdout).contains("s3cr"));
+    let root = run_root(out.path(), "m");
+    for entry in walk(&root) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("s3cr"),
+            "{}",
+            entry.display()
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
+}
+
+#[test]
+fn https_goes_through_a_connect_tunnel() {
+    let sim = fast_sim();
+    let (tls_addr, _rt) = tls_server(sim_addr(&sim));
+    let proxy = TestProxy::start(sim_addr(&sim), Some(tls_addr));
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("https://{HOST}/v1/chat/completions");
+    let proxy_url = format!("127.0.0.1:{}", proxy.port);
+    let ca = fixture("ca.pem");
+    let o = run(
+        out.path(),
+        &url,
+        &[
+            ("HTTPS_PROXY", &proxy_url),
+            ("SSL_CERT_FILE", ca.to_str().unwrap()),
+        ],
+        &["--parallel", "2", "--number", "3"],
+    );
+    ok(&o);
+    let heads = proxy.heads();
+    assert!(!heads.is_empty());
+    for head in &heads {
+        assert!(
+            head.starts_with(&format!(
+                "CONNECT {HOST}:443 HTTP/1.1\r\nHost: {HOST}:443\r\n"
+            )),
+            "{head}"
+        );
+    }
+    assert_eq!(sim.requests().len(), 4);
+    let root = run_root(out.path(), "m");
+    let rows = rows(&root.join("parallel_2_number_3/benchmark_data.db"));
+    assert!(rows.iter().all(|r| r.success));
+}
+
+#[test]
+fn loopback_and_no_proxy_hosts_are_reached_directly() {
+    let sim = fast_sim();
+    let proxy = TestProxy::start(sim_addr(&sim), None);
+    let proxy_url = format!("http://127.0.0.1:{}", proxy.port);
+    let out = tempfile::tempdir().unwrap();
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    let o = run(
+        out.path(),
+        &url,
+        &[("HTTP_PROXY", &proxy_url)],
+        &["--number", "3"],
+    );
+    ok(&o);
+    assert!(proxy.heads().is_empty(), "loopback is never proxied");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("latencies include the proxy"));
+    // NO_PROXY names the host: llmperf connects to it itself (the name does not resolve here, so the
+    // request fails), and the proxy sees nothing.
+    let out = tempfile::tempdir().unwrap();
+    let url = format!(
+        "http://{HOST}:{}/v1/chat/completions",
+        sim_addr(&sim).port()
+    );
+    let o = run(
+        out.path(),
+        &url,
+        &[("HTTP_PROXY", &proxy_url), ("NO_PROXY", ".proxied.test")],
+        &[
+            "--no-test-connection",
+            "--number",
+            "1",
+            "--connect-timeout",
+            "5",
+        ],
+    );
+    assert!(
+        proxy.heads().is_empty(),
+        "NO_PROXY host reached directly: {:?}",
+        proxy.heads()
+    );
+    let root = run_root(out.path(), "m");
+    let rows = rows(&root.join("parallel_1_number_1/benchmark_data.db"));
+    assert!(!rows[0].success);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("latencies include the proxy"));
+}

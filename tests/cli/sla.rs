@@ -1,0 +1,438 @@
+//! `--sla-auto-tune`, `--sla-confidence` and `--goodput` through the CLI, against the built-in simulator
+//! whose capacity model has a known knee (see `src/sim/capacity.rs`).
+
+use std::path::{Path, PathBuf};
+use std::process::Child;
+
+use crate::common::{json_file, llmperf, llmperf_command, ok, rows};
+
+/// The one run root under `out` (`--no-timestamp`).
+fn root(out: &Path, name: &str) -> PathBuf {
+    out.join(name)
+}
+
+fn spawn(out: &Path, args: &[String]) -> Child {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    llmperf_command(out, &args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("llmperf starts")
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// The value `SLA Auto-tune finished … Best observed <var>: N` reports.
+fn best_observed(log: &str) -> Option<i64> {
+    log.lines()
+        .find_map(|l| l.split("Best observed ").nth(1))
+        .and_then(|rest| rest.split(": ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// One trial suite at a time: their timings must not compete with another suite's processes.
+static TRIALS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs the trials `at_once` at a time (independent processes) and returns each run root.
+fn run_trials(out: &Path, trials: Vec<Vec<String>>, at_once: usize) -> Vec<PathBuf> {
+    let _turn = TRIALS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut roots = Vec::new();
+    for (wave, chunk) in trials.chunks(at_once).enumerate() {
+        let children: Vec<(Child, PathBuf)> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let dir = out.join(format!("t{}", wave * at_once + i));
+                (spawn(&dir, a), dir)
+            })
+            .collect();
+        for (child, dir) in children {
+            let output = child.wait_with_output().unwrap();
+            ok(&output);
+            roots.push(dir.join("m"));
+        }
+    }
+    roots
+}
+
+const MOCK: [&str; 12] = [
+    "--api",
+    "mock",
+    "--model",
+    "m",
+    "--prompt",
+    "hello world",
+    "--extra-args",
+    r#"{"ignore_eos": true}"#,
+    "--no-timestamp",
+    "--sla-auto-tune",
+    "--sla-num-runs",
+    "1",
+];
+
+#[test]
+fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
+    // Batch N, 20 ms TTFT, 10 ms between tokens, 16 tokens: a queued request waits 170 ms, so p99 TTFT
+    // stays ~20 ms up to N clients and exceeds 190 ms beyond; the SLO (120 ms) leaves room for a loaded
+    // machine. Closed-form knee: N.
+    let tmp = tempfile::tempdir().unwrap();
+    let knees: Vec<i64> = (0..10).map(|seed| 3 + seed % 6).collect();
+    let trials = knees
+        .iter()
+        .enumerate()
+        .map(|(seed, n)| {
+            let mut a = args(&MOCK);
+            a.extend(args(&["--max-tokens", "16", "--mock-ttft-ms", "20"]));
+            a.extend(args(&["--mock-itl-ms", "10"]));
+            a.extend(args(&["--sla-upper-bound", "16"]));
+            a.extend(args(&["--sla-params", r#"[{"p99_ttft": "<=120ms"}]"#]));
+            a.extend(["--mock-max-batch".into(), n.to_string()]);
+            a.extend(["--seed".into(), seed.to_string()]);
+            a
+        })
+        .collect();
+    let roots = run_trials(tmp.path(), trials, 5);
+    for (root, knee) in roots.iter().zip(&knees) {
+        let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
+        let checks: Vec<&str> = log.lines().filter(|l| l.contains("SLA Rule")).collect();
+        let found = best_observed(&log).unwrap_or_else(|| panic!("no selection: {checks:#?}"));
+        assert!(
+            (found - knee).abs() <= 1,
+            "knee {knee}, found {found}: {checks:#?}"
+        );
+        let summary = json_file(&root.join("sla_summary.json"));
+        let probe = &summary[format!("parallel_{found}")]["metrics"];
+        assert_eq!(probe["Concurrency"], serde_json::json!(found as f64));
+        // Each probe run has its own folder with evalscope's files.
+        let run = root.join(format!("sla_tuning/sla_parallel_{found}_run_0"));
+        for f in [
+            "benchmark_args.json",
+            "benchmark_summary.json",
+            "benchmark_data.db",
+        ] {
+            assert!(run.join(f).exists(), "{f}");
+        }
+    }
+}
+
+#[test]
+fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
+    // Decode 400 tok/s shared, 10 ms TTFT, 6 tokens, avg TPOT ≤ 13 ms. Closed-form knee:
+    // λ = (X·D − 1) / (ttft + (n − 1)·X) = (5.2 − 1) / (0.01 + 0.065) = 56 req/s, at 70 % of the decode
+    // capacity: TPOT rises steeply there (little run-to-run noise in the knee) while the server still
+    // settles within a fraction of each 5-second run.
+    let knee = (0.013 * 400.0 - 1.0) / (0.010 + 5.0 * 0.013);
+    let tmp = tempfile::tempdir().unwrap();
+    let trials = (0..10)
+        .map(|seed| {
+            let mut a = args(&MOCK);
+            a.extend(args(&[
+                "--max-tokens",
+                "6",
+                "--mock-ttft-ms",
+                "10",
+                "--mock-itl-ms",
+                "1",
+                "--mock-decode-tok-per-s",
+                "400",
+                "--sla-variable",
+                "rate",
+                "--rate",
+                "32",
+                "--sla-upper-bound",
+                "128",
+                "--sla-number-multiplier",
+                "5",
+                "--sla-params",
+                r#"[{"avg_tpot": "<=13"}]"#,
+            ]));
+            a.extend(["--seed".into(), seed.to_string()]);
+            a
+        })
+        .collect();
+    let roots = run_trials(tmp.path(), trials, 3);
+    let mut found_all = Vec::new();
+    for root in &roots {
+        let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
+        let checks: Vec<&str> = log.lines().filter(|l| l.contains("SLA Rule")).collect();
+        found_all.push(best_observed(&log).unwrap_or_else(|| panic!("no selection: {checks:#?}")));
+    }
+    eprintln!("rate knee {knee:.2}: found {found_all:?}");
+    for found in &found_all {
+        let err = (*found as f64 - knee).abs() / knee;
+        assert!(err <= 0.10, "knee {knee:.2}, found {found_all:?}");
+    }
+}
+
+#[test]
+fn confidence_interval_contains_the_knee_in_nine_of_ten_trials() {
+    // Decode 800 tok/s shared by c clients: TPOT = max(itl, c / 800). avg TPOT ≤ 10.625 ms: knee between
+    // 8 (10 ms) and 9 (11.25 ms).
+    let tmp = tempfile::tempdir().unwrap();
+    let trials = (0..10)
+        .map(|seed| {
+            let mut a = args(&MOCK);
+            a.extend(args(&[
+                "--max-tokens",
+                "8",
+                "--mock-ttft-ms",
+                "20",
+                "--mock-itl-ms",
+                "1",
+                "--mock-decode-tok-per-s",
+                "800",
+                "--sla-upper-bound",
+                "16",
+                "--sla-confidence",
+                "0.95",
+                "--sla-max-runs",
+                "6",
+                "--sla-params",
+                r#"[{"avg_tpot": "<=10.625"}]"#,
+            ]));
+            a.extend(["--seed".into(), seed.to_string()]);
+            a
+        })
+        .collect();
+    let roots = run_trials(tmp.path(), trials, 5);
+    let mut contained = 0;
+    let mut seen = Vec::new();
+    for root in &roots {
+        let summary = json_file(&root.join("sla_summary.json"));
+        let sel = &summary["Confidence Selections"][0];
+        let low = sel["Largest Confident Pass"].as_i64();
+        let high = sel["Smallest Confident Fail"].as_i64();
+        seen.push((low, high));
+        if low.is_some_and(|l| l <= 8) && high.is_some_and(|h| h >= 9) {
+            contained += 1;
+        }
+        // Each probe records its runs and their spread.
+        let probe = summary.as_object().unwrap().values().next().unwrap();
+        assert!(probe["Runs"].as_u64().unwrap() >= 2);
+        assert!(probe["Metric Spread"]["avg_tpot"]["CI High"].is_number());
+    }
+    eprintln!("intervals around the knee 8|9: {seen:?}");
+    assert!(contained >= 9, "intervals {seen:?}");
+}
+
+#[test]
+fn bad_sla_input_is_a_usage_error_naming_the_flag_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (&["--sla-params", r#"{"p99_ttft": "<=5"}"#], "--sla-params"),
+        (
+            &["--sla-params", r#"[{"p98_ttft": "<=5"}]"#],
+            "--sla-params",
+        ),
+        (&["--sla-params", r#"[{"p99_ttft": "=5"}]"#], "--sla-params"),
+        (
+            &[
+                "--sla-params",
+                r#"[{"rps": ">=1"}]"#,
+                "--sla-lower-bound",
+                "9",
+                "--sla-upper-bound",
+                "3",
+            ],
+            "--sla-lower-bound",
+        ),
+        (
+            &["--sla-params", r#"[{"rps": ">=1"}]"#, "--sla-num-runs", "0"],
+            "--sla-num-runs",
+        ),
+        (&[], "--sla-params"),
+        (
+            &[
+                "--sla-params",
+                r#"[{"rps": ">=1"}]"#,
+                "--sla-confidence",
+                "2",
+            ],
+            "--sla-confidence",
+        ),
+    ];
+    for (extra, flag) in cases {
+        let mut a = vec![
+            "--api",
+            "mock",
+            "--model",
+            "m",
+            "--prompt",
+            "x",
+            "--sla-auto-tune",
+        ];
+        a.extend_from_slice(extra);
+        let out = llmperf(tmp.path(), &a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(flag), "{extra:?}: {stderr}");
+        assert!(!tmp.path().exists() || std::fs::read_dir(tmp.path()).unwrap().next().is_none());
+    }
+    let out = llmperf(
+        tmp.path(),
+        &[
+            "--api",
+            "mock",
+            "--model",
+            "m",
+            "--prompt",
+            "x",
+            "--goodput",
+            "ttft",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--goodput"));
+    let out = llmperf(
+        tmp.path(),
+        &["--model", "m", "--prompt", "x", "--mock-max-batch", "4"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--mock-max-batch"));
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn goodput_equals_a_recount_from_the_stored_rows() {
+    // A batch of 2 with 4 clients: half the requests queue, so the TTFT SLO splits them.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = llmperf(
+        tmp.path(),
+        &[
+            "--api",
+            "mock",
+            "--model",
+            "m",
+            "--prompt",
+            "hello",
+            "--no-timestamp",
+            "--max-tokens",
+            "8",
+            "--extra-args",
+            r#"{"ignore_eos": true}"#,
+            "--mock-ttft-ms",
+            "10",
+            "--mock-itl-ms",
+            "20",
+            "--mock-max-batch",
+            "2",
+            "--parallel",
+            "1",
+            "4",
+            "--number",
+            "6",
+            "24",
+            "--goodput",
+            "ttft:80",
+            "itl:60",
+            "e2el:400",
+        ],
+    );
+    ok(&out);
+    let root = root(tmp.path(), "m");
+    let mut attainments = Vec::new();
+    for run in ["parallel_1_number_6", "parallel_4_number_24"] {
+        let summary = json_file(&root.join(run).join("benchmark_summary.json"));
+        let rows = rows(&root.join(run).join("benchmark_data.db"));
+        let meets = |r: &crate::common::Row| {
+            let (ttft, e2el) = (r.ttft.unwrap() * 1000.0, r.latency.unwrap() * 1000.0);
+            let itl = r.itl.iter().copied().fold(0.0, f64::max) * 1000.0;
+            (ttft <= 80.0, itl <= 60.0, e2el <= 400.0)
+        };
+        let ok_rows: Vec<_> = rows.iter().filter(|r| r.success).map(meets).collect();
+        let good = ok_rows.iter().filter(|(a, b, c)| *a && *b && *c).count() as f64;
+        let n = rows.len() as f64;
+        let pct = |k: usize| (k as f64 * 10000.0 / n).round() / 100.0;
+        let duration = summary["Test Duration (s)"].as_f64().unwrap();
+        let goodput = summary["Goodput (req/s)"].as_f64().unwrap();
+        assert!(
+            (goodput - good / duration).abs() <= 1e-3 * (1.0 + goodput),
+            "{run}"
+        );
+        assert_eq!(
+            summary["SLO Attainment (%)"].as_f64().unwrap(),
+            pct(good as usize)
+        );
+        let ttft_ok = ok_rows.iter().filter(|t| t.0).count();
+        assert_eq!(
+            summary["TTFT SLO Attainment (%)"].as_f64().unwrap(),
+            pct(ttft_ok)
+        );
+        let itl_ok = ok_rows.iter().filter(|t| t.1).count();
+        assert_eq!(
+            summary["ITL SLO Attainment (%)"].as_f64().unwrap(),
+            pct(itl_ok)
+        );
+        assert_eq!(
+            summary["Goodput SLOs (ms)"]["ttft"],
+            serde_json::json!(80.0)
+        );
+        // evalscope's keys come first.
+        let keys: Vec<&String> = summary.as_object().unwrap().keys().collect();
+        assert_eq!(keys[0], "Test Duration (s)");
+        let gp = keys.iter().position(|k| *k == "Goodput (req/s)").unwrap();
+        let input = keys
+            .iter()
+            .position(|k| *k == "Input Throughput (tok/s)")
+            .unwrap();
+        assert!(gp > input);
+        attainments.push(summary["TTFT SLO Attainment (%)"].as_f64().unwrap());
+    }
+    let html = std::fs::read_to_string(root.join("perf_report.html")).unwrap();
+    assert!(html.contains(r#"id="slo-attainment-t""#) && html.contains(r#"id="slo-goodput-t""#));
+    assert_eq!(
+        attainments[0], 100.0,
+        "one client never queues: {attainments:?}"
+    );
+    assert!(
+        attainments[1] < 100.0,
+        "four clients on a batch of two queue: {attainments:?}"
+    );
+}
+
+#[test]
+fn prefill_rate_adds_the_prompt_time_to_ttft_and_queues_prompts() {
+    // 100-word prompts at 1000 prompt tokens/s: 100 ms of prefill each, one prompt at a time.
+    let tmp = tempfile::tempdir().unwrap();
+    let prompt = vec!["word"; 100].join(" ");
+    let out = llmperf(
+        tmp.path(),
+        &[
+            "--api",
+            "mock",
+            "--model",
+            "m",
+            "--prompt",
+            &prompt,
+            "--no-timestamp",
+            "--max-tokens",
+            "4",
+            "--mock-ttft-ms",
+            "10",
+            "--mock-itl-ms",
+            "1",
+            "--mock-prefill-tok-per-s",
+            "1000",
+            "--parallel",
+            "1",
+            "2",
+            "--number",
+            "3",
+            "6",
+        ],
+    );
+    ok(&out);
+    let root = root(tmp.path(), "m");
+    let alone = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    for r in &alone {
+        let ttft_ms = r.ttft.unwrap() * 1000.0;
+        assert!((110.0..200.0).contains(&ttft_ms), "alone: {ttft_ms} ms");
+    }
+    // Two clients share the one prefill stage: each request's prompt waits for the other's.
+    let pair = rows(&root.join("parallel_2_number_6/benchmark_data.db"));
+    let mut ttfts: Vec<f64> = pair.iter().map(|r| r.ttft.unwrap() * 1000.0).collect();
+    ttfts.sort_by(f64::total_cmp);
+    assert!(ttfts[ttfts.len() - 1] >= 200.0, "queued prefill: {ttfts:?}");
+}
