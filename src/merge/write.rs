@@ -122,6 +122,20 @@ fn spec_of(args: &Map<String, Value>, dir_name: &str) -> RunSpec {
     }
 }
 
+/// The summary settings a shard's `benchmark_args.json` implies for one run.
+fn summary_context(args: &Map<String, Value>, spec: &RunSpec) -> SummaryContext {
+    let api = args.get("api").and_then(Value::as_str).unwrap_or("openai");
+    SummaryContext {
+        concurrency: spec.parallel,
+        request_rate: spec.rate,
+        input_only: input_only(api),
+        pd_metrics: args
+            .get("enable_pd_metrics")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    }
+}
+
 /// Merges one run of the plan into `<root>/<run>`.
 fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Value>, Vec<u32>)> {
     let set = &plan.set;
@@ -167,21 +181,8 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
         })
         .collect();
     let mut args = first.args.clone();
-    let api = args
-        .get("api")
-        .and_then(Value::as_str)
-        .unwrap_or("openai")
-        .to_string();
     let spec = spec_of(&args, run);
-    let ctx = SummaryContext {
-        concurrency: spec.parallel,
-        request_rate: spec.rate,
-        input_only: input_only(&api),
-        pd_metrics: args
-            .get("enable_pd_metrics")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-    };
+    let ctx = summary_context(&args, &spec);
     let db_path = run_dir.join("benchmark_data.db");
     let replayed = merge_rows(&db_path, &shard_rows, ctx)?;
     tracing::info!(

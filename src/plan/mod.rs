@@ -189,34 +189,44 @@ pub struct AsTyped {
 /// The total timeout used for `--total-timeout 0` (none): a century.
 pub const NO_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 86_400);
 
+/// `--model` and its basename (evalscope's `model_id`). A replayed trace's bodies name their own models:
+/// `--model` is optional there, as in evalscope; then the model is empty and the dataset names the folder.
+fn model_and_id(cli: &Cli) -> Result<(String, String), UsageError> {
+    let trace_without_model =
+        cli.dataset == DatasetName::WorkloadTrace && cli.model.is_none() && cli.prompt.is_none();
+    if trace_without_model {
+        return Ok((String::new(), cli.dataset.as_str().to_string()));
+    }
+    let model = endpoint::model(cli)?;
+    let model_id = endpoint::model_id(&model);
+    Ok((model, model_id))
+}
+
+/// The URL requests go to, and whether an endpoint was appended to `--url`.
+fn request_url(
+    cli: &Cli,
+    api: ApiKind,
+    local: Option<&crate::local_server::LocalSettings>,
+) -> Result<(Url, bool), UsageError> {
+    let (mut url, appended) = match local {
+        // evalscope's _resolve_local_url: the server's own URL, whatever --url says.
+        Some(l) => (local_url(l.port, cli.dataset), false),
+        None => complete_url_for(&cli.url, api.endpoint_suffix())?,
+    };
+    if api == ApiKind::Responses {
+        responses_url(&mut url, cli)?;
+    }
+    Ok((url, appended))
+}
+
 impl RunPlan {
     /// Validates `cli` into a plan. `now` names the timestamp folder.
     pub fn from_cli(cli: Cli, now: chrono::DateTime<chrono::Local>) -> Result<RunPlan, UsageError> {
-        // A replayed trace's bodies name their own models: --model is optional there, as in evalscope.
-        let trace_without_model = cli.dataset == DatasetName::WorkloadTrace
-            && cli.model.is_none()
-            && cli.prompt.is_none();
-        let model = if trace_without_model {
-            String::new()
-        } else {
-            endpoint::model(&cli)?
-        };
-        let model_id = if trace_without_model {
-            cli.dataset.as_str().to_string()
-        } else {
-            endpoint::model_id(&model)
-        };
+        let (model, model_id) = model_and_id(&cli)?;
         let api = ApiKind::from(cli.api);
         let tuning = cli.tuning.validate().map_err(UsageError)?;
         let local = local_settings(&cli, &model)?;
-        let (mut url, appended) = match &local {
-            // evalscope's _resolve_local_url: the server's own URL, whatever --url says.
-            Some(l) => (local_url(l.port, cli.dataset), false),
-            None => complete_url_for(&cli.url, api.endpoint_suffix())?,
-        };
-        if api == ApiKind::Responses {
-            responses_url(&mut url, &cli)?;
-        }
+        let (mut url, appended) = request_url(&cli, api, local.as_ref())?;
         let headers = endpoint::headers(&cli)?;
         let timeouts = endpoint::timeouts(&cli);
         let (mode, mut runs) = load::runs(&cli)?;

@@ -214,6 +214,30 @@ struct Times {
     arrived_s: Option<f64>,
 }
 
+/// The capacity model: wait for a batch slot (this wait counts in TTFT) and book the prefill. Returns when
+/// the request starts, its TTFT from then, and its pacing; without the model: `received`, the plain TTFT.
+async fn admit(
+    shared: &Arc<Shared>,
+    received: std::time::Instant,
+    prompt_tokens: u64,
+) -> (
+    std::time::Instant,
+    std::time::Duration,
+    Option<super::capacity::Pace>,
+) {
+    if !shared.capacity.limited() {
+        return (received, shared.cfg.ttft, None);
+    }
+    let admission = shared.capacity.admit(prompt_tokens).await;
+    let at = admission.admitted;
+    let ttft = shared.cfg.ttft + admission.prefill;
+    let pace = super::capacity::Pace {
+        capacity: shared.capacity.clone(),
+        admission: Arc::new(admission),
+    };
+    (at, ttft, Some(pace))
+}
+
 /// Answers a generation request that passed every check: a stream, or one whole body after the last
 /// token is due; `fault` shapes either.
 #[allow(clippy::too_many_arguments)]
@@ -248,19 +272,7 @@ async fn generate(
         Api::Completion | Api::Responses => 0,
     };
     shared.metrics.started();
-    // The capacity model: wait for a batch slot (this wait counts in TTFT), book the prefill.
-    let (start, ttft, pace) = if shared.capacity.limited() {
-        let admission = shared.capacity.admit(prompt_tokens).await;
-        let at = admission.admitted;
-        let ttft = cfg.ttft + admission.prefill;
-        let pace = super::capacity::Pace {
-            capacity: shared.capacity.clone(),
-            admission: Arc::new(admission),
-        };
-        (at, ttft, Some(pace))
-    } else {
-        (received, cfg.ttft, None)
-    };
+    let (start, ttft, pace) = admit(shared, received, prompt_tokens).await;
     let plan = Plan {
         api,
         id,
