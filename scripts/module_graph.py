@@ -3,6 +3,8 @@
 and doc links left out), and fails (exit 1) when two modules use each other, directly or through others.
 
 Usage: python3 scripts/module_graph.py [SRC_DIR]   (default: src)
+
+The same check runs under `cargo test` (src/module_graph_tests.rs).
 """
 
 import re

@@ -21,6 +21,8 @@ pub mod local_server;
 pub(crate) mod logging;
 pub mod merge;
 pub mod metrics;
+#[cfg(test)]
+mod module_graph_tests;
 pub mod plan;
 pub(crate) mod progress;
 pub mod pyjson;
@@ -36,9 +38,12 @@ pub mod sim;
 pub mod sla;
 pub mod store;
 mod sys;
+
 #[cfg(test)]
 mod test_support;
+pub mod text;
 pub mod tokenizer;
+pub mod traces;
 pub(crate) mod visualizer;
 
 pub use error::{Error, EXIT_FAILURE, EXIT_USAGE};
@@ -54,7 +59,7 @@ fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), Error> {
     let parallel = plan
         .runs
         .iter()
-        .map(|r| shard::share(plan.sharding.as_ref(), r.parallel.max(1) as u64))
+        .map(|r| plan::sharding::share(plan.sharding.as_ref(), r.parallel.max(1) as u64))
         .max()
         .unwrap_or(1);
     let per_request = if plan.mock.is_some() { 2 } else { 1 };

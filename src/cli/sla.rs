@@ -1,7 +1,7 @@
 //! Capacity-planning flags: evalscope's `--sla-*` auto-tune flags (spelled and defaulted as evalscope
 //! 1.14.1 spells them), llmperf's `--sla-confidence` interval search, `--goodput` SLOs, and the
 //! simulator's capacity model (`--mock-max-batch`, `--mock-prefill-tok-per-s`,
-//! `--mock-decode-tok-per-s`). Flattened into [`super::Cli`]; checked in [`crate::sla::SlaPlan`].
+//! `--mock-decode-tok-per-s`). Flattened into [`super::Cli`]; checked in [`crate::plan::sla::SlaPlan`].
 
 use clap::Args;
 

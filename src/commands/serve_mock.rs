@@ -1,11 +1,135 @@
-//! `llmperf serve-mock`: the built-in simulator as a standalone server (see [`crate::sim::serve`]).
+//! `llmperf serve-mock`: the built-in simulator as a standalone server, for tests and demos that need an
+//! endpoint in a process of its own (a Slurm job array, a second terminal). It listens on 127.0.0.1, prints
+//! its base URL as the first line of stdout, and serves until SIGINT/SIGTERM (or, with
+//! `--until-stdin-closes`, until its stdin closes).
 
-use clap::CommandFactory;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{CommandFactory, Parser};
 
 use super::Subcommand;
+use crate::error::Error;
+use crate::sim::{FaultRule, SimConfig, SimServer};
 
 pub(super) const COMMAND: Subcommand = Subcommand {
     name: "serve-mock",
-    command: <crate::sim::serve::ServeMockArgs as CommandFactory>::command,
-    run: crate::sim::serve::run,
+    command: <ServeMockArgs as CommandFactory>::command,
+    run,
 };
+
+/// Serve the built-in OpenAI-compatible simulator on 127.0.0.1 (the one `--api mock` uses) until killed.
+/// Prints its base URL (`http://127.0.0.1:PORT/v1`) as the first line of stdout.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "llmperf serve-mock", max_term_width = 110)]
+struct ServeMockArgs {
+    /// Time to first token, in milliseconds.
+    #[arg(long, default_value_t = 50.0)]
+    ttft_ms: f64,
+
+    /// Time between tokens, in milliseconds.
+    #[arg(long, default_value_t = 10.0)]
+    itl_ms: f64,
+
+    /// Output length of a request that does not force one (`ignore_eos`), within its
+    /// `min_tokens`..`max_tokens`.
+    #[arg(long, default_value_t = 64)]
+    output_tokens: u32,
+
+    /// Worker threads of the simulator's runtime.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+
+    /// Make every EVERY-th request misbehave (as `llmperf --mock-fault`).
+    #[arg(long, value_name = "KIND[:EVERY]", num_args = 1.., value_parser = crate::sim::fault::parse_fault_rule)]
+    mock_fault: Vec<FaultRule>,
+
+    /// Also write the base URL to this file (written whole once the server listens), for scripts.
+    #[arg(long, value_name = "PATH")]
+    url_file: Option<PathBuf>,
+
+    /// Stop when stdin closes (for a parent process that holds the pipe); otherwise only a signal stops it.
+    #[arg(long)]
+    until_stdin_closes: bool,
+
+    /// The capacity model (`--mock-max-batch`, `--mock-prefill-tok-per-s`, `--mock-decode-tok-per-s`),
+    /// as for `llmperf --api mock`.
+    #[command(flatten)]
+    capacity: crate::cli::sla::MockCapacityArgs,
+}
+
+fn millis(flag: &str, v: f64) -> Result<Duration, String> {
+    if v >= 0.0 && v.is_finite() {
+        Ok(Duration::from_secs_f64(v / 1000.0))
+    } else {
+        Err(format!("{flag} {v}: must be a number of milliseconds ≥ 0"))
+    }
+}
+
+/// Runs `llmperf serve-mock` on its argv (`serve-mock` first) until a signal (or stdin's end).
+fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
+    let args = ServeMockArgs::try_parse_from(argv)?;
+    let ttft = millis("--ttft-ms", args.ttft_ms).map_err(Error::usage)?;
+    let itl = millis("--itl-ms", args.itl_ms).map_err(Error::usage)?;
+    if args.threads == 0 {
+        return Err(Error::usage("--threads must be at least 1"));
+    }
+    let cfg = SimConfig {
+        ttft,
+        itl,
+        output_tokens: args.output_tokens,
+        threads: args.threads,
+        record_truth: false,
+        faults: args.mock_fault.clone(),
+        max_batch: args.capacity.mock_max_batch,
+        prefill_tok_per_s: args.capacity.mock_prefill_tok_per_s,
+        decode_tok_per_s: args.capacity.mock_decode_tok_per_s,
+        ..SimConfig::default()
+    };
+    crate::clock::init();
+    let _ = crate::resources::ensure_file_limit(u64::MAX);
+    let sim = SimServer::start(cfg).context("cannot start the simulator")?;
+    let url = format!("{}/v1", sim.base_url());
+    if let Some(path) = &args.url_file {
+        let staging = path.with_extension("partial");
+        std::fs::write(&staging, format!("{url}\n"))
+            .and_then(|()| std::fs::rename(&staging, path))
+            .map_err(|e| Error::usage(format!("--url-file {}: {e}", path.display())))?;
+    }
+    println!("{url}");
+    let _ = std::io::stdout().flush();
+    let waited = wait_for_stop(args.until_stdin_closes);
+    sim.shutdown();
+    waited
+}
+
+/// Blocks until SIGINT/SIGTERM or, when asked, stdin's end.
+fn wait_for_stop(until_stdin_closes: bool) -> Result<(), Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let stdin_closed = async {
+            if until_stdin_closes {
+                let _ = tokio::task::spawn_blocking(|| {
+                    let mut sink = Vec::new();
+                    std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink)
+                })
+                .await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("cannot watch SIGTERM")?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            _ = stdin_closed => {}
+        }
+        Ok(())
+    })
+}

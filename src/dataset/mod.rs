@@ -14,13 +14,12 @@ mod line_by_line;
 pub mod multi_turn;
 mod parquet_rows;
 pub mod random;
-pub mod replay;
+pub mod replay_prompt;
 mod swe_smith;
 mod synthetic;
 mod text_lines;
 mod trie;
 mod webdataset;
-pub mod workload_trace;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -215,7 +214,7 @@ pub struct Prompts {
     tokenize_prompt: bool,
     template_kwargs: Map<String, Value>,
     /// `mooncake_trace` / `burstgpt_trace` / `azure_trace`: the requests built from the plan's trace.
-    pub replay: Option<Arc<replay::prompt::Built>>,
+    pub replay: Option<Arc<replay_prompt::Built>>,
 }
 
 enum Source {
@@ -334,9 +333,9 @@ impl Prompts {
             }
         };
         let replay = match &plan.replay {
-            Some(trace) => Some(Arc::new(replay::prompt::build(
+            Some(trace) => Some(Arc::new(replay_prompt::build(
                 trace,
-                &replay::prompt::PromptShape {
+                &replay_prompt::PromptShape {
                     tokenizer: tokenizer.clone(),
                     chat: plan.apply_chat_template,
                     tokenize_prompt: plan.tokens.tokenize_prompt,

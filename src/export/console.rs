@@ -14,8 +14,8 @@ use crate::metrics::{
     BenchmarkSummary, ClientDiagnostics, PercentileTable, WorkloadThroughput, PERCENTILE_LABELS,
 };
 
-use super::format::{fmt_num, unit_for_key, Unit};
-use super::table::{Align, SimpleOutline};
+use crate::text::format::{fmt_num, unit_for_key, Unit};
+use crate::text::table::{Align, SimpleOutline};
 
 /// `Benchmarking summary:` and the summary table, lines joined by `\n`, no trailing newline.
 pub fn summary_table(s: &BenchmarkSummary) -> String {

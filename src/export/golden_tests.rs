@@ -12,12 +12,12 @@ use serde_json::Value;
 
 use super::console::{percentile_table, summary_table, workload_table};
 use super::report::{performance_summary, ReportInfo, RunReport};
-use super::table::display_width;
 use crate::metrics::trace::TraceRow;
 use crate::metrics::{
     BenchmarkSummary, PercentileTable, TraceSummary, WorkloadRow, WorkloadThroughput,
     PERCENTILE_LABELS, WORKLOAD_METRICS,
 };
+use crate::text::table::display_width;
 
 fn golden_dir(case: &str) -> PathBuf {
     // llmperf's own goldens (made the same way, for features the shared set lacks) live in the crate.

@@ -22,8 +22,8 @@ use crate::metrics::{
 };
 use crate::pyjson;
 
-use super::format::{fmt_num, py_comma, py_comma_fixed, Unit};
-use super::table::{panel, Align, BoxStyle, Column, RichTable};
+use crate::text::format::{fmt_num, py_comma, py_comma_fixed, Unit};
+use crate::text::table::{panel, Align, BoxStyle, Column, RichTable};
 
 /// One finished run of the sweep, as the report needs it.
 #[derive(Debug, Clone, Default, PartialEq)]

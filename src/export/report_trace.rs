@@ -2,9 +2,9 @@
 //! trace summary, one row per trace metric with its mean, p50, p90, p99 and max, formatted as evalscope
 //! formats the metric.
 
-use super::format::unit_for_key;
 use super::report::{conc_rate, report_table, RunReport};
-use super::table::{Align, Column, RichTable};
+use crate::text::format::unit_for_key;
+use crate::text::table::{Align, Column, RichTable};
 
 /// The table, `None` when no run has a trace.
 pub(super) fn per_trace_table(runs: &[&RunReport]) -> Option<RichTable> {

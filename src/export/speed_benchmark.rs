@@ -113,8 +113,8 @@ pub fn table(rows: &[Map<String, Value>]) -> String {
             .collect();
         let width = shown
             .iter()
-            .map(|s| super::table::display_width(s))
-            .fold(super::table::display_width(h) + 2, usize::max);
+            .map(|s| crate::text::table::display_width(s))
+            .fold(crate::text::table::display_width(h) + 2, usize::max);
         columns.push((width, shown, numeric));
     }
     let rule = |l: &str, m: &str, r: &str| {
@@ -123,15 +123,15 @@ pub fn table(rows: &[Map<String, Value>]) -> String {
     };
     let align = |numeric: bool| {
         if numeric {
-            super::table::Align::Right
+            crate::text::table::Align::Right
         } else {
-            super::table::Align::Left
+            crate::text::table::Align::Left
         }
     };
     let line = |cells: Vec<(&str, usize, bool)>| {
         let parts: Vec<String> = cells
             .into_iter()
-            .map(|(c, w, numeric)| super::table::pad(c, w, align(numeric)))
+            .map(|(c, w, numeric)| crate::text::table::pad(c, w, align(numeric)))
             .collect();
         format!("│ {} │", parts.join(" │ "))
     };

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::export::format::unit_for_key;
-use crate::export::table::{Align, SimpleOutline};
 use crate::record::RequestRecord;
+use crate::text::format::unit_for_key;
+use crate::text::table::{Align, SimpleOutline};
 
 /// One successful turn, reduced to what the trace metrics use (seconds, tokens).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

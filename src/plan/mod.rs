@@ -1,10 +1,12 @@
-//! `RunPlan::from_cli`: every cross-flag rule, checked once, turning raw flags into typed values.
+//! `RunPlan::from_cli`: every cross-flag rule, checked once, turning raw flags into typed values; and the
+//! plan written back out as `benchmark_args.json` ([`args`](mod@args)).
 //!
 //! The engine never re-checks a flag and nothing downstream reads the raw flags. Errors here are usage
 //! errors (exit code 2) and name the flag. The checks are grouped by concern: [`endpoint`] (model, API,
 //! URL, headers, timeouts), [`load`] (runs of the sweep, warmup, duration), [`prompts`] (prompt source,
 //! template, chat template), and per-flag helpers in `parse`.
 
+pub mod args;
 mod endpoint;
 mod kinds;
 mod load;
@@ -12,6 +14,8 @@ mod multi_turn;
 mod parse;
 mod prompts;
 mod server_side;
+pub mod sharding;
+pub mod sla;
 #[cfg(test)]
 mod tests;
 mod trace;
@@ -133,13 +137,13 @@ pub struct RunPlan {
     /// Values evalscope writes into `benchmark_args.json` exactly as typed.
     pub as_typed: AsTyped,
     /// `--sla-auto-tune`: the search settings (the runs then come from the search, not `runs`).
-    pub sla: Option<crate::sla::SlaPlan>,
+    pub sla: Option<sla::SlaPlan>,
     /// `--goodput`: the per-request SLOs counted into every summary.
     pub goodput: Option<crate::metrics::GoodputSlos>,
     /// `--multi-turn`: conversations instead of single requests.
     pub multi_turn: Option<MultiTurnSettings>,
     /// `--dataset workload_trace`: the requests to replay, in order, with their arrival offsets.
-    pub trace: Option<std::sync::Arc<Vec<crate::dataset::workload_trace::TraceRequest>>>,
+    pub trace: Option<std::sync::Arc<Vec<crate::traces::workload_trace::TraceRequest>>>,
     /// evalscope's engine-tuning flags, validated (recorded only).
     pub tuning: crate::cli::compat::Tuning,
     /// `--enable-pd-metrics`.
@@ -149,11 +153,11 @@ pub struct RunPlan {
     /// `--port`.
     pub port: u16,
     /// `--dataset mooncake_trace / burstgpt_trace / azure_trace`: the checked trace, prompts still to build.
-    pub replay: Option<std::sync::Arc<crate::dataset::replay::ReplayTrace>>,
+    pub replay: Option<std::sync::Arc<crate::traces::replay::ReplayTrace>>,
     /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
-    pub sharding: Option<crate::shard::Sharding>,
+    pub sharding: Option<sharding::Sharding>,
 }
 
 /// Warmup requests before a run of `number` measured ones (the `--warmup-num` rule).
@@ -245,7 +249,7 @@ impl RunPlan {
         let output_root = output_root(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
-        let sla = crate::sla::SlaPlan::from_cli(
+        let sla = sla::SlaPlan::from_cli(
             &cli.sla,
             &cli.parallel,
             &cli.rate,
@@ -314,10 +318,10 @@ impl RunPlan {
             server_side,
             sharding: None,
         };
-        plan.sharding = crate::shard::resolve(&plan, &shard_flags, &|k| std::env::var(k).ok())
+        plan.sharding = sharding::resolve(&plan, &shard_flags, &|k| std::env::var(k).ok())
             .map_err(UsageError)?;
         if let Some(s) = &plan.sharding {
-            plan.output_root = crate::shard::output_root(&plan.output_root, s);
+            plan.output_root = sharding::output_root(&plan.output_root, s);
         }
         if plan.sla.is_some() && plan.sharding.is_some() {
             return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");

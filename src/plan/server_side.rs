@@ -1,7 +1,12 @@
 //! The plan of the server's side of a run and of its arrival shape: `--server-metrics*`, `--burstiness`,
 //! `--ramp-up`, and the simulator's `--mock-metrics-fault` / `--mock-reasoning-tokens`.
 
+use std::time::Duration;
+
+use reqwest::Url;
+
 use super::{usage, ApiKind, ArrivalShape, RunSpec, UsageError};
+use crate::cli::server_metrics::ServerMetricsArgs;
 use crate::cli::Cli;
 use crate::server_metrics::ServerMetricsPlan;
 use crate::sim::MetricsFault;
@@ -25,7 +30,7 @@ pub fn server_side_plan(
     api: ApiKind,
     runs: &[RunSpec],
 ) -> Result<ServerSidePlan, UsageError> {
-    let metrics = crate::server_metrics::plan_from_args(&cli.server_side).map_err(UsageError)?;
+    let metrics = server_metrics_plan(&cli.server_side).map_err(UsageError)?;
     let paced = runs.iter().all(|r| r.rate > 0.0);
     let mut arrival = ArrivalShape::default();
     if let Some(k) = cli.arrival.burstiness {
@@ -66,4 +71,34 @@ pub fn server_side_plan(
         mock_metrics_fault: fault,
         mock_reasoning_tokens: reasoning,
     })
+}
+
+/// Validates the flags: `None` when `--server-metrics` was not given.
+fn server_metrics_plan(args: &ServerMetricsArgs) -> Result<Option<ServerMetricsPlan>, String> {
+    let interval = args.server_metrics_interval;
+    if !(interval.is_finite() && interval >= 0.01) {
+        return Err(format!(
+            "--server-metrics-interval {interval}: must be a number of seconds ≥ 0.01"
+        ));
+    }
+    let Some(given) = &args.server_metrics else {
+        return Ok(None);
+    };
+    let mut urls = Vec::new();
+    for u in given {
+        match Url::parse(u) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
+                urls.push(url)
+            }
+            _ => {
+                return Err(format!(
+                    "--server-metrics {u:?}: not an http(s) URL (e.g. http://gpu:8000/metrics)"
+                ))
+            }
+        }
+    }
+    Ok(Some(ServerMetricsPlan {
+        urls,
+        interval: Duration::from_secs_f64(interval),
+    }))
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::{usage, LoadMode, PromptSource, RunSpec, UsageError};
 use crate::cli::{Cli, DatasetName};
-use crate::dataset::replay::{self, Format, ReplayTrace};
-use crate::dataset::workload_trace::{self, TraceRequest};
+use crate::traces::replay::{self, Format, ReplayTrace};
+use crate::traces::workload_trace::{self, TraceRequest};
 
 /// `--number`'s default: left as is, the whole trace is replayed.
 const DEFAULT_NUMBER: u64 = 1000;

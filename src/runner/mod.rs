@@ -4,6 +4,7 @@
 mod aggregate;
 mod multi_turn;
 mod single;
+mod sla;
 mod trace;
 mod tracker;
 
@@ -101,7 +102,7 @@ async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<(
         start_visualizer(plan, url.as_str(), vis)?;
     }
     let mut tracker = plan.progress_tracker.then(|| {
-        let share = |n| crate::shard::share(plan.sharding.as_ref(), n);
+        let share = |n| crate::plan::sharding::share(plan.sharding.as_ref(), n);
         let total = plan.runs.iter().map(|r| share(r.number)).sum();
         ProgressTracker::start(&plan.output_root, total, plan.runs.len())
     });
@@ -120,8 +121,7 @@ async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<(
     };
     if let Some(sla) = &plan.sla {
         // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).
-        let outcome =
-            crate::sla::driver::run(&ctx, sla, &report_info(plan, &url), tracker.take()).await;
+        let outcome = sla::run(&ctx, sla, &report_info(plan, &url), tracker.take()).await;
         drop(ctx);
         drop(sim);
         return outcome;
@@ -237,7 +237,7 @@ fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<(
         );
     }
     let root = plan.output_root.to_string_lossy().into_owned();
-    let mut config = export::args::args_json(plan, &plan.runs[0], url, &root);
+    let mut config = crate::plan::args::args_json(plan, &plan.runs[0], url, &root);
     config.insert(
         "number".into(),
         plan.runs

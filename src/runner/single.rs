@@ -121,7 +121,8 @@ pub async fn run_single(
     let plan = ctx.plan;
     let run_dir: PathBuf = plan.output_root.join(&spec.dir_name);
     std::fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
-    let args = export::args::args_json(plan, spec, ctx.url.as_str(), &run_dir.to_string_lossy());
+    let args =
+        crate::plan::args::args_json(plan, spec, ctx.url.as_str(), &run_dir.to_string_lossy());
     tracing::info!("Starting benchmark with args: ");
     tracing::info!("{}", pyjson::dumps_indent4(&args));
     write_file(

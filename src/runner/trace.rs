@@ -7,10 +7,10 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 
 use super::single::SweepContext;
-use crate::dataset::workload_trace::{header_lines, TraceRequest};
 use crate::dataset::Item;
 use crate::engine::PreparedRequest;
 use crate::plan::RunSpec;
+use crate::traces::workload_trace::{header_lines, TraceRequest};
 
 /// The run's requests (the first `spec.number` of the trace) and their intended prompt lengths (unknown).
 pub(super) fn prepare(

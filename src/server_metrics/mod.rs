@@ -48,38 +48,6 @@ impl ServerMetricsPlan {
     }
 }
 
-/// Validates the flags: `None` when `--server-metrics` was not given.
-pub fn plan_from_args(
-    args: &crate::cli::server_metrics::ServerMetricsArgs,
-) -> Result<Option<ServerMetricsPlan>, String> {
-    let interval = args.server_metrics_interval;
-    if !(interval.is_finite() && interval >= 0.01) {
-        return Err(format!(
-            "--server-metrics-interval {interval}: must be a number of seconds ≥ 0.01"
-        ));
-    }
-    let Some(given) = &args.server_metrics else {
-        return Ok(None);
-    };
-    let mut urls = Vec::new();
-    for u in given {
-        match Url::parse(u) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
-                urls.push(url)
-            }
-            _ => {
-                return Err(format!(
-                    "--server-metrics {u:?}: not an http(s) URL (e.g. http://gpu:8000/metrics)"
-                ))
-            }
-        }
-    }
-    Ok(Some(ServerMetricsPlan {
-        urls,
-        interval: Duration::from_secs_f64(interval),
-    }))
-}
-
 /// The scraper of one run.
 pub struct RunScrape {
     scraper: Scraper,

@@ -5,7 +5,7 @@ use crate::engine::schedule::{seeded_offsets_s, ArrivalShape};
 use crate::engine::PreparedRequest;
 use crate::plan::{LoadMode, RunSpec};
 
-use super::Sharding;
+use crate::plan::sharding::{slots, Sharding};
 
 /// What one shard sends in one run.
 #[derive(Debug)]
@@ -24,12 +24,6 @@ pub struct ShardWork {
     /// The arrival offsets (seconds) of `requests` taken from the global schedule (open loop: of the
     /// measured ones); `None` when the engine's own schedule is the plan's (one shard, or no pacing).
     pub offsets_s: Option<Vec<f64>>,
-}
-
-/// Shard `index`'s share of `parallel` slots among `count` shards: the remainder goes to the first shards.
-pub fn slots(parallel: u64, index: u32, count: u32) -> u64 {
-    let (k, n) = (u64::from(index), u64::from(count));
-    parallel / n + u64::from(k < parallel % n)
 }
 
 /// Splits a run's prepared requests (`spec.warmup` warmup requests, then the measured ones in global

@@ -8,6 +8,8 @@ use clap::Parser;
 use super::*;
 use crate::cli::Cli;
 use crate::engine::PreparedRequest;
+use crate::plan::sharding::*;
+use crate::plan::{LoadMode, RunPlan};
 
 fn plan(args: &[&str]) -> Result<RunPlan, String> {
     let mut v = vec!["llmperf", "--model", "m", "--prompt", "p"];

@@ -93,7 +93,6 @@ pub mod prefix_cache;
 mod request;
 mod responses;
 mod routes;
-pub mod serve;
 mod stream;
 #[cfg(test)]
 mod tests;

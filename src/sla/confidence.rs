@@ -10,9 +10,9 @@
 
 use anyhow::Result;
 
-use super::criterion::{Criterion, Op};
 use super::search::{criteria_desc, ProbeRunner, Tuner};
-use super::Group;
+use crate::plan::sla::criterion::{Criterion, Op};
+use crate::plan::sla::Group;
 
 /// The standard normal quantile (Acklam's rational approximation, relative error < 1.2e-9).
 pub fn normal_quantile(p: f64) -> f64 {
@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn decisions_need_the_whole_interval_on_one_side() {
-        let c = super::super::criterion::parse("<=100", "TTFT (ms)").unwrap();
+        let c = crate::plan::sla::criterion::parse("<=100", "TTFT (ms)").unwrap();
         assert_eq!(decide(&[50.0, 52.0, 51.0], &c, 0.95), Decision::Pass);
         assert_eq!(decide(&[150.0, 152.0, 151.0], &c, 0.95), Decision::Fail);
         assert_eq!(decide(&[90.0, 110.0, 100.0], &c, 0.95), Decision::Undecided);

@@ -11,10 +11,11 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use super::probe::RunOutcome;
+use super::report;
 use super::search::{ProbeRunner, Tuner};
-use super::{report, SlaPlan};
 use crate::export::report::{performance_summary, ReportInfo};
 use crate::metrics::PercentileTable;
+use crate::plan::sla::SlaPlan;
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

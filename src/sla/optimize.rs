@@ -6,8 +6,8 @@
 
 use anyhow::Result;
 
-use super::criterion::Op;
 use super::search::{ProbeRunner, Tuner};
+use crate::plan::sla::criterion::Op;
 
 fn improves(val: Option<f64>, best: Option<f64>, op: Op) -> bool {
     match (val, best) {

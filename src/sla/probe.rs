@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::criterion::{metric, Criterion, MetricDef};
 use crate::metrics::{PercentileTable, PERCENTILE_LABELS};
+use crate::plan::sla::criterion::{metric, Criterion, MetricDef};
 
 /// The count keys that are summed rather than averaged.
 const COUNT_KEYS: [&str; 5] = [

@@ -12,11 +12,11 @@ use serde_json::{Map, Value};
 use super::confidence::{spread, Decision};
 use super::probe::Probe;
 use super::search::Selection;
-use super::SlaPlan;
 use crate::export::report::RunReport;
-use crate::export::table::{display_width, pad, Align};
 use crate::metrics::{BenchmarkSummary, PercentileTable, PERCENTILE_LABELS};
+use crate::plan::sla::SlaPlan;
 use crate::pyjson::{to_string_with, PyFormatter};
+use crate::text::table::{display_width, pad, Align};
 
 /// The exact text of `sla_summary.json`.
 pub fn summary_json(plan: &SlaPlan, probes: &[Probe], selections: &[Selection]) -> String {

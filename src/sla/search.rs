@@ -12,10 +12,10 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 
-use super::criterion::{Criterion, Op};
 use super::probe::{Probe, RunOutcome};
-use super::{Group, SlaPlan, Variable};
-use crate::export::format::{unit_for_key, Unit};
+use crate::plan::sla::criterion::{Criterion, Op};
+use crate::plan::sla::{Group, SlaPlan, Variable};
+use crate::text::format::{unit_for_key, Unit};
 
 /// Where a probe's runs come from.
 #[allow(async_fn_in_trait)]
@@ -73,7 +73,7 @@ pub struct Tuner<'a, R: ProbeRunner> {
 
 /// `format_perf_value(value, field)`: the metric's display form (`123.46 tok/s`).
 pub(crate) fn display_value(metric: &str, value: f64) -> String {
-    match super::criterion::metric(metric) {
+    match crate::plan::sla::criterion::metric(metric) {
         Some(m) => unit_for_key(m.field).fmt_with_unit(value),
         None => Unit::Raw.fmt(value),
     }
@@ -232,10 +232,10 @@ impl<'a, R: ProbeRunner> Tuner<'a, R> {
                 continue;
             };
             let ok = c.validate(v);
-            let field = super::criterion::metric(metric).map_or("", |m| m.field);
+            let field = crate::plan::sla::criterion::metric(metric).map_or("", |m| m.field);
             self.info(format!(
                 "[{selector}] SLA Rule 1 Check: {metric} = {} | Expect {} | {}",
-                super::criterion::format_operand(v, field),
+                crate::plan::sla::criterion::format_operand(v, field),
                 c.cond(),
                 if ok { "PASSED" } else { "FAILED" }
             ));

@@ -9,9 +9,9 @@ use super::sections::{basic_info, diagnostics, failures, overview, table, worklo
 use super::svg::{self, Series};
 use super::timeline;
 use super::{esc, HtmlHeader};
-use crate::export::format::Unit;
 use crate::export::report::RunReport;
 use crate::metrics::{columns, PERCENTILE_LABELS};
+use crate::text::format::Unit;
 
 /// The x axis of the sweep charts: concurrency, or the rate in open loop.
 fn sweep_axis(runs: &[&RunView]) -> (&'static str, Vec<String>) {

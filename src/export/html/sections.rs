@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::data::RunView;
 use super::svg;
 use super::{esc, HtmlHeader};
-use crate::export::format::Unit;
+use crate::text::format::Unit;
 
 /// evalscope's summary keys; every other key of `benchmark_summary.json` is one of llmperf's extras.
 const EVALSCOPE_KEYS: [&str; 28] = [

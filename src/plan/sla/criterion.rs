@@ -3,8 +3,8 @@
 //! longest operator first, a bare number read in the metric's report unit, an `s`/`ms` suffix converted
 //! into it, and the target rendered as evalscope renders it (`500 ms`).
 
-use crate::export::format::unit_for_key;
 use crate::pyjson::float_repr;
+use crate::text::format::unit_for_key;
 
 /// An SLA metric name and the summary key or percentile column that holds its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Runs an SLA auto-tune for real: every probe run goes through the normal run machinery
+//! Runs an SLA auto-tune ([`crate::sla`]) for real: every probe run goes through the normal run machinery
 //! ([`crate::runner::run_single`]) into `<root>/sla_tuning/sla_<var>_<value>_run_<i>/` (its own
 //! `benchmark_args.json`, database and summaries, as evalscope writes them), with `--number` =
 //! `max(1, round(value × multiplier))`, `--dataset-offset` advanced by each run's number, and for
@@ -8,12 +8,13 @@
 
 use anyhow::{Context, Result};
 
-use super::probe::RunOutcome;
-use super::search::{ProbeRunner, Tuner};
-use super::{report, SlaPlan, Variable};
+use super::{run_single, SweepContext};
 use crate::export::report::{performance_summary, ReportInfo};
+use crate::plan::sla::{SlaPlan, Variable};
 use crate::plan::{LoadMode, RunSpec};
-use crate::runner::{run_single, SweepContext};
+use crate::sla::probe::RunOutcome;
+use crate::sla::report;
+use crate::sla::search::{ProbeRunner, Tuner};
 
 /// Probe runs through [`run_single`].
 struct RealRunner<'c, 'p> {

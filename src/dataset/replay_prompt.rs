@@ -17,10 +17,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
 
-use super::{BlockKey, ReplayTrace};
-use crate::dataset::random::Vocab;
-use crate::dataset::workload_trace::TraceRequest;
+use super::random::Vocab;
 use crate::tokenizer::Tokenizer;
+use crate::traces::replay::{BlockKey, ReplayTrace};
+use crate::traces::workload_trace::TraceRequest;
 
 /// The words of a tokenizer-less prompt.
 const WORDS: [&str; 32] = [
@@ -163,8 +163,8 @@ pub fn build(trace: &ReplayTrace, shape: &PromptShape) -> Result<Built> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Format, ReplayArgs, ReplayRecord};
     use super::*;
+    use crate::traces::replay::{Format, ReplayArgs, ReplayRecord};
 
     fn trace() -> ReplayTrace {
         let rec = |offset_s: f64, input: u64, ids: &[u64]| ReplayRecord {

@@ -1,12 +1,13 @@
 //! Production traces replayed on the open-loop schedule: `mooncake_trace` (Mooncake JSONL: `timestamp` in
 //! ms, `input_length`, `output_length`, `hash_ids`), `burstgpt_trace` (BurstGPT CSV) and `azure_trace`
 //! (Azure LLM inference CSV). These traces carry lengths, not text: each request's prompt is synthesized
-//! to its recorded input length ([`prompt`]), with equal Mooncake hash ids giving equal blocks of tokens,
-//! and the requests go through the same replay path as `workload_trace` (recorded offsets on the absolute
-//! schedule).
+//! to its recorded input length (`dataset::replay_prompt`), with equal Mooncake hash ids giving equal
+//! blocks of tokens, and the requests go through the same replay path as `workload_trace` (recorded
+//! offsets on the absolute schedule).
 //!
 //! The file is read and every line checked while the plan is built ([`load`]: a bad line is a usage error
-//! naming the file and the line); the prompts are built once the tokenizer is loaded ([`build`]).
+//! naming the file and the line); the prompts are built once the tokenizer is loaded
+//! (`dataset::replay_prompt::build`).
 //!
 //! `--dataset-args`: `speed` (> 0, default 1: offsets are divided by it), `match_output_length` (`max_tokens`
 //! = the recorded output length and `ignore_eos: true`), and for Mooncake `block_size` (tokens per hash id,
@@ -14,7 +15,6 @@
 
 pub mod csv_trace;
 pub mod mooncake;
-pub mod prompt;
 
 use std::path::Path;
 

@@ -3,11 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::plan::{LoadMode, RunPlan, RunSpec};
-use crate::secret::is_secret_header;
-
-/// What a masked secret is written as.
-pub use crate::secret::MASK;
+use super::{LoadMode, RunPlan, RunSpec};
+use crate::secret::{is_secret_header, MASK};
 
 /// The arguments object for one run; `url` is the endpoint actually used, `run_dir` the run's folder.
 pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Map<String, Value> {
