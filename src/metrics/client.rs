@@ -22,6 +22,8 @@ use std::time::Duration;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use serde::Serialize;
+
 use super::spill::SortedSpill;
 use crate::pyjson;
 use crate::record::RequestRecord;
@@ -131,20 +133,26 @@ pub struct CpuUse {
     pub cpus: usize,
 }
 
-/// TTFT and latency from the intended send time (open loop).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// TTFT and latency from the intended send time (open loop); serialised as its summary keys.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct FromSchedule {
     /// Mean TTFT, ms.
+    #[serde(rename = "Avg TTFT From Intended Send (ms)")]
     pub avg_ttft_ms: f64,
     /// Median TTFT, ms.
+    #[serde(rename = "P50 TTFT From Intended Send (ms)")]
     pub p50_ttft_ms: f64,
     /// p99 TTFT, ms.
+    #[serde(rename = "P99 TTFT From Intended Send (ms)")]
     pub p99_ttft_ms: f64,
     /// Mean latency, s.
+    #[serde(rename = "Avg Latency From Intended Send (s)")]
     pub avg_latency_s: f64,
     /// Median latency, s.
+    #[serde(rename = "P50 Latency From Intended Send (s)")]
     pub p50_latency_s: f64,
     /// p99 latency, s.
+    #[serde(rename = "P99 Latency From Intended Send (s)")]
     pub p99_latency_s: f64,
 }
 
@@ -186,6 +194,59 @@ impl ClientDiagnostics {
                 self.limits.join("; ")
             )
         })
+    }
+}
+
+/// The summary keys of [`ClientDiagnostics`], in the order `benchmark_summary.json` writes them.
+#[derive(Serialize)]
+struct ClientKeys<'a> {
+    #[serde(rename = "Client CPU (% of one core)")]
+    cpu_pct_one_core: f64,
+    #[serde(rename = "Client CPU (% of all cores)")]
+    cpu_pct_all_cores: f64,
+    #[serde(rename = "Client Scheduling Delay (ms)")]
+    sched_delay_ms: f64,
+    #[serde(
+        rename = "Client Busiest Thread (%)",
+        skip_serializing_if = "Option::is_none"
+    )]
+    busiest_thread_pct: Option<f64>,
+    #[serde(rename = "Send Lag P50 (ms)")]
+    send_lag_p50_ms: f64,
+    #[serde(rename = "Send Lag P99 (ms)")]
+    send_lag_p99_ms: f64,
+    #[serde(rename = "Read Lag P50 (ms)")]
+    read_lag_p50_ms: f64,
+    #[serde(rename = "Read Lag P99 (ms)")]
+    read_lag_p99_ms: f64,
+    /// Written only when some request had a TTFT.
+    #[serde(flatten)]
+    from_schedule: Option<&'a FromSchedule>,
+    #[serde(rename = "Client Limited")]
+    limited: bool,
+    #[serde(rename = "Client Warning", skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
+}
+
+impl Serialize for ClientDiagnostics {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ClientKeys {
+            cpu_pct_one_core: self.cpu_pct_one_core,
+            cpu_pct_all_cores: self.cpu_pct_all_cores,
+            sched_delay_ms: self.sched_delay_ms,
+            busiest_thread_pct: self.busiest_thread.as_ref().map(|(_, pct)| *pct),
+            send_lag_p50_ms: self.send_lag_p50_ms,
+            send_lag_p99_ms: self.send_lag_p99_ms,
+            read_lag_p50_ms: self.read_lag_p50_ms,
+            read_lag_p99_ms: self.read_lag_p99_ms,
+            from_schedule: self
+                .from_schedule
+                .as_ref()
+                .filter(|f| f.avg_ttft_ms.is_finite()),
+            limited: !self.limits.is_empty(),
+            warning: self.warning(),
+        }
+        .serialize(s)
     }
 }
 

@@ -207,6 +207,13 @@ impl GoodputSummary {
     }
 }
 
+/// The summary keys of [`GoodputSummary::keys`], in order (their names depend on the SLOs given).
+impl serde::Serialize for GoodputSummary {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.keys())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

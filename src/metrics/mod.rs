@@ -11,6 +11,8 @@ pub mod replay;
 mod samples;
 mod spill;
 mod summary;
+#[cfg(test)]
+mod summary_tests;
 pub mod trace;
 #[cfg(test)]
 mod trace_golden_tests;

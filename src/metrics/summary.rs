@@ -1,10 +1,12 @@
-//! `benchmark_summary.json`: evalscope's summary keys in evalscope's order, then llmperf's extra keys
-//! (interrupted, failures by kind, then the client's self-diagnostics: CPU use, send lag, open-loop timings
-//! from the intended send time, whether the client limited the run); and
-//! the raw metrics message (evalscope's `create_message` dict) that both the summary and the periodic log
-//! line are built from.
+//! `benchmark_summary.json`: [`BenchmarkSummary`] is the file. Its serde field order is evalscope's key
+//! order, each field `rename`d to evalscope's key; optional keys (PD, multi-turn, speculative decoding)
+//! are skipped when absent; llmperf's extra keys follow in [`SummaryExtras`] (interrupted, failures by
+//! kind, input-token error, the client's self-diagnostics, goodput, appended keys). It is written through
+//! `pyjson`, so floats print as Python prints them. Also the raw metrics message (evalscope's
+//! `create_message` dict) that both the summary and the periodic log line are built from.
 
-use serde_json::{Map, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
 use super::client::ClientDiagnostics;
 use crate::pyjson;
@@ -77,7 +79,8 @@ pub(crate) fn message_json_compact(message: &Message) -> String {
     format!("{{{}}}", body.join(", "))
 }
 
-/// Summary keys, as evalscope spells them.
+/// The metrics message's keys, as evalscope spells them (the same strings name [`BenchmarkSummary`]'s
+/// fields; a unit test holds the two together).
 pub(crate) mod keys {
     pub const TEST_DURATION: &str = "Test Duration (s)";
     pub const CONCURRENCY: &str = "Concurrency";
@@ -106,130 +109,184 @@ pub(crate) mod keys {
     pub const AVG_LATER_TURN_TTFT: &str = "Avg Subsequent-Turn TTFT (ms)";
     pub const AVG_DECODED_TOK_PER_ITER: &str = "Avg Decoded Tok/Iter";
     pub const SPEC_ACCEPT_RATE: &str = "Spec. Accept Rate";
-    // llmperf's extras.
-    pub const WALL_INPUT_THROUGHPUT: &str = "Wall Input Throughput (tok/s)";
-    pub const INTERRUPTED: &str = "Interrupted";
-    pub const FAILURES_BY_KIND: &str = "Failures By Kind";
-    pub const AVG_INTENDED_INPUT_TOKENS: &str = "Avg Intended Input Tokens";
-    pub const AVG_INPUT_TOKEN_ERROR: &str = "Avg Input Token Error";
-    pub const MAX_INPUT_TOKEN_ERROR: &str = "Max Input Token Error";
-    pub const EXACT_INPUT_TOKENS_PCT: &str = "Exact Input Tokens (%)";
-    pub const CLIENT_CPU_ONE_CORE: &str = "Client CPU (% of one core)";
-    pub const CLIENT_CPU_ALL_CORES: &str = "Client CPU (% of all cores)";
-    pub const CLIENT_SCHED_DELAY: &str = "Client Scheduling Delay (ms)";
-    pub const CLIENT_BUSIEST_THREAD: &str = "Client Busiest Thread (%)";
-    pub const SEND_LAG_P50: &str = "Send Lag P50 (ms)";
-    pub const SEND_LAG_P99: &str = "Send Lag P99 (ms)";
-    pub const READ_LAG_P50: &str = "Read Lag P50 (ms)";
-    pub const READ_LAG_P99: &str = "Read Lag P99 (ms)";
-    pub const AVG_TTFT_FROM_INTENDED: &str = "Avg TTFT From Intended Send (ms)";
-    pub const P50_TTFT_FROM_INTENDED: &str = "P50 TTFT From Intended Send (ms)";
-    pub const P99_TTFT_FROM_INTENDED: &str = "P99 TTFT From Intended Send (ms)";
-    pub const AVG_LATENCY_FROM_INTENDED: &str = "Avg Latency From Intended Send (s)";
-    pub const P50_LATENCY_FROM_INTENDED: &str = "P50 Latency From Intended Send (s)";
-    pub const P99_LATENCY_FROM_INTENDED: &str = "P99 Latency From Intended Send (s)";
-    pub const CLIENT_LIMITED: &str = "Client Limited";
-    pub const CLIENT_WARNING: &str = "Client Warning";
 }
 
 /// How far the server's `usage.prompt_tokens` was from the prompt length llmperf intended (token-exact
 /// datasets only): tells users when their tokenizer or chat template does not match the server's.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct InputTokenError {
     /// Successful requests with an intended length.
+    #[serde(skip)]
     pub requests: u64,
     /// `Avg Intended Input Tokens`.
+    #[serde(rename = "Avg Intended Input Tokens")]
     pub avg_intended: f64,
     /// `Avg Input Token Error`: mean of server − intended (signed).
+    #[serde(rename = "Avg Input Token Error")]
     pub avg_error: f64,
     /// `Max Input Token Error`: the server − intended difference of largest magnitude (signed).
+    #[serde(rename = "Max Input Token Error")]
     pub max_error: i64,
     /// `Exact Input Tokens (%)`: share of requests where the server counted exactly the intended length.
+    #[serde(rename = "Exact Input Tokens (%)")]
     pub exact_pct: f64,
 }
 
-/// llmperf's additions to the summary, written after every evalscope key.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// llmperf's additions to the summary, written after every evalscope key, in this order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SummaryExtras {
-    /// `true` when the run was cut short by Ctrl-C / SIGTERM.
-    pub interrupted: bool,
-    /// Failed requests grouped by kind label (see `record::FailureKind::label`), sorted by label.
-    pub failures_by_kind: Vec<(String, u64)>,
     /// `Wall Input Throughput (tok/s)`: Σprompt tokens of successes / test duration, for input-only
     /// (embedding / rerank) runs, whose evalscope `Input Throughput (tok/s)` is Σtokens / Σlatency.
+    #[serde(
+        rename = "Wall Input Throughput (tok/s)",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub wall_input_throughput: Option<f64>,
+    /// `Interrupted`: `true` when the run was cut short by Ctrl-C / SIGTERM (absent otherwise).
+    #[serde(rename = "Interrupted", skip_serializing_if = "is_false")]
+    pub interrupted: bool,
+    /// `Failures By Kind`: failed requests grouped by kind label (see `record::FailureKind::label`),
+    /// sorted by label (absent when none failed).
+    #[serde(
+        rename = "Failures By Kind",
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "object"
+    )]
+    pub failures_by_kind: Vec<(String, u64)>,
     /// Server vs intended prompt tokens, when the dataset knows the intended length.
+    #[serde(flatten)]
     pub input_token_error: Option<InputTokenError>,
     /// The client's self-diagnostics (every run llmperf makes; absent when a summary is rebuilt from
     /// stored rows).
+    #[serde(flatten)]
     pub client: Option<ClientDiagnostics>,
     /// `--goodput`: goodput and SLO attainment.
+    #[serde(flatten)]
     pub goodput: Option<super::goodput::GoodputSummary>,
     /// Further keys written last, in order (reasoning accounting, `--server-metrics`).
+    #[serde(flatten, serialize_with = "object")]
     pub appended: Vec<(String, Value)>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Pairs written as one JSON object, in their order.
+fn object<S: Serializer, V: Serialize>(pairs: &[(String, V)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
 }
 
 /// One run's summary (evalscope's `BenchmarkSummary`), values already rounded as evalscope rounds them
 /// (`round(x, 4)` for plain floats, `round(x * 1000, 2)` for the `(ms)` keys).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct BenchmarkSummary {
     /// `Test Duration (s)`: max completed − min start over measured records (failures included).
+    #[serde(rename = "Test Duration (s)")]
     pub test_duration_s: f64,
     /// `Concurrency` (−1 in open loop).
+    #[serde(rename = "Concurrency")]
     pub concurrency: i64,
     /// `Request Rate (req/s)` (−1.0 when not paced).
+    #[serde(rename = "Request Rate (req/s)")]
     pub request_rate: f64,
     /// `Total Requests`.
+    #[serde(rename = "Total Requests")]
     pub total_requests: u64,
     /// `Success Requests`.
+    #[serde(rename = "Success Requests")]
     pub success_requests: u64,
     /// `Failed Requests`.
+    #[serde(rename = "Failed Requests")]
     pub failed_requests: u64,
     /// `Stream Requests`.
+    #[serde(rename = "Stream Requests")]
     pub stream_requests: u64,
     /// `Non-Stream Requests`.
+    #[serde(rename = "Non-Stream Requests")]
     pub non_stream_requests: u64,
     /// `Req Throughput (req/s)`: successes / test duration.
+    #[serde(rename = "Req Throughput (req/s)")]
     pub req_throughput: f64,
     /// `Avg Latency (s)`.
+    #[serde(rename = "Avg Latency (s)")]
     pub avg_latency_s: f64,
     /// `Avg Input Tokens`.
+    #[serde(rename = "Avg Input Tokens")]
     pub avg_input_tokens: f64,
     /// `Output Throughput (tok/s)`.
+    #[serde(rename = "Output Throughput (tok/s)")]
     pub output_throughput: f64,
     /// `Total Throughput (tok/s)`.
+    #[serde(rename = "Total Throughput (tok/s)")]
     pub total_throughput: f64,
     /// `Avg TTFT (ms)`.
+    #[serde(rename = "Avg TTFT (ms)")]
     pub avg_ttft_ms: f64,
     /// `Avg TPOT (ms)`.
+    #[serde(rename = "Avg TPOT (ms)")]
     pub avg_tpot_ms: f64,
     /// `Avg ITL (ms)`.
+    #[serde(rename = "Avg ITL (ms)")]
     pub avg_itl_ms: f64,
     /// `Avg Steady ITL (ms)` (`--enable-pd-metrics`, when some reply had two ITLs or more).
+    #[serde(
+        rename = "Avg Steady ITL (ms)",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub avg_steady_itl_ms: Option<f64>,
     /// `Avg PD Handoff Latency (ms)` (`--enable-pd-metrics`, when some reply had an ITL).
+    #[serde(
+        rename = "Avg PD Handoff Latency (ms)",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub avg_pd_handoff_latency_ms: Option<f64>,
     /// `Avg PD Handoff Overhead (ms)` (`--enable-pd-metrics`, when some reply had two ITLs or more).
+    #[serde(
+        rename = "Avg PD Handoff Overhead (ms)",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub avg_pd_handoff_overhead_ms: Option<f64>,
     /// `Avg Output Tokens`.
+    #[serde(rename = "Avg Output Tokens")]
     pub avg_output_tokens: f64,
     /// `Input Throughput (tok/s)` (0.0 for LLM runs).
+    #[serde(rename = "Input Throughput (tok/s)")]
     pub input_throughput: f64,
     /// `Avg Turns/Request` (multi-turn): mean turns in a request's context.
+    #[serde(rename = "Avg Turns/Request", skip_serializing_if = "Option::is_none")]
     pub avg_turns: Option<f64>,
     /// `KV Cache Hit Rate (%)`, only when the server reported cached tokens (or, in multi-turn runs,
     /// evalscope's estimate from the previous turn).
+    #[serde(
+        rename = "KV Cache Hit Rate (%)",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub kv_cache_hit_rate_pct: Option<f64>,
     /// `Avg First-Turn TTFT (ms)` (multi-turn).
+    #[serde(
+        rename = "Avg First-Turn TTFT (ms)",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub avg_first_turn_ttft_ms: Option<f64>,
     /// `Avg Subsequent-Turn TTFT (ms)` (multi-turn).
+    #[serde(
+        rename = "Avg Subsequent-Turn TTFT (ms)",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub avg_later_turn_ttft_ms: Option<f64>,
     /// `Avg Decoded Tok/Iter` (speculative decoding), only when some reply averaged more than one token
     /// per chunk.
+    #[serde(
+        rename = "Avg Decoded Tok/Iter",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub avg_decoded_tokens_per_iter: Option<f64>,
     /// `Spec. Accept Rate` = clamp(1 − 1/`Avg Decoded Tok/Iter`, 0, 1), present with it.
+    #[serde(rename = "Spec. Accept Rate", skip_serializing_if = "Option::is_none")]
     pub spec_accept_rate: Option<f64>,
     /// llmperf's extra keys.
+    #[serde(flatten)]
     pub extras: SummaryExtras,
 }
 
@@ -278,169 +335,9 @@ impl BenchmarkSummary {
         s
     }
 
-    /// The exact text of `benchmark_summary.json`: evalscope's keys in evalscope's order (indent 4, Python
-    /// float repr, no trailing newline), then llmperf's extras (`Wall Input Throughput (tok/s)` for
-    /// input-only runs, `Interrupted` when interrupted, `Failures By Kind` when any request failed).
+    /// The exact text of `benchmark_summary.json`: the fields in order (indent 4, Python float repr, no
+    /// trailing newline).
     pub fn to_json_string(&self) -> String {
-        let mut m = Map::new();
-        let mut put = |k: &str, v: Value| {
-            m.insert(k.to_string(), v);
-        };
-        put(keys::TEST_DURATION, self.test_duration_s.into());
-        put(keys::CONCURRENCY, self.concurrency.into());
-        put(keys::REQUEST_RATE, self.request_rate.into());
-        put(keys::TOTAL_REQUESTS, self.total_requests.into());
-        put(keys::SUCCESS_REQUESTS, self.success_requests.into());
-        put(keys::FAILED_REQUESTS, self.failed_requests.into());
-        put(keys::STREAM_REQUESTS, self.stream_requests.into());
-        put(keys::NON_STREAM_REQUESTS, self.non_stream_requests.into());
-        put(keys::REQ_THROUGHPUT, self.req_throughput.into());
-        put(keys::AVG_LATENCY, self.avg_latency_s.into());
-        put(keys::AVG_INPUT_TOKENS, self.avg_input_tokens.into());
-        put(keys::OUTPUT_THROUGHPUT, self.output_throughput.into());
-        put(keys::TOTAL_THROUGHPUT, self.total_throughput.into());
-        put(keys::AVG_TTFT, self.avg_ttft_ms.into());
-        put(keys::AVG_TPOT, self.avg_tpot_ms.into());
-        put(keys::AVG_ITL, self.avg_itl_ms.into());
-        let pd = [
-            (keys::AVG_STEADY_ITL, self.avg_steady_itl_ms),
-            (keys::AVG_PD_HANDOFF_LATENCY, self.avg_pd_handoff_latency_ms),
-            (
-                keys::AVG_PD_HANDOFF_OVERHEAD,
-                self.avg_pd_handoff_overhead_ms,
-            ),
-        ];
-        for (key, value) in pd {
-            if let Some(v) = value {
-                put(key, v.into());
-            }
-        }
-        put(keys::AVG_OUTPUT_TOKENS, self.avg_output_tokens.into());
-        put(keys::INPUT_THROUGHPUT, self.input_throughput.into());
-        let optional = [
-            (keys::AVG_TURNS, self.avg_turns),
-            (keys::KV_CACHE_HIT_RATE, self.kv_cache_hit_rate_pct),
-            (keys::AVG_FIRST_TURN_TTFT, self.avg_first_turn_ttft_ms),
-            (keys::AVG_LATER_TURN_TTFT, self.avg_later_turn_ttft_ms),
-            (
-                keys::AVG_DECODED_TOK_PER_ITER,
-                self.avg_decoded_tokens_per_iter,
-            ),
-            (keys::SPEC_ACCEPT_RATE, self.spec_accept_rate),
-            (
-                keys::WALL_INPUT_THROUGHPUT,
-                self.extras.wall_input_throughput,
-            ),
-        ];
-        for (key, value) in optional {
-            if let Some(v) = value {
-                put(key, v.into());
-            }
-        }
-        if self.extras.interrupted {
-            put(keys::INTERRUPTED, Value::Bool(true));
-        }
-        if !self.extras.failures_by_kind.is_empty() {
-            let kinds: Map<String, Value> = self
-                .extras
-                .failures_by_kind
-                .iter()
-                .map(|(label, n)| (label.clone(), Value::from(*n)))
-                .collect();
-            put(keys::FAILURES_BY_KIND, Value::Object(kinds));
-        }
-        if let Some(e) = &self.extras.input_token_error {
-            put(keys::AVG_INTENDED_INPUT_TOKENS, e.avg_intended.into());
-            put(keys::AVG_INPUT_TOKEN_ERROR, e.avg_error.into());
-            put(keys::MAX_INPUT_TOKEN_ERROR, e.max_error.into());
-            put(keys::EXACT_INPUT_TOKENS_PCT, e.exact_pct.into());
-        }
-        if let Some(c) = &self.extras.client {
-            put(keys::CLIENT_CPU_ONE_CORE, c.cpu_pct_one_core.into());
-            put(keys::CLIENT_CPU_ALL_CORES, c.cpu_pct_all_cores.into());
-            put(keys::CLIENT_SCHED_DELAY, c.sched_delay_ms.into());
-            if let Some((_, pct)) = &c.busiest_thread {
-                put(keys::CLIENT_BUSIEST_THREAD, (*pct).into());
-            }
-            put(keys::SEND_LAG_P50, c.send_lag_p50_ms.into());
-            put(keys::SEND_LAG_P99, c.send_lag_p99_ms.into());
-            put(keys::READ_LAG_P50, c.read_lag_p50_ms.into());
-            put(keys::READ_LAG_P99, c.read_lag_p99_ms.into());
-            if let Some(f) = c.from_schedule.filter(|f| f.avg_ttft_ms.is_finite()) {
-                put(keys::AVG_TTFT_FROM_INTENDED, f.avg_ttft_ms.into());
-                put(keys::P50_TTFT_FROM_INTENDED, f.p50_ttft_ms.into());
-                put(keys::P99_TTFT_FROM_INTENDED, f.p99_ttft_ms.into());
-                put(keys::AVG_LATENCY_FROM_INTENDED, f.avg_latency_s.into());
-                put(keys::P50_LATENCY_FROM_INTENDED, f.p50_latency_s.into());
-                put(keys::P99_LATENCY_FROM_INTENDED, f.p99_latency_s.into());
-            }
-            put(keys::CLIENT_LIMITED, Value::Bool(!c.limits.is_empty()));
-            if let Some(w) = c.warning() {
-                put(keys::CLIENT_WARNING, Value::String(w));
-            }
-        }
-        if let Some(g) = &self.extras.goodput {
-            for (k, v) in g.keys() {
-                put(&k, v);
-            }
-        }
-        for (key, value) in &self.extras.appended {
-            put(key, value.clone());
-        }
-        pyjson::dumps_indent4(&m)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pynum_keeps_python_int_sentinels() {
-        assert_eq!(PyNum::Int(-1).round(4), PyNum::Int(-1));
-        assert_eq!(PyNum::Int(-1).ms(), PyNum::Int(-1000));
-        assert_eq!(PyNum::Float(0.0622499).ms(), PyNum::Float(62.25));
-        assert_eq!(PyNum::Float(1.23456).round(4), PyNum::Float(1.2346));
-    }
-
-    #[test]
-    fn log_message_is_python_indent2() {
-        let msg: Message = vec![
-            (keys::TEST_DURATION, PyNum::Float(0.2339)),
-            (keys::CONCURRENCY, PyNum::Int(2)),
-            (keys::AVG_LATENCY, PyNum::Int(-1)),
-            (keys::AVG_ITL, PyNum::Float(0.0)),
-        ];
-        assert_eq!(
-            message_json_indent2(&msg),
-            "{\n  \"Test Duration (s)\": 0.2339,\n  \"Concurrency\": 2,\n  \"Avg Latency (s)\": -1,\n  \"Avg ITL (ms)\": 0.0\n}"
-        );
-        assert_eq!(message_json_indent2(&Vec::new()), "{}");
-    }
-
-    #[test]
-    fn missing_keys_default_and_extras_follow_evalscope_keys() {
-        let msg: Message = vec![
-            (keys::CONCURRENCY, PyNum::Int(4)),
-            (keys::AVG_LATENCY, PyNum::Int(-1)),
-        ];
-        let extras = SummaryExtras {
-            interrupted: true,
-            failures_by_kind: vec![("http_status".into(), 3), ("timeout".into(), 1)],
-            wall_input_throughput: None,
-            client: None,
-            input_token_error: None,
-            goodput: None,
-            appended: Vec::new(),
-        };
-        let s = BenchmarkSummary::from_message(&msg, extras);
-        assert_eq!(s.concurrency, 4);
-        assert_eq!(s.avg_latency_s, -1.0);
-        assert_eq!(s.input_throughput, 0.0);
-        let text = s.to_json_string();
-        assert!(text.contains("    \"Avg Latency (s)\": -1.0,\n"));
-        assert!(text.ends_with(
-            "    \"Input Throughput (tok/s)\": 0.0,\n    \"Interrupted\": true,\n    \"Failures By Kind\": {\n        \"http_status\": 3,\n        \"timeout\": 1\n    }\n}"
-        ));
+        pyjson::dumps_indent4(self)
     }
 }
