@@ -8,7 +8,6 @@
 pub mod console;
 pub mod html;
 pub mod report;
-mod report_trace;
 pub mod speed_benchmark;
 
 #[cfg(test)]

@@ -125,9 +125,9 @@ fn every_message_key_is_a_field_written_in_evalscope_order() {
     );
 }
 
-#[test]
-fn every_llmperf_extra_follows_evalscope_keys_in_order() {
-    let client = ClientDiagnostics {
+/// A client that limited the run, with every optional key present.
+fn limited_client() -> ClientDiagnostics {
+    ClientDiagnostics {
         cpu_pct_one_core: 12.5,
         cpu_pct_all_cores: 1e-05,
         cpus: 8,
@@ -146,7 +146,12 @@ fn every_llmperf_extra_follows_evalscope_keys_in_order() {
             p99_latency_s: 6.0,
         }),
         limits: vec!["CPU".into()],
-    };
+    }
+}
+
+#[test]
+fn every_llmperf_extra_follows_evalscope_keys_in_order() {
+    let client = limited_client();
     let extras = SummaryExtras {
         wall_input_throughput: Some(7.5),
         interrupted: true,
@@ -226,8 +231,12 @@ fn every_llmperf_extra_follows_evalscope_keys_in_order() {
     assert!(s
         .to_json_string()
         .contains("\"Client CPU (% of all cores)\": 1e-05,"));
+}
 
-    // Without a TTFT from the schedule, a busiest thread or a limit, their keys are left out.
+/// Without a TTFT from the schedule, a busiest thread or a limit, their keys are left out.
+#[test]
+fn client_keys_without_a_ttft_a_busiest_thread_or_a_limit_are_left_out() {
+    let client = limited_client();
     let quiet = ClientDiagnostics {
         busiest_thread: None,
         from_schedule: client.from_schedule.map(|f| FromSchedule {

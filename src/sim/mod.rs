@@ -87,9 +87,11 @@ mod conn;
 pub mod fault;
 #[cfg(test)]
 mod fault_tests;
+mod generate;
 pub mod join;
 pub mod metrics;
 pub mod prefix_cache;
+mod reply;
 mod request;
 mod responses;
 mod routes;

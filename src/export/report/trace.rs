@@ -2,7 +2,7 @@
 //! trace summary, one row per trace metric with its mean, p50, p90, p99 and max, formatted as evalscope
 //! formats the metric.
 
-use super::report::{conc_rate, report_table, RunReport};
+use super::{conc_rate, report_table, RunReport};
 use crate::text::format::unit_for_key;
 use crate::text::table::{Align, Column, RichTable};
 
