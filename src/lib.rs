@@ -41,9 +41,9 @@ mod sys;
 
 #[cfg(test)]
 mod test_support;
-pub mod text;
+pub(crate) mod text;
 pub mod tokenizer;
-pub mod traces;
+pub(crate) mod traces;
 pub(crate) mod visualizer;
 
 pub use error::{Error, EXIT_FAILURE, EXIT_USAGE};
