@@ -1,6 +1,10 @@
 //! Helpers shared by the test suites (`tests/cli`, the simulator; `tests/e2e`, a real server): run the
-//! binary (a [`Run`] builder for the common shape: a server, `--model m`, a fresh output folder), find the
-//! output tree, read the database.
+//! binary, find the output tree, read the database. Most tests go through the [`Run`] builder (`run.rs`):
+//! one `llmperf` invocation in a fresh output folder, and the run folders it wrote.
+
+pub mod run;
+
+pub use run::Run;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -44,6 +48,11 @@ pub fn llmperf_env(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .envs(env.iter().copied())
         .output()
         .expect("llmperf runs")
+}
+
+/// What a process wrote to stderr, as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Asserts success and returns stdout.
@@ -154,66 +163,4 @@ pub fn columns(db: &Path) -> Vec<String> {
 /// Python's `round(v, n)` (the correctly rounded decimal), as the summary uses.
 pub fn py_round(v: f64, n: usize) -> f64 {
     format!("{v:.n$}").parse().unwrap()
-}
-
-/// One `llmperf` invocation against a server (`--url <server>/v1 --model m`, plus what the test adds),
-/// writing under a fresh temporary folder that lives as long as the `Run`.
-pub struct Run {
-    out: tempfile::TempDir,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-}
-
-impl Run {
-    /// A run against the simulator `sim`.
-    pub fn against(sim: &SimServer) -> Run {
-        Run::with_url(&format!("{}/v1", sim.base_url()))
-    }
-
-    /// A run against `url` with `--model m`.
-    pub fn with_url(url: &str) -> Run {
-        Run {
-            out: tempfile::tempdir().expect("temporary folder"),
-            args: ["--url", url, "--model", "m"].map(String::from).to_vec(),
-            env: Vec::new(),
-        }
-    }
-
-    /// Adds flags.
-    pub fn args(mut self, args: &[&str]) -> Run {
-        self.args.extend(args.iter().map(|a| a.to_string()));
-        self
-    }
-
-    /// Sets an environment variable of the process.
-    pub fn env(mut self, key: &str, value: &str) -> Run {
-        self.env.push((key.to_string(), value.to_string()));
-        self
-    }
-
-    /// The folder the results go under (`--outputs-dir`).
-    pub fn out(&self) -> &Path {
-        self.out.path()
-    }
-
-    /// Runs it and returns what it printed and its exit status.
-    pub fn output(&self) -> Output {
-        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
-        let env: Vec<(&str, &str)> = self
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        llmperf_env(self.out.path(), &args, &env)
-    }
-
-    /// Runs it, asserts success and returns stdout.
-    pub fn ok(&self) -> String {
-        ok(&self.output())
-    }
-
-    /// The run folder `dir_name` (`parallel_1_number_2`) of model `m` under the one timestamp folder.
-    pub fn run_dir(&self, dir_name: &str) -> PathBuf {
-        run_root(self.out.path(), "m").join(dir_name)
-    }
 }
