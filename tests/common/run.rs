@@ -84,6 +84,12 @@ impl Run {
         self
     }
 
+    /// Writes `contents` to the input file `name` ([`Run::file`]) and passes its path as `flag`.
+    pub fn input(self, flag: &str, name: &str, contents: impl AsRef<[u8]>) -> Run {
+        let path = self.file(name, contents);
+        self.flag(flag, path)
+    }
+
     /// Sets an environment variable of the process.
     pub fn env(mut self, key: &str, value: &str) -> Run {
         self.env.push((key.to_string(), value.to_string()));
