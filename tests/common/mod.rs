@@ -4,7 +4,7 @@
 
 pub mod run;
 
-pub use run::Run;
+pub use run::{Run, RunDir};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -160,6 +160,20 @@ impl Run {
         }
     }
 
+    /// The one run folder under [`Run::root`] (asserted to be the only one), whatever its name.
+    pub fn single_run(&self) -> RunDir {
+        let runs: Vec<PathBuf> = std::fs::read_dir(self.root())
+            .expect("the run root")
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        assert_eq!(runs.len(), 1, "one run folder: {runs:?}");
+        RunDir {
+            path: runs[0].clone(),
+            _out: Rc::clone(&self.out),
+        }
+    }
+
     /// Runs it, asserts success and returns the run folder `dir_name` (which keeps the output folder).
     pub fn ok_dir(&self, dir_name: &str) -> RunDir {
         self.ok();
