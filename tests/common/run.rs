@@ -139,8 +139,9 @@ impl Run {
         err
     }
 
-    /// `<outputs-dir>/<the one timestamp>/<name>`, where the name is `--name` if given, else `--model` as
-    /// written (a test whose name differs, as `org/model` does, calls [`run_root`] itself).
+    /// `<outputs-dir>/<the one timestamp>/<name>` (no timestamp with `--no-timestamp`), where the name is
+    /// `--name` if given, else `--model` as written (a test whose name differs, as `org/model` does, calls
+    /// [`run_root`] itself).
     pub fn root(&self) -> PathBuf {
         let last = |flag: &str| {
             let i = self.args.iter().rposition(|a| a == flag)?;
@@ -149,7 +150,11 @@ impl Run {
         let name = last("--name")
             .or_else(|| last("--model"))
             .expect("--name or --model");
-        run_root(self.out.path(), name)
+        if self.args.iter().any(|a| a == "--no-timestamp") {
+            self.out.path().join(name)
+        } else {
+            run_root(self.out.path(), name)
+        }
     }
 
     /// The run folder `dir_name` (`parallel_1_number_2`) under [`Run::root`].
