@@ -143,7 +143,7 @@ fn secrets_reach_the_server_but_no_file_log_or_column() {
     assert_eq!(get("x-auth-token"), Some(SECRETS[3]));
     // And written nowhere.
     assert_output_clean(&o, out.path());
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = stderr(&o);
     assert!(stderr.contains("DEBUG"), "--debug was on");
     assert!(
         stderr.contains("**********"),
@@ -197,12 +197,7 @@ fn failed_connection_test_and_bad_flags_do_not_echo_secrets() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let o = llmperf(dir.path(), &bad);
-        assert_eq!(
-            o.status.code(),
-            Some(2),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert_no_secret("usage error", &o.stderr);
         assert_no_secret("usage error stdout", &o.stdout);
     }

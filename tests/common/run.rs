@@ -2,7 +2,7 @@
 //! `--model m` and the test's flags, written like a command line), its exit code and output, and the
 //! [`RunDir`] folders it wrote (summary, percentiles, arguments, stored rows).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -18,9 +18,9 @@ use super::{json_file, llmperf_command, ok, rows, run_root, stderr, Row};
 /// folders live as long as the `Run`. It may be run more than once.
 pub struct Run {
     out: Rc<tempfile::TempDir>,
-    files: tempfile::TempDir,
+    files: Rc<tempfile::TempDir>,
     args: Vec<String>,
-    env: Vec<(String, String)>,
+    env: Vec<(String, Option<OsString>)>,
 }
 
 impl Default for Run {
@@ -34,7 +34,7 @@ impl Run {
     pub fn new() -> Run {
         Run {
             out: Rc::new(tempfile::tempdir().expect("temporary folder")),
-            files: tempfile::tempdir().expect("temporary folder"),
+            files: Rc::new(tempfile::tempdir().expect("temporary folder")),
             args: Vec::new(),
             env: Vec::new(),
         }
@@ -61,6 +61,14 @@ impl Run {
             Some(i) => self.args[i + 1] = model.to_string(),
             None => self.args.extend(["--model".to_string(), model.to_string()]),
         }
+        self
+    }
+
+    /// Writes under `other`'s output folder and input files' folder instead of its own (a second
+    /// invocation into the same tree).
+    pub fn sharing_out(mut self, other: &Run) -> Run {
+        self.out = Rc::clone(&other.out);
+        self.files = Rc::clone(&other.files);
         self
     }
 
@@ -91,8 +99,15 @@ impl Run {
     }
 
     /// Sets an environment variable of the process.
-    pub fn env(mut self, key: &str, value: &str) -> Run {
-        self.env.push((key.to_string(), value.to_string()));
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Run {
+        self.env
+            .push((key.to_string(), Some(value.as_ref().to_os_string())));
+        self
+    }
+
+    /// Removes an environment variable from the process (one the test's own environment may have).
+    pub fn env_remove(mut self, key: &str) -> Run {
+        self.env.push((key.to_string(), None));
         self
     }
 
@@ -117,7 +132,12 @@ impl Run {
     pub fn command(&self) -> Command {
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
         let mut cmd = llmperf_command(self.out.path(), &args);
-        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        for (key, value) in &self.env {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
         cmd
     }
 
