@@ -388,7 +388,7 @@ fn parquet_datasets_fail_clearly_before_any_request() {
                 ("MODELSCOPE_CACHE", empty.path().to_str().unwrap()),
             ],
         );
-        let err = String::from_utf8_lossy(&o.stderr);
+        let err = stderr(&o);
         match code {
             Some(c) => assert_eq!(o.status.code(), Some(c), "{args:?}: {err}"),
             None => assert!(!o.status.success(), "{args:?}: {err}"),

@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use crate::common::*;
@@ -61,50 +60,31 @@ fn tls_proxy(backend: SocketAddr) -> (u16, tokio::runtime::Runtime) {
     (port, rt)
 }
 
-fn run(out: &Path, port: u16, ca: Option<&Path>) -> std::process::Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
-    cmd.args([
-        "--url",
-        &format!("https://localhost:{port}/v1/chat/completions"),
-        "--model",
-        "m",
-        "--prompt",
-        "x",
-        "--parallel",
-        "2",
-        "--number",
-        "6",
-        "--max-tokens",
-        "4",
-        "--total-timeout",
-        "3",
-        "--outputs-dir",
-        out.to_str().unwrap(),
-        "--sleep-interval",
-        "0",
-    ]);
-    cmd.env_remove("SSL_CERT_FILE");
-    if let Some(ca) = ca {
-        cmd.env("SSL_CERT_FILE", ca);
+/// A run against the TLS proxy on `port`, trusting `ca` (`SSL_CERT_FILE`) or only the system roots.
+fn run(port: u16, ca: Option<&Path>) -> Run {
+    let run = Run::with_url(&format!("https://localhost:{port}/v1/chat/completions"))
+        .flags("--prompt x --parallel 2 --number 6 --max-tokens 4 --total-timeout 3")
+        .env_remove("SSL_CERT_FILE");
+    match ca {
+        Some(ca) => run.env("SSL_CERT_FILE", ca),
+        None => run,
     }
-    cmd.output().expect("llmperf runs")
 }
 
 #[test]
 fn https_endpoints_work_and_untrusted_servers_are_refused() {
     let sim = fast_sim();
     let (port, _rt) = tls_proxy(sim.addr());
-    let out = tempfile::tempdir().unwrap();
-    ok(&run(out.path(), port, Some(&fixture("ca.pem"))));
-    let rows = rows(&run_root(out.path(), "m").join("parallel_2_number_6/benchmark_data.db"));
+    let rows = run(port, Some(&fixture("ca.pem")))
+        .ok_dir("parallel_2_number_6")
+        .rows();
     assert_eq!(rows.len(), 6);
     assert!(rows
         .iter()
         .all(|r| r.success && r.completion_tokens == Some(4)));
     // Without the test CA, the certificate is not trusted: the connection test fails and says why.
-    let out = tempfile::tempdir().unwrap();
-    let o = run(out.path(), port, None);
+    let o = run(port, None).output();
     assert!(!o.status.success());
-    let stderr = String::from_utf8_lossy(&o.stderr).to_lowercase();
+    let stderr = stderr(&o).to_lowercase();
     assert!(stderr.contains("certificate"), "{stderr}");
 }
