@@ -68,33 +68,18 @@ fn assert_output_clean(o: &Output, out: &Path) {
     }
 }
 
-fn secret_args(url: &str) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "--url",
-        url,
-        "--model",
-        "m",
-        "--prompt",
-        "x",
-        "--number",
-        "12",
-        "--parallel",
-        "2",
-        "--max-tokens",
-        "3",
-        "--debug",
-        "--api-key",
-        SECRETS[0],
-        "--headers",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.push(format!("X-Api-Key={}", SECRETS[1]));
-    args.push(format!("Proxy-Authorization=Basic {}", SECRETS[2]));
-    args.push(format!("X-Auth-Token={}", SECRETS[3]));
-    args.push(format!("api-key={}", SECRETS[4]));
-    args
+/// A run against `sim`'s chat endpoint with `--debug`, `--api-key` and four secret headers.
+fn secret_run(sim: &SimServer) -> Run {
+    Run::at(sim, "/v1/chat/completions")
+        .flags("--prompt x --number 12 --parallel 2 --max-tokens 3 --debug")
+        .flag("--api-key", SECRETS[0])
+        .args(&[
+            "--headers",
+            &format!("X-Api-Key={}", SECRETS[1]),
+            &format!("Proxy-Authorization=Basic {}", SECRETS[2]),
+            &format!("X-Auth-Token={}", SECRETS[3]),
+            &format!("api-key={}", SECRETS[4]),
+        ])
 }
 
 #[test]
@@ -120,10 +105,8 @@ fn secrets_reach_the_server_but_no_file_log_or_column() {
         ..SimConfig::default()
     })
     .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let args = secret_args(&format!("{}/v1/chat/completions", sim.base_url()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = llmperf(out.path(), &args);
+    let run = secret_run(&sim);
+    let o = run.output();
     ok(&o);
     // The secrets were sent.
     let captured = sim.requests();
@@ -142,7 +125,7 @@ fn secrets_reach_the_server_but_no_file_log_or_column() {
     assert_eq!(get("x-api-key"), Some(SECRETS[1]));
     assert_eq!(get("x-auth-token"), Some(SECRETS[3]));
     // And written nowhere.
-    assert_output_clean(&o, out.path());
+    assert_output_clean(&o, run.out());
     let stderr = stderr(&o);
     assert!(stderr.contains("DEBUG"), "--debug was on");
     assert!(
@@ -161,42 +144,21 @@ fn failed_connection_test_and_bad_flags_do_not_echo_secrets() {
         ..SimConfig::default()
     })
     .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let args = secret_args(&format!("{}/v1/chat/completions", sim.base_url()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = llmperf(out.path(), &args);
+    let run = secret_run(&sim);
+    let o = run.output();
     assert_eq!(o.status.code(), Some(1));
-    assert_output_clean(&o, out.path());
+    assert_output_clean(&o, run.out());
 
     // Usage errors: a header typed with the wrong separator, a key that is not a valid header value.
-    for bad in [
-        vec![
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--headers",
-            &format!("Authorization: Bearer {}", SECRETS[0]),
-        ],
-        vec![
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--api-key",
-            &format!("{}\nx", SECRETS[0]),
-        ],
-        vec![
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--headers",
-            &format!("X-Api-Key={}\nx", SECRETS[1]),
-        ],
+    for (flag, value) in [
+        ("--headers", format!("Authorization: Bearer {}", SECRETS[0])),
+        ("--api-key", format!("{}\nx", SECRETS[0])),
+        ("--headers", format!("X-Api-Key={}\nx", SECRETS[1])),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let o = llmperf(dir.path(), &bad);
+        let o = Run::new()
+            .flags("--model m --prompt x")
+            .flag(flag, value)
+            .output();
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert_no_secret("usage error", &o.stderr);
         assert_no_secret("usage error stdout", &o.stdout);
