@@ -6,7 +6,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
@@ -40,26 +40,19 @@ fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
-fn spawn(sim: &SimServer, out: &Path, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .args([
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            PROMPT,
-            "--max-tokens",
-            "4",
-            "--no-timestamp",
-            "--outputs-dir",
-            out.to_str().unwrap(),
-        ])
-        .args(extra)
+/// Starts a run of `extra` against `sim` (no timestamp folder) and returns it with its process.
+fn spawn(sim: &SimServer, extra: &str) -> (Run, Child) {
+    let run = Run::at(sim, "/v1/chat/completions")
+        .flag("--prompt", PROMPT)
+        .flags("--max-tokens 4 --no-timestamp")
+        .flags(extra);
+    let child = run
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap()
+        .unwrap();
+    (run, child)
 }
 
 fn integrity_ok(db: &Path) -> usize {
@@ -80,22 +73,9 @@ fn trial(delay: Duration, sig: i32, double: Option<Duration>) -> &'static str {
         ..SimConfig::default()
     })
     .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let mut child = spawn(
+    let (run, mut child) = spawn(
         &sim,
-        out.path(),
-        &[
-            "--parallel",
-            "1",
-            "2",
-            "--number",
-            "50",
-            "50",
-            "--sleep-interval",
-            "1",
-            "--db-commit-interval",
-            "7",
-        ],
+        "--parallel 1 2 --number 50 50 --sleep-interval 1 --db-commit-interval 7",
     );
     std::thread::sleep(delay);
     signal(&child, sig);
@@ -105,7 +85,7 @@ fn trial(delay: Duration, sig: i32, double: Option<Duration>) -> &'static str {
     }
     let status = wait(&mut child, Duration::from_secs(30));
     let ctx = format!("delay {delay:?}, signal {sig}, double {double:?}, status {status:?}");
-    let root = out.path().join("m");
+    let root = run.root();
 
     if status.signal().is_some() {
         // Only possible before the handlers were installed, i.e. before anything was written.
@@ -259,19 +239,9 @@ fn second_signal_exits_at_once_with_every_finished_request_committed() {
         ..SimConfig::default()
     })
     .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let mut child = spawn(
+    let (run, mut child) = spawn(
         &sim,
-        out.path(),
-        &[
-            "--parallel",
-            "4",
-            "--number",
-            "1000",
-            "--no-test-connection",
-            "--db-commit-interval",
-            "1000000",
-        ],
+        "--parallel 4 --number 1000 --no-test-connection --db-commit-interval 1000000",
     );
     // Requests 3, 6, 9 and 12 hang and hold all four slots; the other eight finish.
     let t0 = Instant::now();
@@ -291,9 +261,7 @@ fn second_signal_exits_at_once_with_every_finished_request_committed() {
         "the second signal did not cut the {:?} grace period short: {took:?}",
         llmperf::shutdown::GRACE
     );
-    let db = out
-        .path()
-        .join("m/parallel_4_number_1000/benchmark_data.db");
+    let db = run.run_dir("parallel_4_number_1000").db();
     assert_eq!(
         integrity_ok(&db),
         sim.truth().len(),

@@ -11,11 +11,12 @@ use std::rc::Rc;
 use llmperf::sim::SimServer;
 use serde_json::Value;
 
-use super::{json_file, llmperf_command, ok, rows, run_root, stderr, Row};
+use super::{json_file, ok, rows, run_root, stderr, Row};
 
 /// One `llmperf` invocation: its flags, its environment, the folder it writes under (`--outputs-dir`,
 /// empty until it runs) and a second folder for the input files a test writes ([`Run::file`]). Both
-/// folders live as long as the `Run`. It may be run more than once.
+/// folders live as long as the `Run`. It may be run more than once. Like [`llmperf_command`](super::llmperf_command), it runs
+/// with hub downloads off and `--sleep-interval 0` (unless the test gives its own).
 pub struct Run {
     out: Rc<tempfile::TempDir>,
     files: Rc<tempfile::TempDir>,
@@ -130,8 +131,14 @@ impl Run {
 
     /// The command, ready to spawn (for a test that signals or watches the process).
     pub fn command(&self) -> Command {
-        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
-        let mut cmd = llmperf_command(self.out.path(), &args);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
+        cmd.env("HF_HUB_OFFLINE", "1")
+            .args(&self.args)
+            .arg("--outputs-dir")
+            .arg(self.out.path());
+        if !self.args.iter().any(|a| a == "--sleep-interval") {
+            cmd.args(["--sleep-interval", "0"]);
+        }
         for (key, value) in &self.env {
             match value {
                 Some(value) => cmd.env(key, value),
