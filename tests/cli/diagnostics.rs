@@ -4,21 +4,11 @@
 
 use std::path::Path;
 use std::process::Output;
-use std::time::Duration;
 
 use crate::common::*;
 use llmperf::metrics::nearest_rank;
-use llmperf::sim::{join, SimConfig, SimServer};
+use llmperf::sim::join;
 use serde_json::Value;
-
-fn sim(ttft_ms: u64, itl_ms: u64) -> SimServer {
-    SimServer::start(SimConfig {
-        ttft: Duration::from_millis(ttft_ms),
-        itl: Duration::from_millis(itl_ms),
-        ..SimConfig::default()
-    })
-    .unwrap()
-}
 
 /// Keys of a JSON object file, in file order.
 fn keys_in_order(path: &Path) -> Vec<String> {
@@ -44,7 +34,7 @@ const CLIENT_KEYS: [&str; 8] = [
 
 #[test]
 fn every_stored_request_joins_its_ground_truth() {
-    let sim = sim(20, 2);
+    let sim = timed_sim(20, 2);
     let run = Run::at(&sim, "/v1/chat/completions")
         .flags("--prompt 'one two three' --parallel 4 --number 24 --warmup-num 4 --max-tokens 8")
         .flags(r#"--extra-args '{"ignore_eos": true}'"#)
@@ -101,7 +91,7 @@ fn every_stored_request_joins_its_ground_truth() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_late_reader_still_times_chunks_at_arrival() {
-    let sim = sim(30, 100);
+    let sim = timed_sim(30, 100);
     let run = Run::at(&sim, "/v1/chat/completions")
         .flags(r#"--prompt x --parallel 1 --number 6 --max-tokens 3 --extra-args '{"ignore_eos": true}'"#)
         .env("LLMPERF_INJECT_READ_DELAY_US", "45000")
@@ -134,7 +124,7 @@ fn a_late_reader_still_times_chunks_at_arrival() {
 
 #[test]
 fn send_lag_and_client_keys_agree_with_the_database() {
-    let sim = sim(5, 1);
+    let sim = timed_sim(5, 1);
     let run = Run::at(&sim, "/v1/chat/completions")
         .flags("--prompt x --parallel 3 --number 30 --max-tokens 4")
         .ok_dir("parallel_3_number_30");
@@ -181,7 +171,7 @@ fn send_lag_and_client_keys_agree_with_the_database() {
 
 #[test]
 fn open_loop_reports_timings_from_the_intended_send_time() {
-    let sim = sim(10, 1);
+    let sim = timed_sim(10, 1);
     let run = Run::at(&sim, "/v1/chat/completions")
         .flags("--prompt x --open-loop --rate 100 --number 25 --max-tokens 4")
         .ok_dir("rate_100.0_number_25");
@@ -214,7 +204,7 @@ fn open_loop_reports_timings_from_the_intended_send_time() {
 
 #[test]
 fn a_starved_client_warns_that_it_limited_the_run() {
-    let sim = sim(2, 1);
+    let sim = timed_sim(2, 1);
     // 8 ms of CPU burnt before every send: the send lag is at least that, far above the 5 ms limit.
     let run = Run::at(&sim, "/v1/chat/completions")
         .flags("--prompt x --parallel 2 --number 10 --max-tokens 2")

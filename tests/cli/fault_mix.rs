@@ -67,14 +67,8 @@ fn connection_test_400_aborts_with_the_server_message() {
 /// or resets, requests sent while it is down fail as `connect` (refused), and the run goes on to the end.
 #[test]
 fn connection_refused_while_the_server_is_down() {
-    use llmperf::sim::{SimConfig, SimServer};
     use std::time::{Duration, Instant};
-    let mut sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(1),
-        itl: Duration::from_millis(1),
-        ..SimConfig::default()
-    })
-    .unwrap();
+    let mut sim = timed_sim(1, 1);
     // Paced on an absolute timeline (--rate), so refused requests (which fail in microseconds) cannot use
     // up the run while the server is down, however the machine is loaded.
     let run = Run::at(&sim, "/v1/chat/completions").flags(

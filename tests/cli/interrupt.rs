@@ -4,15 +4,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use llmperf::sim::{SimConfig, SimServer};
 
 fn interrupt_after_rows(signal: i32, expected_code: i32) {
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(5),
-        itl: Duration::from_millis(5),
-        ..SimConfig::default()
-    })
-    .unwrap();
+    let sim = timed_sim(5, 5);
     let run = Run::against(&sim).flags(
         "--prompt x --number 100000 --parallel 4 --max-tokens 10 --db-commit-interval 1000000 --no-timestamp --enable-progress-tracker",
     );

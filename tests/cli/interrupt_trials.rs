@@ -67,12 +67,7 @@ fn integrity_ok(db: &Path) -> usize {
 
 /// One trial: signal (twice when `double`) after `delay`; returns a one-word description of the outcome.
 fn trial(delay: Duration, sig: i32, double: Option<Duration>) -> &'static str {
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(1),
-        itl: Duration::from_millis(1),
-        ..SimConfig::default()
-    })
-    .unwrap();
+    let sim = timed_sim(1, 1);
     let (run, mut child) = spawn(
         &sim,
         "--parallel 1 2 --number 50 50 --sleep-interval 1 --db-commit-interval 7",

@@ -2,8 +2,6 @@
 //! simulator's ground truth.
 
 use crate::common::*;
-use llmperf::sim::{SimConfig, SimServer};
-use std::time::Duration;
 
 const EVALSCOPE_COLUMNS: [&str; 14] = [
     "request",
@@ -28,12 +26,7 @@ fn mean(v: &[f64]) -> f64 {
 
 #[test]
 fn single_run_tree_rows_and_summary_match_the_data() {
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(20),
-        itl: Duration::from_millis(3),
-        ..SimConfig::default()
-    })
-    .unwrap();
+    let sim = timed_sim(20, 3);
     let cmd = Run::at(&sim, "/v1/chat/completions")
         .model("org/My-Model")
         .flags(r#"--prompt 'one two three' --number 12 --parallel 3 --warmup-num 2 --max-tokens 8 --extra-args '{"ignore_eos": true}'"#);

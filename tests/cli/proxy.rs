@@ -203,7 +203,7 @@ fn http_goes_through_the_proxy_in_absolute_form_with_basic_auth() {
     );
     // The proxy password never reaches the console or a file.
     assert!(!stderr.contains("s3cr") && !String::from_utf8_lossy(&o.stdout).contains("s3cr"));
-    for entry in walk(&run.root()) {
+    for entry in files_under(&run.root()) {
         let bytes = std::fs::read(&entry).unwrap();
         assert!(
             !String::from_utf8_lossy(&bytes).contains("s3cr"),
@@ -211,19 +211,6 @@ fn http_goes_through_the_proxy_in_absolute_form_with_basic_auth() {
             entry.display()
         );
     }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            files.extend(walk(&p));
-        } else {
-            files.push(p);
-        }
-    }
-    files
 }
 
 #[test]

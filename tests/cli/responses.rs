@@ -13,19 +13,10 @@ fn run(api: &str, url: Option<&str>) -> Run {
     }
 }
 
-/// A simulator slow enough that every delta is its own read: 20 ms to the first token, 10 ms between tokens.
-fn paced_sim() -> llmperf::sim::SimServer {
-    llmperf::sim::SimServer::start(llmperf::sim::SimConfig {
-        ttft: std::time::Duration::from_millis(20),
-        itl: std::time::Duration::from_millis(10),
-        ..llmperf::sim::SimConfig::default()
-    })
-    .expect("simulator starts")
-}
-
 #[test]
 fn responses_bodies_events_and_url_rewrite() {
-    let sim = paced_sim();
+    // Slow enough that every delta is its own read: 20 ms to the first token, 10 ms between tokens.
+    let sim = timed_sim(20, 10);
     // A chat URL is rewritten to `…/responses`, as evalscope does.
     let url = format!("{}/v1/chat/completions", sim.base_url());
     let run = run("openai_responses", Some(&url))

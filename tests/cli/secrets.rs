@@ -16,20 +16,6 @@ const SECRETS: [&str; 5] = [
     "ak-LLMPERF-api-key-hdr-93f1",
 ];
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 fn assert_no_secret(what: &str, bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
     for s in SECRETS {
@@ -45,7 +31,7 @@ fn assert_no_secret(what: &str, bytes: &[u8]) {
 fn assert_output_clean(o: &Output, out: &Path) {
     assert_no_secret("stdout", &o.stdout);
     assert_no_secret("stderr", &o.stderr);
-    let all = files(out);
+    let all = files_under(out);
     assert!(!all.is_empty());
     for f in &all {
         assert_no_secret(&f.display().to_string(), &std::fs::read(f).unwrap());

@@ -106,18 +106,6 @@ fn named<'a>(calls: &'a [Value], call: &str) -> Vec<&'a Value> {
     calls.iter().filter(|c| c["call"] == call).collect()
 }
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            files(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn wandb_gets_the_running_metrics_per_request_and_each_run_summary() {
     let dir = tempfile::tempdir().unwrap();
@@ -199,8 +187,7 @@ fn deprecated_wandb_key_reaches_the_sdk_only_through_the_environment() {
         !stdout.contains(key) && !stderr.contains(key),
         "key printed"
     );
-    let mut all = Vec::new();
-    files(run.out(), &mut all);
+    let all = files_under(run.out());
     assert!(all.len() > 10);
     for f in all {
         let bytes = std::fs::read(&f).unwrap();

@@ -4,7 +4,6 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use llmperf::sim::{SimConfig, SimServer};
 
 #[test]
 fn workload_files_match_the_stored_rows_and_appear_in_console_and_summary() {
@@ -109,12 +108,7 @@ fn an_all_failed_run_writes_no_workload_files() {
 #[test]
 fn progress_tracker_is_updated_during_the_sweep_and_completed_at_the_end() {
     // Slow enough that the file is seen mid-run: 2 runs of 30 requests, ~40 ms each, one at a time.
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(20),
-        itl: Duration::from_millis(5),
-        ..SimConfig::default()
-    })
-    .unwrap();
+    let sim = timed_sim(20, 5);
     let run = Run::against(&sim).flags(
         "--prompt x --parallel 1 2 --number 30 40 --max-tokens 4 --no-timestamp --enable-progress-tracker",
     );

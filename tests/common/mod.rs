@@ -15,9 +15,14 @@ use serde_json::Value;
 
 /// A fast simulator: 2 ms to first token, 1 ms between tokens.
 pub fn fast_sim() -> SimServer {
+    timed_sim(2, 1)
+}
+
+/// A simulator with `ttft_ms` to the first token and `itl_ms` between tokens, the rest its defaults.
+pub fn timed_sim(ttft_ms: u64, itl_ms: u64) -> SimServer {
     SimServer::start(SimConfig {
-        ttft: Duration::from_millis(2),
-        itl: Duration::from_millis(1),
+        ttft: Duration::from_millis(ttft_ms),
+        itl: Duration::from_millis(itl_ms),
         ..SimConfig::default()
     })
     .expect("simulator starts")
@@ -78,6 +83,20 @@ pub fn run_root(out: &Path, name: &str) -> PathBuf {
     assert_eq!(stamp.len(), 15, "YYYYmmdd_HHMMSS: {stamp}");
     assert_eq!(&stamp[8..9], "_");
     stamps[0].join(name)
+}
+
+/// Every file under `dir`, recursively (none when `dir` does not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }
 
 /// Parses a JSON file.
