@@ -4,11 +4,11 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 
+use crate::common::tls::{tls_fixture, tls_terminator};
 use crate::common::*;
 
 /// The name the tests give the server: not loopback, and only the proxy knows where it is.
@@ -80,59 +80,6 @@ impl TestProxy {
     fn heads(&self) -> Vec<String> {
         self.heads.lock().unwrap().clone()
     }
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tls/proxied")
-        .join(name)
-}
-
-/// A TLS terminator for `HOST` in front of `backend`, on a runtime of its own (dropping it stops it).
-fn tls_server(backend: SocketAddr) -> (SocketAddr, tokio::runtime::Runtime) {
-    use tokio_rustls::rustls;
-    use tokio_rustls::rustls::pki_types::pem::PemObject;
-    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
-        .unwrap()
-        .map(|c| c.unwrap())
-        .collect();
-    let key = PrivateKeyDer::from_pem_file(fixture("server.key")).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    rt.spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                continue;
-            };
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let Ok(mut up) = tokio::net::TcpStream::connect(backend).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
-            });
-        }
-    });
-    (addr, rt)
 }
 
 /// `llmperf` against `url` with only the proxy variables the test sets (the machine's own are removed).
@@ -216,13 +163,13 @@ fn http_goes_through_the_proxy_in_absolute_form_with_basic_auth() {
 #[test]
 fn https_goes_through_a_connect_tunnel() {
     let sim = fast_sim();
-    let (tls_addr, _rt) = tls_server(sim_addr(&sim));
+    let (tls_addr, _rt) = tls_terminator(&tls_fixture("proxied", ""), sim_addr(&sim));
     let proxy = TestProxy::start(sim_addr(&sim), Some(tls_addr));
     let url = format!("https://{HOST}/v1/chat/completions");
     let proxy_url = format!("127.0.0.1:{}", proxy.port);
     let run = run(&url)
         .env("HTTPS_PROXY", &proxy_url)
-        .env("SSL_CERT_FILE", fixture("ca.pem"))
+        .env("SSL_CERT_FILE", tls_fixture("proxied", "ca.pem"))
         .flags("--parallel 2 --number 3");
     run.ok();
     let heads = proxy.heads();

@@ -3,6 +3,7 @@
 //! one `llmperf` invocation in a fresh output folder, and the run folders it wrote.
 
 pub mod run;
+pub mod tls;
 
 pub use run::{Run, RunDir};
 
