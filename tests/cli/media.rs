@@ -133,13 +133,12 @@ fn text_datasets_from_local_files() {
     )
     .unwrap();
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
     for (dataset, path) in [("longalpaca", &alpaca), ("share_gpt_en", &sharegpt)] {
-        let run = Run::with_url(&url)
+        Run::at(&sim, "/v1/chat/completions")
             .flag("--dataset", dataset)
-            .flag("--dataset-path", &path)
-            .flags("--number 1 --no-test-connection");
-        run.ok();
+            .flag("--dataset-path", path)
+            .flags("--number 1 --no-test-connection")
+            .ok();
     }
     let bodies: Vec<Value> = sim
         .requests()
