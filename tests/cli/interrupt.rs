@@ -22,11 +22,7 @@ fn interrupt_after_rows(signal: i32, expected_code: i32) {
         assert!(t0.elapsed() < Duration::from_secs(30), "no traffic");
         std::thread::sleep(Duration::from_millis(20));
     }
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(child.id() as i32, signal);
-    }
+    crate::common::signal(&child, signal);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(expected_code));
     let root = run.root();

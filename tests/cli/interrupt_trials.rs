@@ -18,14 +18,6 @@ const NUMBER: usize = 50;
 const PROMPT: &str = "interrupt me";
 const RUNS: [&str; 2] = ["parallel_1_number_50", "parallel_2_number_50"];
 
-#[allow(unsafe_code)]
-fn signal(child: &Child, sig: i32) {
-    // SAFETY: kill(2) on our own child's pid (not yet reaped, so it cannot have been reused).
-    unsafe {
-        libc::kill(child.id() as i32, sig);
-    }
-}
-
 fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
     let t0 = Instant::now();
     loop {

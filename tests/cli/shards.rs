@@ -2,7 +2,6 @@
 //! (closed and open loop), the merge's refusals, the usage errors of the shard flags, and `serve-mock`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -10,7 +9,9 @@ use std::time::Duration;
 use llmperf::sim::{SimConfig, SimServer};
 use serde_json::Value;
 
-use crate::common::{json_file, llmperf, llmperf_command, ok, py_round, rows, stderr, Row, Run};
+use crate::common::{
+    json_file, llmperf, llmperf_command, ok, py_round, rows, serve_mock, stderr, Row, Run,
+};
 
 /// Timing noise allowed between the merged and the single-process percentiles of latency and TTFT, in
 /// seconds, at the median and at p90. The simulator's times are fixed (30 ms TTFT, 5 ms between tokens), so
@@ -490,24 +491,7 @@ fn shard_flag_errors_are_usage_errors_before_any_output() {
 
 #[test]
 fn serve_mock_serves_until_stdin_closes() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .args([
-            "serve-mock",
-            "--ttft-ms",
-            "1",
-            "--itl-ms",
-            "1",
-            "--until-stdin-closes",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line.trim().to_string();
+    let (mut child, base) = serve_mock(&["--ttft-ms", "1", "--itl-ms", "1"]);
     assert!(
         base.starts_with("http://127.0.0.1:") && base.ends_with("/v1"),
         "{base}"

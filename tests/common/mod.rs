@@ -7,8 +7,9 @@ pub mod tls;
 
 pub use run::{Run, RunDir};
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use llmperf::sim::{SimConfig, SimServer};
@@ -41,6 +42,33 @@ pub fn llmperf_command(out: &Path, args: &[&str]) -> Command {
         "0",
     ]);
     cmd
+}
+
+/// Sends `sig` to `child`, a process this test started and has not reaped.
+#[allow(unsafe_code)]
+pub fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid (not yet reaped, so it cannot have been reused).
+    unsafe {
+        libc::kill(child.id() as i32, sig);
+    }
+}
+
+/// Starts `llmperf serve-mock <args> --until-stdin-closes`, the simulator in a process of its own, and
+/// returns the process and the `http://127.0.0.1:PORT/v1` it printed; closing its stdin stops it.
+pub fn serve_mock(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llmperf"))
+        .arg("serve-mock")
+        .args(args)
+        .arg("--until-stdin-closes")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("llmperf serve-mock starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line.trim().to_string())
 }
 
 /// `llmperf` with `args`, writing under `out`.

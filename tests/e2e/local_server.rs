@@ -219,11 +219,7 @@ fn local_picks_vllm_and_ctrl_c_stops_the_server() {
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_secs(1));
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) on our own child process.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
+    signal(&child, libc::SIGINT);
     let output = child.wait_with_output().unwrap();
     let console = stderr(&output);
     assert_eq!(output.status.code(), Some(130), "{console}");

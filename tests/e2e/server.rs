@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::common::Run;
+use crate::common::{signal, Run};
 
 /// The model alias the server answers to.
 pub const MODEL: &str = "SmolLM2-135M-Instruct";
@@ -129,11 +129,7 @@ impl RealServer {
 
 impl Drop for RealServer {
     fn drop(&mut self) {
-        #[allow(unsafe_code)]
-        // SAFETY: kill(2) on our own child's pid, which we have not reaped yet.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
+        signal(&self.child, libc::SIGTERM);
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(10) {
             if let Ok(Some(_)) = self.child.try_wait() {
