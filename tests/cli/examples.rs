@@ -34,20 +34,13 @@ fn script_with_args(
     cmd.output().expect("bash runs")
 }
 
+/// Every `benchmark_summary.json` under `root`.
 fn summaries(root: &Path) -> Vec<serde_json::Value> {
-    let mut found = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n == "benchmark_summary.json") {
-                found.push(json_file(&p));
-            }
-        }
-    }
-    found
+    files_under(root)
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "benchmark_summary.json"))
+        .map(|p| json_file(p))
+        .collect()
 }
 
 #[test]
