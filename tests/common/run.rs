@@ -15,8 +15,9 @@ use super::{json_file, ok, rows, run_root, stderr, Row};
 
 /// One `llmperf` invocation: its flags, its environment, the folder it writes under (`--outputs-dir`,
 /// empty until it runs) and a second folder for the input files a test writes ([`Run::file`]). Both
-/// folders live as long as the `Run`. It may be run more than once. Like [`llmperf_command`](super::llmperf_command), it runs
-/// with hub downloads off and `--sleep-interval 0` (unless the test gives its own).
+/// folders live as long as the `Run` (or a [`RunDir`] of it). It may be run more than once. Like
+/// [`llmperf_command`](super::llmperf_command), it runs with hub downloads off (`HF_HUB_OFFLINE=1`) and
+/// `--sleep-interval 0` unless the test gives its own.
 pub struct Run {
     out: Rc<tempfile::TempDir>,
     files: Rc<tempfile::TempDir>,
@@ -31,7 +32,7 @@ impl Default for Run {
 }
 
 impl Run {
-    /// A run with no flags but the ones the test adds (and `--outputs-dir`, `--sleep-interval 0`).
+    /// A run with no flags but the ones the test adds (and `--outputs-dir`).
     pub fn new() -> Run {
         Run {
             out: Rc::new(tempfile::tempdir().expect("temporary folder")),
