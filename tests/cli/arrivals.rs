@@ -6,30 +6,14 @@ use crate::common::*;
 /// The stored intended send times, ascending.
 fn scheduled(extra: &[&str], rate: &str, number: &str) -> Vec<f64> {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1", sim.base_url());
-    let mut args = vec![
-        "--url",
-        &url,
-        "--model",
-        "m",
-        "--prompt",
-        "a",
-        "--open-loop",
-        "--rate",
-        rate,
-        "--number",
-        number,
-        "--max-tokens",
-        "1",
-        "--seed",
-        "11",
-        "--no-test-connection",
-    ];
-    args.extend_from_slice(extra);
-    ok(&llmperf(out.path(), &args));
-    let run = run_root(out.path(), "m").join(format!("rate_{rate}.0_number_{number}"));
-    let mut times: Vec<f64> = rows(&run.join("benchmark_data.db"))
+    let mut times: Vec<f64> = Run::against(&sim)
+        .flags("--prompt a --open-loop")
+        .flag("--rate", rate)
+        .flag("--number", number)
+        .flags("--max-tokens 1 --seed 11 --no-test-connection")
+        .args(extra)
+        .ok_dir(&format!("rate_{rate}.0_number_{number}"))
+        .rows()
         .iter()
         .map(|r| r.scheduled_time.unwrap())
         .collect();
@@ -81,7 +65,6 @@ fn ramp_up_rises_to_the_target_rate_and_holds_it() {
 
 #[test]
 fn arrival_shapes_need_a_paced_run() {
-    let out = tempfile::tempdir().unwrap();
     for (flag, args) in [
         ("--burstiness", &["--burstiness", "0.5"][..]),
         ("--ramp-up", &["--ramp-up", "10s"]),
@@ -98,15 +81,9 @@ fn arrival_shapes_need_a_paced_run() {
             &["--server-metrics-interval", "0"],
         ),
     ] {
-        let mut all = vec!["--model", "m", "--prompt", "x"];
-        all.extend_from_slice(args);
-        let output = llmperf(out.path(), &all);
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let run = Run::new().flags("--model m --prompt x").args(args);
+        let stderr = run.fails(2);
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
+        assert_eq!(run.out_entries(), 0, "{args:?}: no output folder");
     }
-    assert!(
-        std::fs::read_dir(out.path()).unwrap().next().is_none(),
-        "no output folder"
-    );
 }

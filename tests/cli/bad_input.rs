@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::common::stderr;
+
 /// Runs `llmperf` with exactly `args` (no `--outputs-dir` added).
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_llmperf"))
@@ -14,7 +16,7 @@ fn run(args: &[&str]) -> Output {
 
 /// Asserts the exit code and that the first line of stderr is the error, naming `flag` and holding `hint`.
 fn assert_error(o: &Output, code: i32, flag: &str, hint: &str, case: &str) {
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = stderr(o);
     assert_eq!(o.status.code(), Some(code), "{case}: {stderr}");
     let first = stderr
         .lines()
@@ -229,7 +231,7 @@ fn zero_timeouts_mean_none_as_in_evalscope() {
         "--outputs-dir",
         out.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{}", stderr(&o));
     let db: &Path = &out.join("m/parallel_1_number_3/benchmark_data.db");
     let conn = rusqlite::Connection::open(db).unwrap();
     let ok: i64 = conn

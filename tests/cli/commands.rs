@@ -81,22 +81,12 @@ fn a_typo_in_api_or_dataset_gets_the_nearest_name() {
 #[test]
 fn aliases_stay_as_typed_in_benchmark_args() {
     let sim = fast_sim();
-    let data_dir = tempfile::tempdir().unwrap();
-    let data = data_dir.path().join("q.jsonl");
-    std::fs::write(&data, "{\"question\": \"why?\"}\n").unwrap();
-    let run = Run::against(&sim).args(&[
-        "--dataset",
-        "open_qa",
-        "--dataset-path",
-        data.to_str().unwrap(),
-        "--number",
-        "1",
-    ]);
-    run.ok();
-    let args = json_file(
-        &run.run_dir("parallel_1_number_1")
-            .join("benchmark_args.json"),
-    );
+    let args = Run::against(&sim)
+        .flags("--dataset open_qa")
+        .input("--dataset-path", "q.jsonl", "{\"question\": \"why?\"}\n")
+        .flags("--number 1")
+        .ok_dir("parallel_1_number_1")
+        .args();
     assert_eq!(args["dataset"], "open_qa");
     assert_eq!(args["api"], "openai");
 }
@@ -104,30 +94,15 @@ fn aliases_stay_as_typed_in_benchmark_args() {
 #[test]
 fn an_existing_run_folder_is_a_usage_error_found_before_the_dataset_loads() {
     let sim = fast_sim();
-    let first = Run::against(&sim).args(&["--prompt", "x", "--number", "1", "--no-timestamp"]);
+    let first = Run::against(&sim).flags("--prompt x --number 1 --no-timestamp");
     first.ok();
     // The same folder again, with a dataset that cannot load: the collision is found first.
-    let empty = first.out().join("empty.txt");
-    std::fs::write(&empty, "\n").unwrap();
-    let url = format!("{}/v1", sim.base_url());
-    let o = llmperf(
-        first.out(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--dataset",
-            "custom",
-            "--dataset-path",
-            empty.to_str().unwrap(),
-            "--number",
-            "1",
-            "--no-timestamp",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    let err = text(&o.stderr);
+    let err = Run::against(&sim)
+        .sharing_out(&first)
+        .flags("--dataset custom")
+        .input("--dataset-path", "empty.txt", "\n")
+        .flags("--number 1 --no-timestamp")
+        .fails(2);
     assert!(
         err.contains("already exists") && !err.contains("empty"),
         "{err}"

@@ -4,21 +4,11 @@
 
 use std::path::Path;
 use std::process::Output;
-use std::time::Duration;
 
 use crate::common::*;
 use llmperf::metrics::nearest_rank;
-use llmperf::sim::{join, SimConfig, SimServer};
+use llmperf::sim::join;
 use serde_json::Value;
-
-fn sim(ttft_ms: u64, itl_ms: u64) -> SimServer {
-    SimServer::start(SimConfig {
-        ttft: Duration::from_millis(ttft_ms),
-        itl: Duration::from_millis(itl_ms),
-        ..SimConfig::default()
-    })
-    .unwrap()
-}
 
 /// Keys of a JSON object file, in file order.
 fn keys_in_order(path: &Path) -> Vec<String> {
@@ -44,31 +34,12 @@ const CLIENT_KEYS: [&str; 8] = [
 
 #[test]
 fn every_stored_request_joins_its_ground_truth() {
-    let sim = sim(20, 2);
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "one two three",
-            "--parallel",
-            "4",
-            "--number",
-            "24",
-            "--warmup-num",
-            "4",
-            "--max-tokens",
-            "8",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-        ],
-    ));
-    let run = run_root(out.path(), "m").join("parallel_4_number_24");
-    let rows = join::read_client_rows(&run.join("benchmark_data.db")).unwrap();
+    let sim = timed_sim(20, 2);
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt 'one two three' --parallel 4 --number 24 --warmup-num 4 --max-tokens 8")
+        .flags(r#"--extra-args '{"ignore_eos": true}'"#)
+        .ok_dir("parallel_4_number_24");
+    let rows = join::read_client_rows(&run.db()).unwrap();
     assert_eq!(rows.len(), 24);
     let truth = sim.truth();
     assert_eq!(
@@ -120,24 +91,12 @@ fn every_stored_request_joins_its_ground_truth() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_late_reader_still_times_chunks_at_arrival() {
-    let sim = sim(30, 100);
-    let late = Run::with_url(&format!("{}/v1/chat/completions", sim.base_url()))
-        .args(&[
-            "--prompt",
-            "x",
-            "--parallel",
-            "1",
-            "--number",
-            "6",
-            "--max-tokens",
-            "3",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-        ])
-        .env("LLMPERF_INJECT_READ_DELAY_US", "45000");
-    late.ok();
-    let run = late.run_dir("parallel_1_number_6");
-    let rows = join::read_client_rows(&run.join("benchmark_data.db")).unwrap();
+    let sim = timed_sim(30, 100);
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags(r#"--prompt x --parallel 1 --number 6 --max-tokens 3 --extra-args '{"ignore_eos": true}'"#)
+        .env("LLMPERF_INJECT_READ_DELAY_US", "45000")
+        .ok_dir("parallel_1_number_6");
+    let rows = join::read_client_rows(&run.db()).unwrap();
     let joined = join::join(rows, &sim.truth());
     assert_eq!(joined.pairs.len(), 6);
     for (row, t) in &joined.pairs {
@@ -153,7 +112,7 @@ fn a_late_reader_still_times_chunks_at_arrival() {
         // The read came ≥ 15 ms after the first chunk; the stamp is its arrival (generous bound).
         assert!(error_ms < 8.0, "TTFT error {error_ms:.2} ms");
     }
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     let read_lag_p99 = ms(&s["Read Lag P99 (ms)"]);
     assert!(read_lag_p99 >= 10.0, "the wait is visible: {s}");
     assert!(ms(&s["Read Lag P50 (ms)"]) <= read_lag_p99);
@@ -165,27 +124,11 @@ fn a_late_reader_still_times_chunks_at_arrival() {
 
 #[test]
 fn send_lag_and_client_keys_agree_with_the_database() {
-    let sim = sim(5, 1);
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--parallel",
-            "3",
-            "--number",
-            "30",
-            "--max-tokens",
-            "4",
-        ],
-    ));
-    let run = run_root(out.path(), "m").join("parallel_3_number_30");
-    let db_rows = rows(&run.join("benchmark_data.db"));
+    let sim = timed_sim(5, 1);
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt x --parallel 3 --number 30 --max-tokens 4")
+        .ok_dir("parallel_3_number_30");
+    let db_rows = run.rows();
     assert_eq!(db_rows.len(), 30);
     let mut lags: Vec<f64> = db_rows
         .iter()
@@ -228,35 +171,18 @@ fn send_lag_and_client_keys_agree_with_the_database() {
 
 #[test]
 fn open_loop_reports_timings_from_the_intended_send_time() {
-    let sim = sim(10, 1);
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--open-loop",
-            "--rate",
-            "100",
-            "--number",
-            "25",
-            "--max-tokens",
-            "4",
-        ],
-    ));
-    let run = run_root(out.path(), "m").join("rate_100.0_number_25");
-    let db_rows = rows(&run.join("benchmark_data.db"));
+    let sim = timed_sim(10, 1);
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt x --open-loop --rate 100 --number 25 --max-tokens 4")
+        .ok_dir("rate_100.0_number_25");
+    let db_rows = run.rows();
     assert_eq!(db_rows.len(), 25);
     let from_intended: Vec<f64> = db_rows
         .iter()
         .filter(|r| r.success)
         .map(|r| r.chunk_times[0] - r.scheduled_time.unwrap())
         .collect();
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     let avg = ms(&s["Avg TTFT From Intended Send (ms)"]);
     let mean = from_intended.iter().sum::<f64>() / from_intended.len() as f64 * 1e3;
     assert!((avg - mean).abs() < 0.02, "{avg} vs {mean}");
@@ -278,35 +204,20 @@ fn open_loop_reports_timings_from_the_intended_send_time() {
 
 #[test]
 fn a_starved_client_warns_that_it_limited_the_run() {
-    let sim = sim(2, 1);
-    let out = tempfile::tempdir().unwrap();
+    let sim = timed_sim(2, 1);
     // 8 ms of CPU burnt before every send: the send lag is at least that, far above the 5 ms limit.
-    let o = llmperf_env(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--parallel",
-            "2",
-            "--number",
-            "10",
-            "--max-tokens",
-            "2",
-        ],
-        &[("LLMPERF_INJECT_CLIENT_WORK_US", "8000")],
-    );
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt x --parallel 2 --number 10 --max-tokens 2")
+        .env("LLMPERF_INJECT_CLIENT_WORK_US", "8000");
+    let o = run.output();
     ok(&o);
-    let root = run_root(out.path(), "m");
-    let s = json_file(&root.join("parallel_2_number_10/benchmark_summary.json"));
+    let root = run.root();
+    let s = run.run_dir("parallel_2_number_10").summary();
     assert_eq!(s["Client Limited"], true);
     assert!(ms(&s["Send Lag P50 (ms)"]) >= 8.0, "{s}");
     let warning = s["Client Warning"].as_str().unwrap();
     assert!(warning.contains("send lag p99"), "{warning}");
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = stderr(&o);
     assert!(
         stderr.contains("WARNING: the client itself limited this run"),
         "{stderr}"
@@ -321,10 +232,10 @@ fn a_starved_client_warns_that_it_limited_the_run() {
     assert!(log.contains("WARNING: the client itself limited this run"));
 }
 
-/// Runs llmperf with its open-file limit set to `soft` / `hard` before exec.
-fn with_file_limit(out: &Path, args: &[&str], soft: u64, hard: u64) -> Output {
+/// Runs `run` with its open-file limit set to `soft` / `hard` before exec.
+fn with_file_limit(run: &Run, soft: u64, hard: u64) -> Output {
     use std::os::unix::process::CommandExt;
-    let mut cmd = llmperf_command(out, args);
+    let mut cmd = run.command();
     #[allow(unsafe_code)]
     // SAFETY: setrlimit is async-signal-safe and only touches the child about to exec.
     unsafe {
@@ -344,39 +255,17 @@ fn with_file_limit(out: &Path, args: &[&str], soft: u64, hard: u64) -> Output {
 
 #[test]
 fn the_open_file_limit_is_raised_or_named() {
-    let out = tempfile::tempdir().unwrap();
-    let mock = [
-        "--api",
-        "mock",
-        "--model",
-        "m",
-        "--prompt",
-        "x",
-        "--mock-ttft-ms",
-        "1",
-        "--mock-itl-ms",
-        "1",
-        "--max-tokens",
-        "2",
-        "--number",
-        "4",
-    ];
+    let mock = "--api mock --model m --prompt x --mock-ttft-ms 1 --mock-itl-ms 1 --max-tokens 2 --number 4";
     // A hard limit too small for the run: exit 2, naming the flag and the limit; nothing written.
-    let mut args = mock.to_vec();
-    args.extend(["--parallel", "1000"]);
-    let o = with_file_limit(out.path(), &args, 256, 256);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let run = Run::new().flags(mock).flags("--parallel 1000");
+    let o = with_file_limit(&run, 256, 256);
+    let stderr = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("--parallel 1000") && stderr.contains("RLIMIT_NOFILE"),
         "{stderr}"
     );
-    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    assert_eq!(run.out_entries(), 0);
     // A soft limit below the need with room under the hard limit: raised, and the run goes through.
     let hard = llmperf::resources::file_limit()
         .hard
@@ -386,8 +275,6 @@ fn the_open_file_limit_is_raised_or_named() {
         eprintln!("hard open-file limit {hard} too small to check raising; skipped");
         return;
     }
-    let mut args = mock.to_vec();
-    args.extend(["--parallel", "300"]);
-    let o = with_file_limit(out.path(), &args, 256, hard);
+    let o = with_file_limit(&Run::new().flags(mock).flags("--parallel 300"), 256, hard);
     ok(&o);
 }

@@ -3,43 +3,20 @@
 
 use crate::common::*;
 
-fn base(url: &str) -> Vec<String> {
-    [
-        "--url",
-        url,
-        "--model",
-        "m",
-        "--prompt",
-        "x",
-        "--max-tokens",
-        "2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-fn run(extra: &[&str]) -> (Vec<Row>, String, tempfile::TempDir) {
+/// A run against a fast simulator with `extra`: its stored rows (from the one run folder) and stderr.
+fn run(extra: &[&str]) -> (Vec<Row>, String) {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let mut args = base(&format!("{}/v1/chat/completions", sim.base_url()));
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = llmperf(out.path(), &args);
-    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt x --max-tokens 2")
+        .args(extra);
+    let o = run.output();
     ok(&o);
-    let root = run_root(out.path(), "m");
-    let run_dir = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir())
-        .unwrap();
-    (rows(&run_dir.join("benchmark_data.db")), stderr, out)
+    (run.single_run().rows(), stderr(&o))
 }
 
 #[test]
 fn duration_stops_a_closed_loop_run() {
-    let (rows, stderr, _out) = run(&["--parallel", "2", "--number", "100000", "--duration", "0.4"]);
+    let (rows, stderr) = run(&["--parallel", "2", "--number", "100000", "--duration", "0.4"]);
     assert!(!rows.is_empty() && rows.len() < 100_000, "{}", rows.len());
     assert!(stderr.contains("--duration reached"), "{stderr}");
     let first = rows
@@ -58,7 +35,7 @@ fn duration_stops_a_closed_loop_run() {
 
 #[test]
 fn duration_stops_an_open_loop_run() {
-    let (rows, stderr, _out) = run(&[
+    let (rows, stderr) = run(&[
         "--open-loop",
         "--rate",
         "100",
@@ -73,7 +50,7 @@ fn duration_stops_an_open_loop_run() {
 
 #[test]
 fn closed_loop_pacing_spreads_sends_over_n_over_rate() {
-    let (rows, _, _out) = run(&[
+    let (rows, _) = run(&[
         "--parallel",
         "4",
         "--rate",

@@ -24,35 +24,13 @@ fn keys(v: &Value) -> Vec<String> {
 #[test]
 fn random_embedding_run_has_evalscope_keys_and_exact_inputs() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
     // The f_embedding golden command, against the simulator.
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "mock-embed",
-            "--api",
-            "openai_embedding",
-            "--tokenizer-path",
-            &tokenizer_dir("qwen3"),
-            "--dataset",
-            "random_embedding",
-            "--min-prompt-length",
-            "64",
-            "--max-prompt-length",
-            "128",
-            "--parallel",
-            "2",
-            "--number",
-            "20",
-            "--seed",
-            "42",
-            "--name",
-            "embed",
-        ],
-    ));
+    let run = Run::against(&sim)
+        .model("mock-embed")
+        .flags("--api openai_embedding")
+        .flag("--tokenizer-path", tokenizer_dir("qwen3"))
+        .flags("--dataset random_embedding --min-prompt-length 64 --max-prompt-length 128 --parallel 2 --number 20 --seed 42 --name embed");
+    run.ok();
     let reqs = sim.requests();
     assert_eq!(reqs.len(), 20, "no connection test for embeddings");
     let tok = raw_tokenizer("qwen3");
@@ -63,48 +41,35 @@ fn random_embedding_run_has_evalscope_keys_and_exact_inputs() {
         let n = count(&tok, v["input"].as_str().unwrap());
         assert!((64..=128).contains(&n), "{n}");
     }
-    let run = run_root(out.path(), "embed").join("parallel_2_number_20");
-    let summary = json_file(&run.join("benchmark_summary.json"));
+    let dir = run.run_dir("parallel_2_number_20");
+    let summary = dir.summary();
     let golden = golden_embedding_file("benchmark_summary.json");
     assert_eq!(keys(&summary)[..keys(&golden).len()], keys(&golden)[..]);
     assert!(summary["Input Throughput (tok/s)"].as_f64().unwrap() > 0.0);
     assert_eq!(summary["Avg Output Tokens"], 0.0);
     assert!(summary["Wall Input Throughput (tok/s)"].as_f64().unwrap() > 0.0);
-    let pct = json_file(&run.join("benchmark_percentile.json"));
+    let pct = dir.percentiles();
     let golden = golden_embedding_file("benchmark_percentile.json");
     assert_eq!(keys(&pct[0]), keys(&golden[0]));
     assert_eq!(pct.as_array().unwrap().len(), 11);
     let stdout_report =
-        std::fs::read_to_string(run_root(out.path(), "embed").join("performance_summary.txt"))
-            .unwrap();
+        std::fs::read_to_string(run.root().join("performance_summary.txt")).unwrap();
     assert!(stdout_report.contains("Inp.TPS"), "{stdout_report}");
 }
 
 #[test]
 fn embedding_batches_from_a_file() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let data = out.path().join("texts.txt");
-    std::fs::write(&data, "alpha beta\ngamma\ndelta epsilon zeta\n").unwrap();
-    ok(&llmperf(
-        out.path().join("o").as_path(),
-        &[
-            "--url",
-            &format!("{}/v1/embeddings", sim.base_url()),
-            "--model",
-            "e",
-            "--api",
-            "embedding",
-            "--dataset",
-            "embedding_batch",
+    let run = Run::at(&sim, "/v1/embeddings")
+        .model("e")
+        .flags("--api embedding --dataset embedding_batch")
+        .input(
             "--dataset-path",
-            data.to_str().unwrap(),
-            "--extra-args",
-            r#"{"batch_size": 2}"#,
-            "--number",
-            "3",
-        ],
-    ));
+            "texts.txt",
+            "alpha beta\ngamma\ndelta epsilon zeta\n",
+        )
+        .flags(r#"--extra-args '{"batch_size": 2}' --number 3"#);
+    run.ok();
     let bodies: Vec<String> = sim.requests().into_iter().map(|r| r.1).collect();
     assert_eq!(
         bodies,
@@ -114,8 +79,7 @@ fn embedding_batches_from_a_file() {
             r#"{"input": ["alpha beta", "gamma"], "model": "e", "batch_size": 2}"#,
         ]
     );
-    let root = run_root(out.path().join("o").as_path(), "e");
-    let rows = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    let rows = run.run_dir("parallel_1_number_3").rows();
     // The simulator counts words: 3, then 3.
     assert_eq!(
         rows.iter().map(|r| r.prompt_tokens).collect::<Vec<_>>(),
@@ -126,36 +90,16 @@ fn embedding_batches_from_a_file() {
 #[test]
 fn rerank_runs_count_tokens_from_total_tokens() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "rr",
-            "--api",
-            "openai_rerank",
-            "--tokenizer-path",
-            &tokenizer_dir("smollm2-135m-instruct"),
-            "--dataset",
-            "random_rerank",
-            "--min-prompt-length",
-            "10",
-            "--max-prompt-length",
-            "20",
-            "--extra-args",
-            r#"{"num_documents": 5, "document_length_ratio": 3}"#,
-            "--number",
-            "6",
-            "--parallel",
-            "2",
-        ],
-    ));
+    let run = Run::against(&sim)
+        .model("rr")
+        .flags("--api openai_rerank")
+        .flag("--tokenizer-path", tokenizer_dir("smollm2-135m-instruct"))
+        .flags(r#"--dataset random_rerank --min-prompt-length 10 --max-prompt-length 20 --extra-args '{"num_documents": 5, "document_length_ratio": 3}' --number 6 --parallel 2"#);
+    run.ok();
     let reqs = sim.requests();
     assert_eq!(reqs.len(), 6, "no connection test for rerank");
-    let root = run_root(out.path(), "rr");
-    for row in rows(&root.join("parallel_2_number_6/benchmark_data.db")) {
+    let dir = run.run_dir("parallel_2_number_6");
+    for row in dir.rows() {
         let v: Value = serde_json::from_str(&row.request).unwrap();
         assert_eq!(
             keys(&v),
@@ -176,8 +120,7 @@ fn rerank_runs_count_tokens_from_total_tokens() {
         assert_eq!(row.prompt_tokens, Some(want));
         assert_eq!(row.completion_tokens, Some(0));
     }
-    let run = root.join("parallel_2_number_6");
-    let pct = json_file(&run.join("benchmark_percentile.json"));
+    let pct = dir.percentiles();
     assert_eq!(
         keys(&pct[0]),
         [
@@ -187,37 +130,23 @@ fn rerank_runs_count_tokens_from_total_tokens() {
             "Input (tok/s)"
         ]
     );
-    let summary = json_file(&run.join("benchmark_summary.json"));
+    let summary = dir.summary();
     assert!(summary["Input Throughput (tok/s)"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
 fn rerank_file_dataset_sends_query_and_documents() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let data = out.path().join("rr.jsonl");
-    std::fs::write(
-        &data,
-        "{\"query\": \"what is rust\", \"documents\": [\"a language\", \"a fungus\"]}\n",
-    )
-    .unwrap();
-    ok(&llmperf(
-        out.path().join("o").as_path(),
-        &[
-            "--url",
-            &format!("{}/v1/rerank", sim.base_url()),
-            "--model",
-            "rr",
-            "--api",
-            "rerank",
-            "--dataset",
-            "rerank",
+    let run = Run::at(&sim, "/v1/rerank")
+        .model("rr")
+        .flags("--api rerank --dataset rerank")
+        .input(
             "--dataset-path",
-            data.to_str().unwrap(),
-            "--number",
-            "2",
-        ],
-    ));
+            "rr.jsonl",
+            "{\"query\": \"what is rust\", \"documents\": [\"a language\", \"a fungus\"]}\n",
+        )
+        .flags("--number 2");
+    run.ok();
     let reqs = sim.requests();
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].0, "/v1/rerank");

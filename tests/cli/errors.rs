@@ -3,86 +3,37 @@
 
 use crate::common::*;
 
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 #[test]
 fn usage_errors_exit_2_name_the_flag_and_write_nothing() {
-    let out = tempfile::tempdir().unwrap();
-    let cases: &[(&[&str], &str)] = &[
-        (&["--prompt", "x"], "--model"),
-        (
-            &["--model", "m", "--prompt", "x", "--parallel", "1", "2"],
-            "--parallel",
-        ),
-        (
-            &[
-                "--model",
-                "m",
-                "--prompt",
-                "x",
-                "--open-loop",
-                "--rate",
-                "0",
-            ],
-            "--rate",
-        ),
-        (
-            &["--model", "m", "--prompt", "x", "--max-tokens", "9", "3"],
-            "--max-tokens",
-        ),
-        (
-            &["--model", "m", "--prompt", "x", "--api", "bogus"],
-            "--api",
-        ),
-        (
-            &["--model", "m", "--dataset", "line_by_line"],
-            "--dataset-path",
-        ),
-        (
-            &["--model", "m", "--prompt", "x", "--extra-args", "{nope"],
-            "--extra-args",
-        ),
-        (
-            &["--model", "m", "--prompt", "x", "--headers", "novalue"],
-            "--headers",
-        ),
-        (
-            &["--model", "m", "--prompt", "@/nonexistent/file"],
-            "--prompt",
-        ),
+    let cases = [
+        ("--prompt x", "--model"),
+        ("--model m --prompt x --parallel 1 2", "--parallel"),
+        ("--model m --prompt x --open-loop --rate 0", "--rate"),
+        ("--model m --prompt x --max-tokens 9 3", "--max-tokens"),
+        ("--model m --prompt x --api bogus", "--api"),
+        ("--model m --dataset line_by_line", "--dataset-path"),
+        ("--model m --prompt x --extra-args {nope", "--extra-args"),
+        ("--model m --prompt x --headers novalue", "--headers"),
+        ("--model m --prompt @/nonexistent/file", "--prompt"),
     ];
     for (args, flag) in cases {
-        let o = llmperf(out.path(), args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(flag), "{args:?}: {}", stderr(&o));
+        let run = Run::new().flags(args);
+        let err = run.fails(2);
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert_eq!(
+            run.out_entries(),
+            0,
+            "{args:?}: no output folder for usage errors"
+        );
     }
-    assert_eq!(
-        std::fs::read_dir(out.path()).unwrap().count(),
-        0,
-        "no output folder for usage errors"
-    );
 }
 
 #[test]
 fn empty_dataset_is_a_usage_error() {
-    let out = tempfile::tempdir().unwrap();
-    let data = out.path().join("empty.txt");
-    std::fs::write(&data, "\n\n").unwrap();
-    let o = llmperf(
-        out.path().join("o").as_path(),
-        &[
-            "--model",
-            "m",
-            "--dataset",
-            "custom",
-            "--dataset-path",
-            data.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("Dataset is empty"), "{}", stderr(&o));
+    let run = Run::new().flags("--model m --dataset custom");
+    let data = run.file("empty.txt", "\n\n");
+    let err = run.flag("--dataset-path", &data).fails(2);
+    assert!(err.contains("Dataset is empty"), "{err}");
 }
 
 #[test]
@@ -93,23 +44,11 @@ fn unreachable_server_records_failures_with_their_error() {
         .local_addr()
         .unwrap()
         .port();
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("http://127.0.0.1:{port}/v1/chat/completions"),
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--number",
-            "3",
-            "--no-test-connection",
-        ],
-    ));
-    let run = run_root(out.path(), "m").join("parallel_1_number_3");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let run = Run::with_url(&format!("http://127.0.0.1:{port}/v1/chat/completions"))
+        .flags("--prompt x --number 3 --no-test-connection");
+    run.ok();
+    let run = run.run_dir("parallel_1_number_3");
+    let rows = run.rows();
     assert_eq!(rows.len(), 3);
     for r in &rows {
         assert!(!r.success);
@@ -125,7 +64,7 @@ fn unreachable_server_records_failures_with_their_error() {
         );
         assert!(r.completed_time >= r.start_time);
     }
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Failed Requests"], 3);
     assert_eq!(s["Avg Latency (s)"], -1.0);
     assert_eq!(s["Req Throughput (req/s)"], 0.0);
@@ -139,33 +78,16 @@ fn unreachable_server_records_failures_with_their_error() {
 #[test]
 fn response_without_usage_is_a_failed_request_not_an_aborted_run() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let data = out.path().join("bodies.txt");
-    std::fs::write(
-        &data,
+    let run = Run::against(&sim);
+    let data = run.file(
+        "bodies.txt",
         "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream_options\": {\"include_usage\": false}}\nplain prompt\n",
-    )
-    .unwrap();
-    ok(&llmperf(
-        out.path().join("o").as_path(),
-        &[
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "m",
-            "--dataset",
-            "line_by_line",
-            "--dataset-path",
-            data.to_str().unwrap(),
-            "--number",
-            "4",
-            "--max-tokens",
-            "3",
-            "--no-test-connection",
-        ],
-    ));
-    let run = run_root(&out.path().join("o"), "m").join("parallel_1_number_4");
-    let rows = rows(&run.join("benchmark_data.db"));
+    );
+    let run = run
+        .flags("--dataset line_by_line --number 4 --max-tokens 3 --no-test-connection")
+        .flag("--dataset-path", &data);
+    run.ok();
+    let rows = run.run_dir("parallel_1_number_4").rows();
     let failed: Vec<_> = rows.iter().filter(|r| !r.success).collect();
     assert_eq!(failed.len(), 2);
     assert!(failed
@@ -177,25 +99,12 @@ fn response_without_usage_is_a_failed_request_not_an_aborted_run() {
 #[test]
 fn connection_test_4xx_aborts_with_the_server_message() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let o = llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/nowhere/chat/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--number",
-            "2",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = Run::at(&sim, "/v1/nowhere/chat/completions")
+        .flags("--prompt x --number 2")
+        .fails(1);
     assert!(
-        stderr(&o).contains("Test connection failed") && stderr(&o).contains("404"),
-        "{}",
-        stderr(&o)
+        err.contains("Test connection failed") && err.contains("404"),
+        "{err}"
     );
     assert_eq!(sim.requests().len(), 1, "a 4xx is not retried");
 }
@@ -203,24 +112,12 @@ fn connection_test_4xx_aborts_with_the_server_message() {
 #[test]
 fn an_existing_database_is_never_overwritten() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let args = [
-        "--url",
-        &format!("{}/v1", sim.base_url()),
-        "--model",
-        "m",
-        "--prompt",
-        "x",
-        "--number",
-        "2",
-        "--no-timestamp",
-    ];
-    ok(&llmperf(out.path(), &args));
-    let db = out.path().join("m/parallel_1_number_2/benchmark_data.db");
+    let run = Run::against(&sim).flags("--prompt x --number 2 --no-timestamp");
+    run.ok();
+    let db = run.out().join("m/parallel_1_number_2/benchmark_data.db");
     let before = std::fs::read(&db).unwrap();
-    let o = llmperf(out.path(), &args);
+    let err = run.fails(2);
     // A usage error (exit 2), found before the dataset loads or anything is written.
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert!(err.contains("already exists"), "{err}");
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }

@@ -34,20 +34,13 @@ fn script_with_args(
     cmd.output().expect("bash runs")
 }
 
+/// Every `benchmark_summary.json` under `root`.
 fn summaries(root: &Path) -> Vec<serde_json::Value> {
-    let mut found = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n == "benchmark_summary.json") {
-                found.push(json_file(&p));
-            }
-        }
-    }
-    found
+    files_under(root)
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "benchmark_summary.json"))
+        .map(|p| json_file(p))
+        .collect()
 }
 
 #[test]
@@ -133,7 +126,7 @@ fn xllm_recipe_sweeps_with_exact_token_prompts_and_validates_its_settings() {
     ] {
         let o = script("xllm_perf.sh", out.path(), &[(k, v)]);
         assert_eq!(o.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(msg), "{k}={v}");
+        assert!(stderr(&o).contains(msg), "{k}={v}");
     }
 }
 
@@ -155,7 +148,7 @@ fn evalscope_examples_page_runs_every_example() {
     ok(&o);
     // Ten runs: prompt (2), query_template, random, random_vl, embedding, rerank, open_loop (2), debug.
     let s = summaries(out.path());
-    assert_eq!(s.len(), 10, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(s.len(), 10, "{}", stderr(&o));
     assert!(s.iter().all(|s| s["Failed Requests"] == 0));
     let paths: std::collections::BTreeSet<String> =
         sim.requests().into_iter().map(|r| r.0).collect();

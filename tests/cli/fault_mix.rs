@@ -2,14 +2,12 @@
 //! body field), a 400 in the connection test, and a server killed and restarted mid-run.
 
 use crate::common::*;
-use crate::faults::{kind_rows, mock_run, stderr, KindRow};
+use crate::faults::{kind_rows, mock_run, KindRow};
 
 /// Several faults at once: the first matching rule wins; every count is exact.
 #[test]
 fn mixed_faults_are_counted_exactly_by_kind() {
-    let out = tempfile::tempdir().unwrap();
     let (o, run) = mock_run(
-        out.path(),
         60,
         4,
         &[
@@ -37,14 +35,14 @@ fn mixed_faults_are_counted_exactly_by_kind() {
         }
     }
     let failures: u64 = expected.values().sum();
-    let rows = kind_rows(&run.join("benchmark_data.db"));
+    let rows = kind_rows(&run.db());
     assert_eq!(rows.len(), 60);
     let mut got = std::collections::BTreeMap::new();
     for r in rows.iter().filter(|r| !r.0) {
         *got.entry(r.1.clone().unwrap()).or_insert(0u64) += 1;
     }
     assert_eq!(got, expected);
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Failed Requests"].as_u64(), Some(failures));
     assert_eq!(s["Success Requests"].as_u64(), Some(60 - failures));
     assert_eq!(
@@ -56,25 +54,9 @@ fn mixed_faults_are_counted_exactly_by_kind() {
 /// A 400 in the connection test aborts the run with the server's message.
 #[test]
 fn connection_test_400_aborts_with_the_server_message() {
-    let out = tempfile::tempdir().unwrap();
-    let o = llmperf(
-        out.path(),
-        &[
-            "--api",
-            "mock",
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--number",
-            "2",
-            "--mock-fault",
-            "http-400:1",
-            "--no-timestamp",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let err = stderr(&o);
+    let run = Run::new()
+        .flags("--api mock --model m --prompt x --number 2 --mock-fault http-400:1 --no-timestamp");
+    let err = run.fails(1);
     assert!(
         err.contains("Test connection failed") && err.contains("simulated fault http-400"),
         "{err}"
@@ -85,44 +67,15 @@ fn connection_test_400_aborts_with_the_server_message() {
 /// or resets, requests sent while it is down fail as `connect` (refused), and the run goes on to the end.
 #[test]
 fn connection_refused_while_the_server_is_down() {
-    use llmperf::sim::{SimConfig, SimServer};
     use std::time::{Duration, Instant};
-    let mut sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(1),
-        itl: Duration::from_millis(1),
-        ..SimConfig::default()
-    })
-    .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let dir = out.path().to_path_buf();
-    let child = std::thread::spawn(move || {
-        llmperf(
-            &dir,
-            &[
-                "--url",
-                &url,
-                "--model",
-                "m",
-                "--prompt",
-                "x",
-                "--number",
-                "600",
-                "--parallel",
-                "4",
-                // Paced on an absolute timeline, so refused requests (which fail in microseconds) cannot
-                // use up the run while the server is down, however the machine is loaded.
-                "--rate",
-                "400",
-                "--seed",
-                "1",
-                "--max-tokens",
-                "4",
-                "--no-test-connection",
-                "--no-timestamp",
-            ],
-        )
-    });
+    let mut sim = timed_sim(1, 1);
+    // Paced on an absolute timeline (--rate), so refused requests (which fail in microseconds) cannot use
+    // up the run while the server is down, however the machine is loaded.
+    let run = Run::at(&sim, "/v1/chat/completions").flags(
+        "--prompt x --number 600 --parallel 4 --rate 400 --seed 1 --max-tokens 4 --no-test-connection --no-timestamp",
+    );
+    let mut command = run.command();
+    let child = std::thread::spawn(move || command.output().expect("llmperf runs"));
     let t0 = Instant::now();
     while sim.requests().len() < 100 {
         assert!(t0.elapsed() < Duration::from_secs(30), "no traffic");
@@ -133,8 +86,8 @@ fn connection_refused_while_the_server_is_down() {
     sim.revive().unwrap();
     let o = child.join().unwrap();
     ok(&o);
-    let run = out.path().join("m/parallel_4_number_600");
-    let rows = kind_rows(&run.join("benchmark_data.db"));
+    let run = run.run_dir("parallel_4_number_600");
+    let rows = kind_rows(&run.db());
     assert_eq!(rows.len(), 600, "every request stored");
     let connect: Vec<&KindRow> = rows
         .iter()
@@ -158,7 +111,7 @@ fn connection_refused_while_the_server_is_down() {
         ok_rows > 150,
         "the run went on after the restart: {ok_rows}"
     );
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Total Requests"], 600);
     assert_eq!(s["Success Requests"].as_u64(), Some(ok_rows as u64));
     let by_kind: u64 = s["Failures By Kind"]
@@ -188,10 +141,9 @@ fn header_and_body_field_triggers() {
         (["--headers", "x-llmperf-fault=http-429"], "http_status"),
         (["--extra-args", r#"{"llmperf_fault": "reset"}"#], "reset"),
     ] {
-        let out = tempfile::tempdir().unwrap();
-        let (o, run) = mock_run(out.path(), 4, 2, &extra);
+        let (o, run) = mock_run(4, 2, &extra);
         ok(&o);
-        let rows = kind_rows(&run.join("benchmark_data.db"));
+        let rows = kind_rows(&run.db());
         assert_eq!(rows.len(), 4);
         assert!(
             rows.iter().all(|r| !r.0 && r.1.as_deref() == Some(kind)),

@@ -3,7 +3,7 @@
 //! where evalscope's semantics say so), the run must go on, and the counts must be exact in the database,
 //! `benchmark_summary.json`, the console table and `performance_summary.txt`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use crate::common::*;
@@ -26,39 +26,21 @@ pub fn kind_rows(db: &Path) -> Vec<KindRow> {
     rows
 }
 
-pub fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// Runs `--api mock` with 1 ms timings, `number` requests at `parallel`, plus `extra`; returns the output
 /// and the run folder.
-pub fn mock_run(out: &Path, number: u64, parallel: u64, extra: &[&str]) -> (Output, PathBuf) {
-    let n = number.to_string();
-    let p = parallel.to_string();
-    let mut args = vec![
-        "--api",
-        "mock",
-        "--model",
-        "m",
-        "--prompt",
-        "one two",
-        "--number",
-        &n,
-        "--parallel",
-        &p,
-        "--max-tokens",
-        "4",
-        "--mock-ttft-ms",
-        "1",
-        "--mock-itl-ms",
-        "1",
-        "--no-test-connection",
-        "--no-timestamp",
-    ];
-    args.extend_from_slice(extra);
-    let o = llmperf(out, &args);
-    let run = out.join(format!("m/parallel_{parallel}_number_{number}"));
-    (o, run)
+pub fn mock_run(number: u64, parallel: u64, extra: &[&str]) -> (Output, RunDir) {
+    let run = Run::new()
+        .flags("--api mock --model m --prompt 'one two'")
+        .flag("--number", number.to_string())
+        .flag("--parallel", parallel.to_string())
+        .flags(
+            "--max-tokens 4 --mock-ttft-ms 1 --mock-itl-ms 1 --no-test-connection --no-timestamp",
+        )
+        .args(extra);
+    (
+        run.output(),
+        run.run_dir(&format!("parallel_{parallel}_number_{number}")),
+    )
 }
 
 /// What one fault must produce.
@@ -71,13 +53,12 @@ struct Expect {
 /// Runs 9 requests with `fault:3` (requests 3, 6, 9 misbehave) and checks rows, summary, console and
 /// report.
 fn check_fault(fault: &str, extra: &[&str], expect: Expect) {
-    let out = tempfile::tempdir().unwrap();
     let rule = format!("{fault}:3");
     let mut args = vec!["--mock-fault", &rule];
     args.extend_from_slice(extra);
-    let (o, run) = mock_run(out.path(), 9, 3, &args);
+    let (o, run) = mock_run(9, 3, &args);
     let stdout = ok(&o);
-    let rows = kind_rows(&run.join("benchmark_data.db"));
+    let rows = kind_rows(&run.db());
     assert_eq!(rows.len(), 9, "{fault}: every request stored");
     let failed: Vec<&KindRow> = rows.iter().filter(|r| !r.0).collect();
     assert_eq!(
@@ -98,7 +79,7 @@ fn check_fault(fault: &str, extra: &[&str], expect: Expect) {
         .iter()
         .filter(|r| r.0)
         .all(|r| r.1.is_none() && r.3.is_none()));
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Total Requests"], 9);
     assert_eq!(s["Success Requests"], 6);
     assert_eq!(s["Failed Requests"], 3);
@@ -108,7 +89,8 @@ fn check_fault(fault: &str, extra: &[&str], expect: Expect) {
         console.contains(&format!("Failures ({})", expect.kind)),
         "{fault}: console table: {console}"
     );
-    let report = std::fs::read_to_string(out.path().join("m/performance_summary.txt")).unwrap();
+    let report =
+        std::fs::read_to_string(run.parent().unwrap().join("performance_summary.txt")).unwrap();
     assert_eq!(
         report.trim_end(),
         stdout.trim_end(),
@@ -359,15 +341,14 @@ fn wrong_content_type() {
 /// (the end of the body ends the response; latency ends at the last JSON event).
 #[test]
 fn stream_without_done_but_with_usage_succeeds() {
-    let out = tempfile::tempdir().unwrap();
-    let (o, run) = mock_run(out.path(), 6, 2, &["--mock-fault", "no-done"]);
+    let (o, run) = mock_run(6, 2, &["--mock-fault", "no-done"]);
     ok(&o);
-    let rows = rows(&run.join("benchmark_data.db"));
+    let rows = run.rows();
     assert_eq!(rows.len(), 6);
     assert!(rows
         .iter()
         .all(|r| r.success && r.completion_tokens == Some(4)));
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Failed Requests"], 0);
     assert!(s.get("Failures By Kind").is_none());
 }
@@ -375,8 +356,7 @@ fn stream_without_done_but_with_usage_succeeds() {
 /// One 10 MiB SSE line parses: the request succeeds and the whole chunk is kept.
 #[test]
 fn ten_megabyte_line_parses() {
-    let out = tempfile::tempdir().unwrap();
-    let (o, run) = mock_run(out.path(), 3, 1, &["--mock-fault", "big-line:3"]);
+    let (o, run) = mock_run(3, 1, &["--mock-fault", "big-line:3"]);
     ok(&o);
     let db = run.join("benchmark_data.db");
     let rows = rows(&db);

@@ -65,23 +65,10 @@ fn one_shot_server(framed: bool) -> (u16, Arc<AtomicUsize>) {
 }
 
 fn run_against(port: u16) -> Vec<Row> {
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("http://127.0.0.1:{port}/v1/chat/completions"),
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--parallel",
-            "2",
-            "--number",
-            "8",
-        ],
-    ));
-    rows(&run_root(out.path(), "m").join("parallel_2_number_8/benchmark_data.db"))
+    Run::with_url(&format!("http://127.0.0.1:{port}/v1/chat/completions"))
+        .flags("--prompt x --parallel 2 --number 8")
+        .ok_dir("parallel_2_number_8")
+        .rows()
 }
 
 #[test]

@@ -1,40 +1,17 @@
 //! Ctrl-C and SIGTERM: every completed request kept, the summary written and marked, exit 128 + signal.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use llmperf::sim::{SimConfig, SimServer};
 
 fn interrupt_after_rows(signal: i32, expected_code: i32) {
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(5),
-        itl: Duration::from_millis(5),
-        ..SimConfig::default()
-    })
-    .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .args([
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--number",
-            "100000",
-            "--parallel",
-            "4",
-            "--max-tokens",
-            "10",
-            "--db-commit-interval",
-            "1000000",
-            "--no-timestamp",
-            "--enable-progress-tracker",
-            "--outputs-dir",
-            out.path().to_str().unwrap(),
-        ])
+    let sim = timed_sim(5, 5);
+    let run = Run::against(&sim).flags(
+        "--prompt x --number 100000 --parallel 4 --max-tokens 10 --db-commit-interval 1000000 --no-timestamp --enable-progress-tracker",
+    );
+    let mut child = run
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -45,26 +22,23 @@ fn interrupt_after_rows(signal: i32, expected_code: i32) {
         assert!(t0.elapsed() < Duration::from_secs(30), "no traffic");
         std::thread::sleep(Duration::from_millis(20));
     }
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(child.id() as i32, signal);
-    }
+    crate::common::signal(&child, signal);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(expected_code));
-    let run = out.path().join("m/parallel_4_number_100000");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let root = run.root();
+    let run = run.run_dir("parallel_4_number_100000");
+    let rows = run.rows();
     assert!(rows.len() >= 30, "completed requests kept: {}", rows.len());
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Interrupted"], true);
     assert_eq!(s["Total Requests"].as_u64().unwrap() as usize, rows.len());
-    assert!(out.path().join("m/performance_summary.txt").is_file());
-    let html = std::fs::read_to_string(out.path().join("m/perf_report.html")).unwrap();
+    assert!(root.join("performance_summary.txt").is_file());
+    let html = std::fs::read_to_string(root.join("perf_report.html")).unwrap();
     assert!(
         html.contains(r#"role="alert">Interrupted"#),
         "HTML report marked"
     );
-    let progress = json_file(&out.path().join("m/progress.json"));
+    let progress = json_file(&root.join("progress.json"));
     assert_eq!(progress["status"], "error");
     assert_eq!(progress["interrupted"], true);
     assert_eq!(

@@ -6,7 +6,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
@@ -17,14 +17,6 @@ use llmperf::sim::{Fault, FaultRule, SimConfig, SimServer};
 const NUMBER: usize = 50;
 const PROMPT: &str = "interrupt me";
 const RUNS: [&str; 2] = ["parallel_1_number_50", "parallel_2_number_50"];
-
-#[allow(unsafe_code)]
-fn signal(child: &Child, sig: i32) {
-    // SAFETY: kill(2) on our own child's pid (not yet reaped, so it cannot have been reused).
-    unsafe {
-        libc::kill(child.id() as i32, sig);
-    }
-}
 
 fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
     let t0 = Instant::now();
@@ -40,26 +32,19 @@ fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
-fn spawn(sim: &SimServer, out: &Path, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .args([
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            PROMPT,
-            "--max-tokens",
-            "4",
-            "--no-timestamp",
-            "--outputs-dir",
-            out.to_str().unwrap(),
-        ])
-        .args(extra)
+/// Starts a run of `extra` against `sim` (no timestamp folder) and returns it with its process.
+fn spawn(sim: &SimServer, extra: &str) -> (Run, Child) {
+    let run = Run::at(sim, "/v1/chat/completions")
+        .flag("--prompt", PROMPT)
+        .flags("--max-tokens 4 --no-timestamp")
+        .flags(extra);
+    let child = run
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap()
+        .unwrap();
+    (run, child)
 }
 
 fn integrity_ok(db: &Path) -> usize {
@@ -74,28 +59,10 @@ fn integrity_ok(db: &Path) -> usize {
 
 /// One trial: signal (twice when `double`) after `delay`; returns a one-word description of the outcome.
 fn trial(delay: Duration, sig: i32, double: Option<Duration>) -> &'static str {
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(1),
-        itl: Duration::from_millis(1),
-        ..SimConfig::default()
-    })
-    .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let mut child = spawn(
+    let sim = timed_sim(1, 1);
+    let (run, mut child) = spawn(
         &sim,
-        out.path(),
-        &[
-            "--parallel",
-            "1",
-            "2",
-            "--number",
-            "50",
-            "50",
-            "--sleep-interval",
-            "1",
-            "--db-commit-interval",
-            "7",
-        ],
+        "--parallel 1 2 --number 50 50 --sleep-interval 1 --db-commit-interval 7",
     );
     std::thread::sleep(delay);
     signal(&child, sig);
@@ -105,7 +72,7 @@ fn trial(delay: Duration, sig: i32, double: Option<Duration>) -> &'static str {
     }
     let status = wait(&mut child, Duration::from_secs(30));
     let ctx = format!("delay {delay:?}, signal {sig}, double {double:?}, status {status:?}");
-    let root = out.path().join("m");
+    let root = run.root();
 
     if status.signal().is_some() {
         // Only possible before the handlers were installed, i.e. before anything was written.
@@ -259,19 +226,9 @@ fn second_signal_exits_at_once_with_every_finished_request_committed() {
         ..SimConfig::default()
     })
     .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let mut child = spawn(
+    let (run, mut child) = spawn(
         &sim,
-        out.path(),
-        &[
-            "--parallel",
-            "4",
-            "--number",
-            "1000",
-            "--no-test-connection",
-            "--db-commit-interval",
-            "1000000",
-        ],
+        "--parallel 4 --number 1000 --no-test-connection --db-commit-interval 1000000",
     );
     // Requests 3, 6, 9 and 12 hang and hold all four slots; the other eight finish.
     let t0 = Instant::now();
@@ -291,9 +248,7 @@ fn second_signal_exits_at_once_with_every_finished_request_committed() {
         "the second signal did not cut the {:?} grace period short: {took:?}",
         llmperf::shutdown::GRACE
     );
-    let db = out
-        .path()
-        .join("m/parallel_4_number_1000/benchmark_data.db");
+    let db = run.run_dir("parallel_4_number_1000").db();
     assert_eq!(
         integrity_ok(&db),
         sim.truth().len(),

@@ -72,22 +72,10 @@ fn a_server_closing_after_each_stream_loses_no_request() {
             std::thread::spawn(move || serve_one_then_drop(stream, &counter));
         }
     });
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("http://127.0.0.1:{port}/v1"),
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--number",
-            "8",
-        ],
-    ));
-    let run = run_root(out.path(), "m").join("parallel_1_number_8");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let run = Run::with_url(&format!("http://127.0.0.1:{port}/v1"))
+        .flags("--prompt x --number 8")
+        .ok_dir("parallel_1_number_8");
+    let rows = run.rows();
     assert_eq!(rows.len(), 8);
     assert!(
         rows.iter().all(|r| r.success),

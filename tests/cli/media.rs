@@ -24,35 +24,12 @@ fn decode_png(url: &str) -> (u32, u32, png::ColorType) {
 #[test]
 fn random_vl_sends_png_data_urls_of_the_requested_size() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "vl",
-            "--dataset",
-            "random_vl",
-            "--tokenizer-path",
-            &tokenizer_dir("qwen3"),
-            "--min-prompt-length",
-            "30",
-            "--max-prompt-length",
-            "40",
-            "--image-width",
-            "64",
-            "--image-height",
-            "48",
-            "--image-num",
-            "2",
-            "--image-format",
-            "RGBA",
-            "--number",
-            "3",
-            "--no-test-connection",
-        ],
-    ));
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .model("vl")
+        .flags("--dataset random_vl")
+        .flag("--tokenizer-path", tokenizer_dir("qwen3"))
+        .flags("--min-prompt-length 30 --max-prompt-length 40 --image-width 64 --image-height 48 --image-num 2 --image-format RGBA --number 3 --no-test-connection");
+    run.ok();
     let reqs = sim.requests();
     assert_eq!(reqs.len(), 3);
     for (_, body, _) in &reqs {
@@ -67,8 +44,7 @@ fn random_vl_sends_png_data_urls_of_the_requested_size() {
             assert_eq!((w, h, c), (64, 48, png::ColorType::Rgba));
         }
     }
-    let args =
-        json_file(&run_root(out.path(), "vl").join("parallel_1_number_3/benchmark_args.json"));
+    let args = run.run_dir("parallel_1_number_3").args();
     assert_eq!(
         (args["image_width"].clone(), args["image_num"].clone()),
         (Value::from(64), Value::from(2))
@@ -114,24 +90,13 @@ fn flickr8k_reads_webdataset_shards_and_needs_a_path() {
         }
     }
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
     let url = format!("{}/v1/chat/completions", sim.base_url());
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "vl",
-            "--dataset",
-            "flickr8k",
-            "--dataset-path",
-            dir.path().join("wds_flickr8k").to_str().unwrap(),
-            "--number",
-            "3",
-            "--no-test-connection",
-        ],
-    ));
+    let run = Run::with_url(&url)
+        .model("vl")
+        .flags("--dataset flickr8k")
+        .flag("--dataset-path", dir.path().join("wds_flickr8k"))
+        .flags("--number 3 --no-test-connection");
+    run.ok();
     let bodies: Vec<Value> = sim
         .requests()
         .iter()
@@ -168,25 +133,12 @@ fn text_datasets_from_local_files() {
     )
     .unwrap();
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
     for (dataset, path) in [("longalpaca", &alpaca), ("share_gpt_en", &sharegpt)] {
-        ok(&llmperf(
-            out.path().join(dataset).as_path(),
-            &[
-                "--url",
-                &url,
-                "--model",
-                "m",
-                "--dataset",
-                dataset,
-                "--dataset-path",
-                path.to_str().unwrap(),
-                "--number",
-                "1",
-                "--no-test-connection",
-            ],
-        ));
+        Run::at(&sim, "/v1/chat/completions")
+            .flag("--dataset", dataset)
+            .flag("--dataset-path", path)
+            .flags("--number 1 --no-test-connection")
+            .ok();
     }
     let bodies: Vec<Value> = sim
         .requests()
@@ -216,30 +168,19 @@ fn target_input_len_fits_prompts_with_a_prefix_file() {
     let prefix = dir.path().join("prefix.txt");
     std::fs::write(&prefix, "The quick brown fox jumps over the lazy dog. ").unwrap();
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--dataset",
-            "line_by_line",
-            "--dataset-path",
-            data.to_str().unwrap(),
-            "--tokenizer-path",
-            &tokenizer_dir("qwen3"),
+    let run = Run::at(&sim, "/v1/completions")
+        .flags("--dataset line_by_line")
+        .flag("--dataset-path", &data)
+        .flag("--tokenizer-path", tokenizer_dir("qwen3"))
+        .flag(
             "--dataset-args",
-            &format!(
+            format!(
                 r#"{{"target_input_len": 50, "prefix_file": "{}", "prefix_role": "user"}}"#,
                 prefix.display()
             ),
-            "--number",
-            "2",
-            "--no-test-connection",
-        ],
-    ));
+        )
+        .flags("--number 2 --no-test-connection");
+    run.ok();
     let tok = raw_tokenizer("qwen3");
     let prompts: Vec<String> = sim
         .requests()
@@ -270,25 +211,11 @@ fn target_input_len_fits_prompts_with_a_prefix_file() {
 #[test]
 fn speed_benchmark_uses_completions_and_writes_its_table() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let output = llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--dataset",
-            "speed_benchmark",
-            "--number",
-            "8",
-            "--max-tokens",
-            "3",
-            "--no-test-connection",
-        ],
-    );
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--dataset speed_benchmark --number 8 --max-tokens 3 --no-test-connection");
+    let output = run.output();
     ok(&output);
-    let console = String::from_utf8_lossy(&output.stderr).into_owned();
+    let console = stderr(&output);
     let reqs = sim.requests();
     assert_eq!(reqs.len(), 8);
     let lens: Vec<usize> = reqs
@@ -305,8 +232,10 @@ fn speed_benchmark_uses_completions_and_writes_its_table() {
         })
         .collect();
     assert_eq!(lens, [1, 1, 6144, 6144, 14336, 14336, 30720, 30720]);
-    let run = run_root(out.path(), "m").join("parallel_1_number_8");
-    let table = json_file(&run.join("speed_benchmark.json"));
+    let table = json_file(
+        &run.run_dir("parallel_1_number_8")
+            .join("speed_benchmark.json"),
+    );
     let rows = table.as_array().unwrap();
     // The simulator counts one prompt token per word: every prompt is one word.
     assert_eq!(rows.len(), 1);
@@ -317,7 +246,7 @@ fn speed_benchmark_uses_completions_and_writes_its_table() {
     // The console shows evalscope's tabulate `simple_grid` table of the same rows.
     let speed = llmperf::export::speed_benchmark::py_g(speed);
     let row = format!("│               1 │ {speed:>17} │                0 │");
-    let log = std::fs::read_to_string(run_root(out.path(), "m").join("benchmark.log")).unwrap();
+    let log = std::fs::read_to_string(run.root().join("benchmark.log")).unwrap();
     for text in [&console, &log] {
         assert!(text.contains("Speed Benchmark Results:\n┌─────────────────┬───────────────────┬──────────────────┐\n│   Prompt Tokens │   Speed(tokens/s) │   GPU Memory(GB) │"), "{text}");
         assert!(text.contains(&row), "{row}\n{text}");

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use llmperf::sim::{SimConfig, SimServer};
 
-use crate::common::{json_file, llmperf_command, run_root};
+use crate::common::Run;
 
 /// `VmRSS` of process `pid`, KiB.
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -35,33 +35,16 @@ fn rss_stays_flat_over_a_long_run() {
         ..SimConfig::default()
     })
     .expect("simulator starts");
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let mut child = llmperf_command(
-        out.path(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--prompt",
-            "hi",
-            "--number",
-            "300000",
-            "--duration",
-            &send_s.to_string(),
-            "--parallel",
-            "16",
-            "--max-tokens",
-            "4",
-            "--log-every-n-query",
-            "100000000",
-        ],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .expect("llmperf starts");
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt hi --number 300000")
+        .flag("--duration", send_s.to_string())
+        .flags("--parallel 16 --max-tokens 4 --log-every-n-query 100000000");
+    let mut child = run
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("llmperf starts");
     let pid = child.id();
     // (seconds since the first request, requests received, RSS KiB) while requests are being sent.
     let mut samples: Vec<(f64, u64, u64)> = Vec::new();
@@ -83,9 +66,7 @@ fn rss_stays_flat_over_a_long_run() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(child.wait().unwrap().success(), "llmperf failed");
-    let summary = json_file(
-        &run_root(out.path(), "m").join("parallel_16_number_300000/benchmark_summary.json"),
-    );
+    let summary = run.run_dir("parallel_16_number_300000").summary();
     let total = summary["Total Requests"].as_u64().unwrap();
     assert_eq!(summary["Failed Requests"].as_u64(), Some(0));
     assert!(total >= 10_000, "too few requests to judge: {total}");

@@ -9,7 +9,7 @@ use std::time::Duration;
 use llmperf::sim::{SimConfig, SimServer};
 use serde_json::{json, Value};
 
-use crate::common::{json_file, llmperf, ok, run_root};
+use crate::common::{json_file, Run};
 use crate::tokens::tokenizer_dir;
 
 fn cache_sim() -> SimServer {
@@ -56,43 +56,13 @@ pub(crate) fn turns(db: &Path) -> Vec<Turn> {
 #[test]
 fn random_multi_turn_resends_the_history_with_the_real_answers() {
     let sim = cache_sim();
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let out = llmperf(
-        dir.path(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--multi-turn",
-            "--dataset",
-            "random_multi_turn",
-            "--tokenizer-path",
-            &tokenizer_dir("qwen3"),
-            "--min-turns",
-            "3",
-            "--max-turns",
-            "3",
-            "--min-prompt-length",
-            "16",
-            "--max-prompt-length",
-            "24",
-            "--parallel",
-            "2",
-            "--number",
-            "3",
-            "--max-tokens",
-            "4",
-            "--session-header",
-            "X-Session-Id",
-            "--name",
-            "mt",
-        ],
-    );
-    ok(&out);
-    let run = run_root(dir.path(), "mt").join("parallel_2_number_3");
-    let rows = turns(&run.join("benchmark_data.db"));
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--multi-turn --dataset random_multi_turn")
+        .flag("--tokenizer-path", tokenizer_dir("qwen3"))
+        .flags("--min-turns 3 --max-turns 3 --min-prompt-length 16 --max-prompt-length 24 --parallel 2")
+        .flags("--number 3 --max-tokens 4 --session-header X-Session-Id --name mt")
+        .ok_dir("parallel_2_number_3");
+    let rows = turns(&run.db());
     assert_eq!(rows.len(), 9, "three conversations of three turns");
     let answer = json!({"role": "assistant", "content": "hello hello hello hello "});
     let (mut cached_sum, mut prompt_sum) = (0i64, 0i64);
@@ -125,7 +95,7 @@ fn random_multi_turn_resends_the_history_with_the_real_answers() {
             prompt_sum += t.3;
         }
     }
-    let summary = json_file(&run.join("benchmark_summary.json"));
+    let summary = run.summary();
     assert_eq!(summary["Total Requests"], 9);
     assert_eq!(summary["Avg Turns/Request"], 2.0);
     let hit = (cached_sum as f64 * 100.0 / prompt_sum as f64 * 1e4).round() / 1e4;
@@ -136,7 +106,7 @@ fn random_multi_turn_resends_the_history_with_the_real_answers() {
     assert_eq!(trace["n_traces"], 3);
     assert_eq!(trace["rows"][5]["metric"], "Eligible Cache Hit Rate (%)");
     assert_eq!(trace["rows"][5]["min"], 100.0);
-    let args = json_file(&run.join("benchmark_args.json"));
+    let args = run.args();
     assert_eq!(
         (args["multi_turn"].clone(), args["max_turns"].clone()),
         (json!(true), json!(3))
@@ -187,47 +157,20 @@ fn random_multi_turn_resends_the_history_with_the_real_answers() {
 #[test]
 fn file_conversations_think_time_and_legacy_args() {
     let sim = cache_sim();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("convs.jsonl");
-    std::fs::write(
-        &file,
-        concat!(
-            r#"[{"role":"system","content":"be brief"},{"role":"user","content":"one"},{"role":"assistant","content":"x"},{"role":"user","content":"two"},{"role":"assistant","content":"y"},{"role":"user","content":"three"}]"#,
-            "\n"
-        ),
-    )
-    .unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let out_dir = dir.path().join("out");
-    let out = llmperf(
-        &out_dir,
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--multi-turn",
-            "--dataset",
-            "custom_multi_turn",
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--multi-turn --dataset custom_multi_turn")
+        .input(
             "--dataset-path",
-            file.to_str().unwrap(),
-            "--max-turns",
-            "2",
-            "--number",
-            "1",
-            "--max-tokens",
-            "2",
-            "--dataset-args",
-            r#"{"think_time_s": 0.3}"#,
-            "--multi-turn-args",
-            r#"{"chars_per_token": 2.5}"#,
-            "--name",
-            "c",
-        ],
-    );
-    ok(&out);
-    let run = run_root(&out_dir, "c").join("parallel_1_number_1");
-    let rows = turns(&run.join("benchmark_data.db"));
+            "convs.jsonl",
+            concat!(
+                r#"[{"role":"system","content":"be brief"},{"role":"user","content":"one"},{"role":"assistant","content":"x"},{"role":"user","content":"two"},{"role":"assistant","content":"y"},{"role":"user","content":"three"}]"#,
+                "\n"
+            ),
+        )
+        .flags(r#"--max-turns 2 --number 1 --max-tokens 2 --dataset-args '{"think_time_s": 0.3}'"#)
+        .flags(r#"--multi-turn-args '{"chars_per_token": 2.5}' --name c"#)
+        .ok_dir("parallel_1_number_1");
+    let rows = turns(&run.db());
     assert_eq!(rows.len(), 2, "--max-turns 2 of three turns");
     assert_eq!(
         rows[0].2["messages"],
@@ -241,24 +184,19 @@ fn file_conversations_think_time_and_legacy_args() {
     assert_eq!(rows[1].2["messages"][2]["content"], "hello hello ");
     let pause = rows[1].6 - rows[0].7;
     assert!(pause >= 0.3, "think time before the second turn: {pause}");
-    let args = json_file(&run.join("benchmark_args.json"));
+    let args = run.args();
     assert_eq!(args["multi_turn_args"]["chars_per_token"], 2.5);
     assert_eq!(args["multi_turn_args"]["first_turn_length"], 65000);
 }
 
 #[test]
 fn multi_turn_usage_errors_exit_2_and_write_nothing() {
-    let dir = tempfile::tempdir().unwrap();
     let tok = tokenizer_dir("qwen3");
-    let base = [
-        "--api",
-        "mock",
-        "--model",
-        "m",
-        "--multi-turn",
-        "--tokenizer-path",
-        &tok,
-    ];
+    let base = || {
+        Run::new()
+            .flags("--api mock --model m --multi-turn")
+            .flag("--tokenizer-path", &tok)
+    };
     let mut cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--dataset", "random_multi_turn"], "--max-turns"),
         (
@@ -349,79 +287,39 @@ fn multi_turn_usage_errors_exit_2_and_write_nothing() {
         "not supported with --multi-turn",
     ));
     for (extra, needle) in cases {
-        let mut args: Vec<&str> = base.to_vec();
-        args.extend(&extra);
-        let out = llmperf(dir.path(), &args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        let run = base().args(&extra);
+        let stderr = run.fails(2);
         assert!(
             stderr.contains(needle),
             "{extra:?}: {needle:?} not in {stderr}"
         );
-        assert!(
-            !dir.path().exists() || std::fs::read_dir(dir.path()).unwrap().next().is_none(),
-            "{extra:?} wrote output"
-        );
+        assert_eq!(run.out_entries(), 0, "{extra:?} wrote output");
     }
-    let out = llmperf(
-        dir.path(),
-        &[
-            "--api",
-            "mock",
-            "--model",
-            "m",
-            "--dataset",
-            "random_multi_turn",
-            "--tokenizer-path",
-            &tok,
-        ],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("add --multi-turn"));
+    let err = Run::new()
+        .flags("--api mock --model m --dataset random_multi_turn")
+        .flag("--tokenizer-path", &tok)
+        .fails(2);
+    assert!(err.contains("add --multi-turn"));
 }
 
 #[test]
 fn trie_traces_replay_recorded_lengths_and_tool_latency() {
     let sim = cache_sim();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("code_qa_8k.jsonl");
-    std::fs::write(
-        &file,
+    let run = Run::at(&sim, "/v1/chat/completions");
+    let file = run.file(
+        "code_qa_8k.jsonl",
         concat!(
             r#"{"input_prompt_length": 12, "num_turns": 2, "assistant_response_length": [3, 4], "tool_call_output_length": [5, 6], "tool_call_latency": [0.2, 0.0], "final_assistant_response_length": 7}"#,
             "\n{\"num_turns\": 1}\n"
         ),
-    )
-    .unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let out_dir = dir.path().join("out");
-    let out = llmperf(
-        &out_dir,
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--multi-turn",
-            "--dataset",
-            "trie_code_qa",
-            "--dataset-path",
-            dir.path().to_str().unwrap(),
-            "--tokenizer-path",
-            &tokenizer_dir("qwen3"),
-            "--number",
-            "1",
-            "--seed",
-            "3",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-            "--name",
-            "trie",
-        ],
     );
-    ok(&out);
-    let run = run_root(&out_dir, "trie").join("parallel_1_number_1");
-    let rows = turns(&run.join("benchmark_data.db"));
+    let run = run
+        .flags("--multi-turn --dataset trie_code_qa")
+        .flag("--dataset-path", file.parent().unwrap())
+        .flag("--tokenizer-path", tokenizer_dir("qwen3"))
+        .flags(r#"--number 1 --seed 3 --extra-args '{"ignore_eos": true}' --name trie"#)
+        .ok_dir("parallel_1_number_1");
+    let rows = turns(&run.db());
     assert_eq!(
         rows.len(),
         3,

@@ -2,8 +2,6 @@
 //! simulator's ground truth.
 
 use crate::common::*;
-use llmperf::sim::{SimConfig, SimServer};
-use std::time::Duration;
 
 const EVALSCOPE_COLUMNS: [&str; 14] = [
     "request",
@@ -28,39 +26,16 @@ fn mean(v: &[f64]) -> f64 {
 
 #[test]
 fn single_run_tree_rows_and_summary_match_the_data() {
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(20),
-        itl: Duration::from_millis(3),
-        ..SimConfig::default()
-    })
-    .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let stdout = ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "org/My-Model",
-            "--prompt",
-            "one two three",
-            "--number",
-            "12",
-            "--parallel",
-            "3",
-            "--warmup-num",
-            "2",
-            "--max-tokens",
-            "8",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-        ],
-    ));
+    let sim = timed_sim(20, 3);
+    let cmd = Run::at(&sim, "/v1/chat/completions")
+        .model("org/My-Model")
+        .flags(r#"--prompt 'one two three' --number 12 --parallel 3 --warmup-num 2 --max-tokens 8 --extra-args '{"ignore_eos": true}'"#);
+    let stdout = cmd.ok();
     assert!(
         stdout.contains("Performance Test Summary Report"),
         "{stdout}"
     );
-    let root = run_root(out.path(), "My-Model");
+    let root = run_root(cmd.out(), "My-Model");
     for f in ["benchmark.log", "performance_summary.txt"] {
         assert!(root.join(f).is_file(), "{f}");
     }
@@ -196,68 +171,31 @@ fn single_run_tree_rows_and_summary_match_the_data() {
 #[test]
 fn sweep_writes_one_dir_per_run_and_one_report() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "hi",
-            "--parallel",
-            "1",
-            "2",
-            "--number",
-            "3",
-            "4",
-            "--max-tokens",
-            "4",
-            "--name",
-            "sweep",
-        ],
-    ));
-    let root = run_root(out.path(), "sweep");
+    let run = Run::against(&sim)
+        .flags("--prompt hi --parallel 1 2 --number 3 4 --max-tokens 4 --name sweep");
+    run.ok();
     for (dir, n) in [("parallel_1_number_3", 3), ("parallel_2_number_4", 4)] {
-        let s = json_file(&root.join(dir).join("benchmark_summary.json"));
-        assert_eq!(s["Total Requests"], n, "{dir}");
-        assert_eq!(
-            rows(&root.join(dir).join("benchmark_data.db")).len(),
-            n as usize
-        );
+        let run = run.run_dir(dir);
+        assert_eq!(run.summary()["Total Requests"], n, "{dir}");
+        assert_eq!(run.rows().len(), n as usize);
     }
-    let report = std::fs::read_to_string(root.join("performance_summary.txt")).unwrap();
+    let report = std::fs::read_to_string(run.root().join("performance_summary.txt")).unwrap();
     assert!(report.contains("Performance Overview") && report.contains("Per-Request Metrics"));
 }
 
 #[test]
 fn open_loop_uses_rate_dirs_and_keeps_intended_send_times() {
     let sim = fast_sim();
-    let run = Run::against(&sim).args(&[
-        "--prompt",
-        "hi",
-        "--open-loop",
-        "--rate",
-        "50",
-        "100",
-        "--number",
-        "10",
-        "20",
-        "--max-tokens",
-        "4",
-        "--seed",
-        "3",
-    ]);
+    let run = Run::against(&sim)
+        .flags("--prompt hi --open-loop --rate 50 100 --number 10 20 --max-tokens 4 --seed 3");
     run.ok();
-    let root = run_root(run.out(), "m");
     for (dir, n) in [
         ("rate_50.0_number_10", 10usize),
         ("rate_100.0_number_20", 20),
     ] {
-        let s = json_file(&root.join(dir).join("benchmark_summary.json"));
-        assert_eq!(s["Concurrency"], -1, "{dir}");
-        let rows = rows(&root.join(dir).join("benchmark_data.db"));
+        let run = run.run_dir(dir);
+        assert_eq!(run.summary()["Concurrency"], -1, "{dir}");
+        let rows = run.rows();
         assert_eq!(rows.len(), n);
         // Intended send times follow the schedule: the last one lands at number/rate after the first
         // request's schedule origin, and the client sends close to them.
@@ -279,25 +217,17 @@ fn open_loop_uses_rate_dirs_and_keeps_intended_send_times() {
 #[test]
 fn non_stream_run_has_ttft_equal_latency() {
     let sim = fast_sim();
-    let run = Run::against(&sim).args(&[
-        "--prompt",
-        "hi",
-        "--number",
-        "4",
-        "--no-stream",
-        "--max-tokens",
-        "5",
-    ]);
-    run.ok();
-    let root = run_root(run.out(), "m");
-    let rows = rows(&root.join("parallel_1_number_4/benchmark_data.db"));
+    let run = Run::against(&sim)
+        .flags("--prompt hi --number 4 --no-stream --max-tokens 5")
+        .ok_dir("parallel_1_number_4");
+    let rows = run.rows();
     for r in &rows {
         assert!(r.success && !r.is_stream);
         assert_eq!(r.ttft, r.latency);
         assert_eq!(r.tpot, Some(0.0));
         assert!(r.itl.is_empty());
     }
-    let s = json_file(&root.join("parallel_1_number_4/benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Non-Stream Requests"], 4);
     assert_eq!(s["Avg TPOT (ms)"], 0.0);
     assert!(sim.requests()[1]
@@ -307,33 +237,12 @@ fn non_stream_run_has_ttft_equal_latency() {
 
 #[test]
 fn mock_api_quick_start_needs_no_server() {
-    let out = tempfile::tempdir().unwrap();
-    let stdout = ok(&llmperf(
-        out.path(),
-        &[
-            "--api",
-            "mock",
-            "--model",
-            "demo",
-            "--prompt",
-            "Write a story",
-            "--parallel",
-            "1",
-            "2",
-            "--number",
-            "3",
-            "4",
-            "--max-tokens",
-            "6",
-            "--mock-ttft-ms",
-            "5",
-            "--mock-itl-ms",
-            "1",
-        ],
-    ));
+    let run = Run::new()
+        .flags("--api mock --model demo --prompt 'Write a story' --parallel 1 2 --number 3 4 --max-tokens 6")
+        .flags("--mock-ttft-ms 5 --mock-itl-ms 1");
+    let stdout = run.ok();
     assert!(stdout.contains("Performance Overview"));
-    let root = run_root(out.path(), "demo");
-    let s = json_file(&root.join("parallel_2_number_4/benchmark_summary.json"));
+    let s = run.run_dir("parallel_2_number_4").summary();
     assert_eq!(s["Success Requests"], 4);
     assert!(s["Avg TTFT (ms)"].as_f64().unwrap() >= 5.0);
 }

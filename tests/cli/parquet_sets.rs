@@ -150,14 +150,17 @@ pub fn kontext_fixture(root: &Path) {
 
 fn run(dataset: &str, path: Option<&Path>, number: &str, env: &[(&str, &str)]) -> Vec<Value> {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let mut args = vec!["--url", &url, "--model", "vl", "--dataset", dataset];
+    let mut run = Run::at(&sim, "/v1/chat/completions")
+        .model("vl")
+        .flag("--dataset", dataset);
     if let Some(p) = path {
-        args.extend(["--dataset-path", p.to_str().unwrap()]);
+        run = run.flag("--dataset-path", p);
     }
-    args.extend(["--number", number, "--no-test-connection"]);
-    ok(&llmperf_env(out.path(), &args, env));
+    run = run.flag("--number", number).flags("--no-test-connection");
+    for (key, value) in env {
+        run = run.env(key, value);
+    }
+    run.ok();
     bodies(&sim)
 }
 
@@ -329,13 +332,10 @@ fn mmmu_multi_image_round_robins_subjects_and_places_images() {
 #[test]
 fn parquet_datasets_fail_clearly_before_any_request() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
     let empty = tempfile::tempdir().unwrap();
     let no_parquet = tempfile::tempdir().unwrap();
     std::fs::write(no_parquet.path().join("README.md"), "# MMMU").unwrap();
     let tokenizer = crate::tokens::tokenizer_dir("qwen3");
-    let base = ["--url", &url, "--model", "vl", "--number", "1"];
     let cases: Vec<(Vec<&str>, Option<i32>, &str)> = vec![
         (
             vec!["--dataset", "mmmu_multi_image"],
@@ -378,22 +378,20 @@ fn parquet_datasets_fail_clearly_before_any_request() {
         ),
     ];
     for (args, code, needle) in cases {
-        let mut all: Vec<&str> = base.to_vec();
-        all.extend(args.iter());
-        let o = llmperf_env(
-            out.path(),
-            &all,
-            &[
-                ("HF_HUB_CACHE", empty.path().to_str().unwrap()),
-                ("MODELSCOPE_CACHE", empty.path().to_str().unwrap()),
-            ],
-        );
-        let err = String::from_utf8_lossy(&o.stderr);
+        let run = Run::at(&sim, "/v1/chat/completions")
+            .model("vl")
+            .flags("--number 1")
+            .args(&args)
+            .env("HF_HUB_CACHE", empty.path())
+            .env("MODELSCOPE_CACHE", empty.path());
+        let o = run.output();
+        let err = stderr(&o);
         match code {
             Some(c) => assert_eq!(o.status.code(), Some(c), "{args:?}: {err}"),
             None => assert!(!o.status.success(), "{args:?}: {err}"),
         }
         assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(run.out_entries(), 0, "{args:?}: nothing written");
     }
     assert!(sim.requests().is_empty(), "no request before the errors");
 }

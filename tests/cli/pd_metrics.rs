@@ -16,31 +16,12 @@ fn median(v: &[f64]) -> f64 {
 #[test]
 fn pd_metrics_follow_the_stored_inter_token_latencies() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let output = llmperf(
-        out.path(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--prompt",
-            "hi",
-            "--number",
-            "4",
-            "--parallel",
-            "2",
-            "--max-tokens",
-            "6",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-            "--enable-pd-metrics",
-        ],
-    );
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags(r#"--prompt hi --number 4 --parallel 2 --max-tokens 6 --extra-args '{"ignore_eos": true}' --enable-pd-metrics"#);
+    let output = run.output();
     ok(&output);
-    let run = run_root(out.path(), "m").join("parallel_2_number_4");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let run = run.run_dir("parallel_2_number_4");
+    let rows = run.rows();
     let (mut handoff, mut overhead, mut steady) = (vec![], vec![], vec![]);
     for r in &rows {
         assert_eq!(r.itl.len(), 5);
@@ -69,14 +50,13 @@ fn pd_metrics_follow_the_stored_inter_token_latencies() {
     let at = |k: &str| text.find(k).unwrap();
     assert!(at("Avg ITL (ms)") < at("Avg Steady ITL (ms)"));
     assert!(at("Avg PD Handoff Overhead (ms)") < at("Avg Output Tokens"));
-    let args = json_file(&run.join("benchmark_args.json"));
-    assert_eq!(args["enable_pd_metrics"], true);
-    let p = json_file(&run.join("benchmark_percentile.json"));
+    assert_eq!(run.args()["enable_pd_metrics"], true);
+    let p = run.percentiles();
     let keys: Vec<&String> = p[0].as_object().unwrap().keys().collect();
     let pos = |k: &str| keys.iter().position(|x| *x == k).unwrap();
     assert_eq!(pos("Steady ITL (ms)"), pos("ITL (ms)") + 1);
     assert_eq!(pos("PD Handoff Overhead (ms)"), pos("ITL (ms)") + 3);
-    let console = String::from_utf8_lossy(&output.stderr);
+    let console = stderr(&output);
     assert!(
         console.contains("│ Avg PD Handoff Latency (ms)"),
         "{console}"
@@ -87,15 +67,9 @@ fn pd_metrics_follow_the_stored_inter_token_latencies() {
 #[test]
 fn without_the_flag_no_pd_keys() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url", &url, "--model", "m", "--prompt", "hi", "--number", "2",
-        ],
-    ));
-    let run = run_root(out.path(), "m").join("parallel_1_number_2");
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt hi --number 2")
+        .ok_dir("parallel_1_number_2");
     let text = std::fs::read_to_string(run.join("benchmark_summary.json")).unwrap();
     assert!(!text.contains("PD Handoff") && !text.contains("Steady ITL"));
 }

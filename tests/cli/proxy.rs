@@ -4,11 +4,11 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 
+use crate::common::tls::{tls_fixture, tls_terminator};
 use crate::common::*;
 
 /// The name the tests give the server: not loopback, and only the proxy knows where it is.
@@ -82,73 +82,9 @@ impl TestProxy {
     }
 }
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tls/proxied")
-        .join(name)
-}
-
-/// A TLS terminator for `HOST` in front of `backend`, on a runtime of its own (dropping it stops it).
-fn tls_server(backend: SocketAddr) -> (SocketAddr, tokio::runtime::Runtime) {
-    use tokio_rustls::rustls;
-    use tokio_rustls::rustls::pki_types::pem::PemObject;
-    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
-        .unwrap()
-        .map(|c| c.unwrap())
-        .collect();
-    let key = PrivateKeyDer::from_pem_file(fixture("server.key")).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    rt.spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                continue;
-            };
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let Ok(mut up) = tokio::net::TcpStream::connect(backend).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
-            });
-        }
-    });
-    (addr, rt)
-}
-
-/// `llmperf` with only the given proxy variables set (the machine's own are removed).
-fn run(out: &Path, url: &str, env: &[(&str, &str)], extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "--url",
-        url,
-        "--model",
-        "m",
-        "--prompt",
-        "hello",
-        "--max-tokens",
-        "4",
-    ];
-    args.extend_from_slice(extra);
-    let mut cmd = llmperf_command(out, &args);
+/// `llmperf` against `url` with only the proxy variables the test sets (the machine's own are removed).
+fn run(url: &str) -> Run {
+    let mut run = Run::with_url(url).flags("--prompt hello --max-tokens 4");
     for var in [
         "HTTP_PROXY",
         "HTTPS_PROXY",
@@ -159,11 +95,9 @@ fn run(out: &Path, url: &str, env: &[(&str, &str)], extra: &[&str]) -> std::proc
         "ALL_PROXY",
         "all_proxy",
     ] {
-        cmd.env_remove(var);
+        run = run.env_remove(var);
     }
-    cmd.envs(env.iter().copied())
-        .output()
-        .expect("llmperf runs")
+    run
 }
 
 fn sim_addr(sim: &llmperf::sim::SimServer) -> SocketAddr {
@@ -177,16 +111,11 @@ fn sim_addr(sim: &llmperf::sim::SimServer) -> SocketAddr {
 fn http_goes_through_the_proxy_in_absolute_form_with_basic_auth() {
     let sim = fast_sim();
     let proxy = TestProxy::start(sim_addr(&sim), None);
-    let out = tempfile::tempdir().unwrap();
     let port = sim_addr(&sim).port();
     let url = format!("http://{HOST}:{port}/v1/chat/completions");
     let proxy_url = format!("http://us%40er:s3cr%3At@127.0.0.1:{}", proxy.port);
-    let o = run(
-        out.path(),
-        &url,
-        &[("http_proxy", &proxy_url)],
-        &["--number", "3"],
-    );
+    let run = run(&url).env("http_proxy", &proxy_url).flags("--number 3");
+    let o = run.output();
     ok(&o);
     let heads = proxy.heads();
     assert!(!heads.is_empty());
@@ -212,7 +141,7 @@ fn http_goes_through_the_proxy_in_absolute_form_with_basic_auth() {
         4,
         "connection test + 3 requests reached the server"
     );
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = stderr(&o);
     let warned = stderr.matches("latencies include the proxy").count();
     assert_eq!(warned, 1, "one warning line: {stderr}");
     assert!(
@@ -221,8 +150,7 @@ fn http_goes_through_the_proxy_in_absolute_form_with_basic_auth() {
     );
     // The proxy password never reaches the console or a file.
     assert!(!stderr.contains("s3cr") && !String::from_utf8_lossy(&o.stdout).contains("s3cr"));
-    let root = run_root(out.path(), "m");
-    for entry in walk(&root) {
+    for entry in files_under(&run.root()) {
         let bytes = std::fs::read(&entry).unwrap();
         assert!(
             !String::from_utf8_lossy(&bytes).contains("s3cr"),
@@ -232,38 +160,18 @@ fn http_goes_through_the_proxy_in_absolute_form_with_basic_auth() {
     }
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            files.extend(walk(&p));
-        } else {
-            files.push(p);
-        }
-    }
-    files
-}
-
 #[test]
 fn https_goes_through_a_connect_tunnel() {
     let sim = fast_sim();
-    let (tls_addr, _rt) = tls_server(sim_addr(&sim));
+    let (tls_addr, _rt) = tls_terminator(&tls_fixture("proxied", ""), sim_addr(&sim));
     let proxy = TestProxy::start(sim_addr(&sim), Some(tls_addr));
-    let out = tempfile::tempdir().unwrap();
     let url = format!("https://{HOST}/v1/chat/completions");
     let proxy_url = format!("127.0.0.1:{}", proxy.port);
-    let ca = fixture("ca.pem");
-    let o = run(
-        out.path(),
-        &url,
-        &[
-            ("HTTPS_PROXY", &proxy_url),
-            ("SSL_CERT_FILE", ca.to_str().unwrap()),
-        ],
-        &["--parallel", "2", "--number", "3"],
-    );
-    ok(&o);
+    let run = run(&url)
+        .env("HTTPS_PROXY", &proxy_url)
+        .env("SSL_CERT_FILE", tls_fixture("proxied", "ca.pem"))
+        .flags("--parallel 2 --number 3");
+    run.ok();
     let heads = proxy.heads();
     assert!(!heads.is_empty());
     for head in &heads {
@@ -275,8 +183,7 @@ fn https_goes_through_a_connect_tunnel() {
         );
     }
     assert_eq!(sim.requests().len(), 4);
-    let root = run_root(out.path(), "m");
-    let rows = rows(&root.join("parallel_2_number_3/benchmark_data.db"));
+    let rows = run.run_dir("parallel_2_number_3").rows();
     assert!(rows.iter().all(|r| r.success));
 }
 
@@ -285,43 +192,31 @@ fn loopback_and_no_proxy_hosts_are_reached_directly() {
     let sim = fast_sim();
     let proxy = TestProxy::start(sim_addr(&sim), None);
     let proxy_url = format!("http://127.0.0.1:{}", proxy.port);
-    let out = tempfile::tempdir().unwrap();
     let url = format!("{}/v1/chat/completions", sim.base_url());
-    let o = run(
-        out.path(),
-        &url,
-        &[("HTTP_PROXY", &proxy_url)],
-        &["--number", "3"],
-    );
+    let o = run(&url)
+        .env("HTTP_PROXY", &proxy_url)
+        .flags("--number 3")
+        .output();
     ok(&o);
     assert!(proxy.heads().is_empty(), "loopback is never proxied");
-    assert!(!String::from_utf8_lossy(&o.stderr).contains("latencies include the proxy"));
+    assert!(!stderr(&o).contains("latencies include the proxy"));
     // NO_PROXY names the host: llmperf connects to it itself (the name does not resolve here, so the
     // request fails), and the proxy sees nothing.
-    let out = tempfile::tempdir().unwrap();
     let url = format!(
         "http://{HOST}:{}/v1/chat/completions",
         sim_addr(&sim).port()
     );
-    let o = run(
-        out.path(),
-        &url,
-        &[("HTTP_PROXY", &proxy_url), ("NO_PROXY", ".proxied.test")],
-        &[
-            "--no-test-connection",
-            "--number",
-            "1",
-            "--connect-timeout",
-            "5",
-        ],
-    );
+    let run = run(&url)
+        .env("HTTP_PROXY", &proxy_url)
+        .env("NO_PROXY", ".proxied.test")
+        .flags("--no-test-connection --number 1 --connect-timeout 5");
+    let o = run.output();
     assert!(
         proxy.heads().is_empty(),
         "NO_PROXY host reached directly: {:?}",
         proxy.heads()
     );
-    let root = run_root(out.path(), "m");
-    let rows = rows(&root.join("parallel_1_number_1/benchmark_data.db"));
+    let rows = run.run_dir("parallel_1_number_1").rows();
     assert!(!rows[0].success);
-    assert!(!String::from_utf8_lossy(&o.stderr).contains("latencies include the proxy"));
+    assert!(!stderr(&o).contains("latencies include the proxy"));
 }

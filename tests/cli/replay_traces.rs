@@ -10,7 +10,7 @@ use std::time::Duration;
 use llmperf::sim::{SimConfig, SimServer};
 use serde_json::Value;
 
-use crate::common::{json_file, llmperf, ok, run_root};
+use crate::common::Run;
 use crate::tokens::{count, raw_tokenizer, tokenizer_dir};
 
 /// `(request body, prompt_tokens, cached_tokens, scheduled_time, send_time, intended_prompt_tokens)` by
@@ -43,36 +43,15 @@ fn trace_rows(db: &Path) -> Vec<TraceRow> {
     rows
 }
 
-fn replay(
-    dir: &Path,
-    url: &str,
-    dataset: &str,
-    file: &Path,
-    extra: &[&str],
-) -> (Vec<TraceRow>, Value) {
-    let out_dir = dir.join("out");
-    let mut args = vec![
-        "--url",
-        url,
-        "--model",
-        "m",
-        "--open-loop",
-        "--dataset",
-        dataset,
-        "--dataset-path",
-        file.to_str().unwrap(),
-        "--name",
-        "replay",
-        "--max-tokens",
-        "2",
-    ];
-    args.extend_from_slice(extra);
-    ok(&llmperf(&out_dir, &args));
-    let run = run_root(&out_dir, "replay").join("rate_-1.0_number_1000");
-    (
-        trace_rows(&run.join("benchmark_data.db")),
-        json_file(&run.join("benchmark_summary.json")),
-    )
+fn replay(url: &str, dataset: &str, file: &Path, extra: &[&str]) -> (Vec<TraceRow>, Value) {
+    let run = Run::with_url(url)
+        .flags("--open-loop")
+        .flag("--dataset", dataset)
+        .flag("--dataset-path", file)
+        .flags("--name replay --max-tokens 2")
+        .args(extra)
+        .ok_dir("rate_-1.0_number_1000");
+    (trace_rows(&run.db()), run.summary())
 }
 
 /// Each request's send offset from the first, against the trace's: the difference of two lags, so within
@@ -119,7 +98,6 @@ fn mooncake_shared_hash_ids_are_exactly_the_cached_tokens() {
     .unwrap();
     let url = format!("{}/v1/chat/completions", sim.base_url());
     let (rows, summary) = replay(
-        dir.path(),
         &url,
         "mooncake_trace",
         &file,
@@ -184,7 +162,6 @@ fn burstgpt_rows_replay_with_exact_token_lengths_at_their_offsets() {
     let url = format!("{}/v1/chat/completions", sim.base_url());
     let tok = tokenizer_dir("qwen3");
     let (rows, summary) = replay(
-        dir.path(),
         &url,
         "burstgpt_trace",
         &file,
@@ -237,7 +214,7 @@ fn azure_rows_replay_with_exact_word_lengths_and_date_time_offsets() {
     )
     .unwrap();
     let url = format!("{}/v1/chat/completions", sim.base_url());
-    let (rows, summary) = replay(dir.path(), &url, "azure_trace", &file, &[]);
+    let (rows, summary) = replay(&url, "azure_trace", &file, &[]);
     let prompt: Vec<i64> = rows.iter().map(|r| r.1).collect();
     assert_eq!(
         prompt,
@@ -276,45 +253,22 @@ fn bad_trace_lines_name_the_file_and_line_and_write_nothing() {
     for (dataset, name, text, want) in cases {
         let file = dir.path().join(name);
         std::fs::write(&file, text).unwrap();
-        let out_dir = dir.path().join(format!("out-{dataset}"));
-        let out = llmperf(
-            &out_dir,
-            &[
-                "--url",
-                "http://127.0.0.1:9/v1/chat/completions",
-                "--model",
-                "m",
-                "--open-loop",
-                "--dataset",
-                dataset,
-                "--dataset-path",
-                file.to_str().unwrap(),
-            ],
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{dataset}: {stderr}");
+        let run = Run::with_url("http://127.0.0.1:9/v1/chat/completions")
+            .flags("--open-loop")
+            .flag("--dataset", dataset)
+            .flag("--dataset-path", &file);
+        let stderr = run.fails(2);
         assert!(
             stderr.contains(want) && stderr.contains(name),
             "{dataset}: {stderr}"
         );
-        assert!(!out_dir.exists(), "{dataset}: nothing written");
+        assert_eq!(run.out_entries(), 0, "{dataset}: nothing written");
     }
     let azure = dir.path().join("a.csv");
-    let out = llmperf(
-        &dir.path().join("closed"),
-        &[
-            "--url",
-            "http://127.0.0.1:9/v1",
-            "--model",
-            "m",
-            "--dataset",
-            "azure_trace",
-            "--dataset-path",
-            azure.to_str().unwrap(),
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = Run::with_url("http://127.0.0.1:9/v1")
+        .flags("--dataset azure_trace")
+        .flag("--dataset-path", &azure)
+        .fails(2);
     assert!(
         stderr.contains("azure_trace requires open-loop mode"),
         "{stderr}"

@@ -136,29 +136,12 @@ fn the_html_report_renders_offline_with_every_chart_and_no_console_error() {
     let sim = fast_sim();
     let dir = tempfile::tempdir().unwrap();
     let data = dataset(dir.path());
-    let out = dir.path().join("o");
-    ok(&llmperf(
-        &out,
-        &[
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "m",
-            "--dataset",
-            "line_by_line",
-            "--dataset-path",
-            data.to_str().unwrap(),
-            "--parallel",
-            "1",
-            "3",
-            "--number",
-            "12",
-            "24",
-            "--max-tokens",
-            "6",
-        ],
-    ));
-    let root = run_root(&out, "m");
+    let run = Run::against(&sim)
+        .flags("--dataset line_by_line")
+        .flag("--dataset-path", &data)
+        .flags("--parallel 1 3 --number 12 24 --max-tokens 6");
+    run.ok();
+    let root = run.root();
     let report = root.join("perf_report.html");
     let html = std::fs::read_to_string(&report).expect("perf_report.html at the run root");
     for run in ["parallel_1_number_12", "parallel_3_number_24"] {

@@ -5,31 +5,11 @@ use crate::common::*;
 #[test]
 fn prompt_bodies_are_evalscope_bytes_and_reused() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "mock-model",
-            "--prompt",
-            "hello there",
-            "--number",
-            "3",
-            "--max-tokens",
-            "5",
-            "--seed",
-            "1",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-            "--api-key",
-            "sk-test-123",
-            "--headers",
-            "X-Foo=bar",
-        ],
-    ));
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .model("mock-model")
+        .flags(r#"--prompt 'hello there' --number 3 --max-tokens 5 --seed 1 --extra-args '{"ignore_eos": true}'"#)
+        .flags("--api-key sk-test-123 --headers X-Foo=bar");
+    run.ok();
     let reqs = sim.requests();
     assert_eq!(reqs.len(), 4, "connection test + 3 requests");
     let expected = r#"{"messages": [{"role": "user", "content": "hello there"}], "model": "mock-model", "max_tokens": 5, "seed": 1, "stream": true, "stream_options": {"include_usage": true}, "temperature": 0.0, "ignore_eos": true}"#;
@@ -51,40 +31,22 @@ fn prompt_bodies_are_evalscope_bytes_and_reused() {
     assert_eq!(test["messages"][0]["content"], "hello");
     assert_eq!(test["max_tokens"], 4);
     // The stored request is the sent one.
-    let root = run_root(out.path(), "mock-model");
-    let rows = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    let rows = run.run_dir("parallel_1_number_3").rows();
     assert!(rows.iter().all(|r| r.request == expected));
 }
 
 #[test]
 fn line_by_line_dataset_and_completions_endpoint() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let data = out.path().join("prompts.txt");
-    std::fs::write(
-        &data,
-        "first prompt\n[{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]\n{\"prompt\": \"body\", \"max_tokens\": 3}\n\n",
-    )
-    .unwrap();
-    let url = format!("{}/v1/completions", sim.base_url());
-    ok(&llmperf(
-        out.path().join("o").as_path(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--dataset",
-            "line_by_line",
+    Run::at(&sim, "/v1/completions")
+        .flags("--dataset line_by_line")
+        .input(
             "--dataset-path",
-            data.to_str().unwrap(),
-            "--number",
-            "4",
-            "--max-tokens",
-            "6",
-            "--no-test-connection",
-        ],
-    ));
+            "prompts.txt",
+            "first prompt\n[{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"u\"}]\n{\"prompt\": \"body\", \"max_tokens\": 3}\n\n",
+        )
+        .flags("--number 4 --max-tokens 6 --no-test-connection")
+        .ok();
     let bodies: Vec<String> = sim.requests().into_iter().map(|r| r.1).collect();
     assert_eq!(bodies.len(), 4);
     assert_eq!(
@@ -103,30 +65,15 @@ fn line_by_line_dataset_and_completions_endpoint() {
 fn max_tokens_range_and_seed_make_identical_runs() {
     let run = || {
         let sim = fast_sim();
-        let out = tempfile::tempdir().unwrap();
-        let data = out.path().join("q.jsonl");
-        std::fs::write(&data, "{\"question\": \"a\"}\n{\"question\": \"b\"}\n").unwrap();
-        ok(&llmperf(
-            out.path().join("o").as_path(),
-            &[
-                "--url",
-                &format!("{}/v1", sim.base_url()),
-                "--model",
-                "m",
-                "--dataset",
-                "openqa",
+        Run::against(&sim)
+            .flags("--dataset openqa")
+            .input(
                 "--dataset-path",
-                data.to_str().unwrap(),
-                "--number",
-                "12",
-                "--max-tokens",
-                "2",
-                "9",
-                "--seed",
-                "5",
-                "--no-test-connection",
-            ],
-        ));
+                "q.jsonl",
+                "{\"question\": \"a\"}\n{\"question\": \"b\"}\n",
+            )
+            .flags("--number 12 --max-tokens 2 9 --seed 5 --no-test-connection")
+            .ok();
         let mut bodies: Vec<String> = sim.requests().into_iter().map(|r| r.1).collect();
         bodies.sort();
         bodies

@@ -3,52 +3,25 @@
 
 use crate::common::*;
 
-fn run(out: &std::path::Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "--model",
-        "mock-model",
-        "--number",
-        "3",
-        "--max-tokens",
-        "5",
-    ];
-    args.extend_from_slice(extra);
-    llmperf(out, &args)
-}
-
-/// A simulator slow enough that every delta is its own read: 20 ms to the first token, 10 ms between tokens.
-fn paced_sim() -> llmperf::sim::SimServer {
-    llmperf::sim::SimServer::start(llmperf::sim::SimConfig {
-        ttft: std::time::Duration::from_millis(20),
-        itl: std::time::Duration::from_millis(10),
-        ..llmperf::sim::SimConfig::default()
-    })
-    .expect("simulator starts")
+/// `--model mock-model --number 3 --max-tokens 5` and `--api api` at `url` (none: no server).
+fn run(api: &str, url: Option<&str>) -> Run {
+    let run = Run::new().flags("--model mock-model --number 3 --max-tokens 5");
+    let run = run.flag("--api", api);
+    match url {
+        Some(url) => run.flag("--url", url),
+        None => run,
+    }
 }
 
 #[test]
 fn responses_bodies_events_and_url_rewrite() {
-    let sim = paced_sim();
-    let out = tempfile::tempdir().unwrap();
+    // Slow enough that every delta is its own read: 20 ms to the first token, 10 ms between tokens.
+    let sim = timed_sim(20, 10);
     // A chat URL is rewritten to `…/responses`, as evalscope does.
     let url = format!("{}/v1/chat/completions", sim.base_url());
-    ok(&run(
-        out.path(),
-        &[
-            "--api",
-            "openai_responses",
-            "--url",
-            &url,
-            "--prompt",
-            "hello there",
-            "--seed",
-            "3",
-            "--top-p",
-            "0.5",
-            "--extra-args",
-            r#"{"store": false}"#,
-        ],
-    ));
+    let run = run("openai_responses", Some(&url))
+        .flags(r#"--prompt 'hello there' --seed 3 --top-p 0.5 --extra-args '{"store": false}'"#);
+    run.ok();
     let reqs = sim.requests();
     assert_eq!(reqs.len(), 4, "connection test + 3 requests");
     assert!(reqs.iter().all(|(path, _, _)| path == "/v1/responses"));
@@ -63,8 +36,8 @@ fn responses_bodies_events_and_url_rewrite() {
         probe["max_output_tokens"], 5,
         "the probe asks for at most the run's max"
     );
-    let root = run_root(out.path(), "mock-model");
-    let rows = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    let dir = run.run_dir("parallel_1_number_3");
+    let rows = dir.rows();
     assert_eq!(rows.len(), 3);
     for r in &rows {
         assert!(r.success, "{:?}", r.error);
@@ -88,28 +61,17 @@ fn responses_bodies_events_and_url_rewrite() {
         let last_delta_s = ttft + r.itl.iter().sum::<f64>();
         assert!(last_delta_s >= 0.059, "{r:?}");
     }
-    let summary = json_file(&root.join("parallel_1_number_3/benchmark_summary.json"));
+    let summary = dir.summary();
     assert_eq!(summary["Success Requests"], 3);
 }
 
 #[test]
 fn responses_alias_appends_the_endpoint_and_reads_whole_bodies() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
     let url = format!("{}/v1", sim.base_url());
-    ok(&run(
-        out.path(),
-        &[
-            "--api",
-            "responses",
-            "--url",
-            &url,
-            "--prompt",
-            "a b c",
-            "--no-stream",
-            "--apply-chat-template",
-        ],
-    ));
+    let run =
+        run("responses", Some(&url)).flags("--prompt 'a b c' --no-stream --apply-chat-template");
+    run.ok();
     let reqs = sim.requests();
     assert!(reqs.iter().all(|(path, _, _)| path == "/v1/responses"));
     let body: serde_json::Value = serde_json::from_str(&reqs[1].1).unwrap();
@@ -118,8 +80,7 @@ fn responses_alias_appends_the_endpoint_and_reads_whole_bodies() {
         body["input"],
         serde_json::json!([{"role": "user", "content": "a b c"}])
     );
-    let root = run_root(out.path(), "mock-model");
-    let rows = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    let rows = run.run_dir("parallel_1_number_3").rows();
     assert!(rows.iter().all(|r| r.success && !r.is_stream));
     assert!(rows
         .iter()
@@ -129,25 +90,12 @@ fn responses_alias_appends_the_endpoint_and_reads_whole_bodies() {
 #[test]
 fn responses_failure_events_fail_the_request() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
     let url = format!("{}/v1/responses", sim.base_url());
-    let output = run(
-        out.path(),
-        &[
-            "--api",
-            "openai_response",
-            "--url",
-            &url,
-            "--prompt",
-            "x",
-            "--no-test-connection",
-            "--headers",
-            "x-llmperf-fault=error-event",
-        ],
-    );
+    let run = run("openai_response", Some(&url))
+        .flags("--prompt x --no-test-connection --headers x-llmperf-fault=error-event");
+    let output = run.output();
     assert!(output.status.code().is_some(), "exits, not killed");
-    let root = run_root(out.path(), "mock-model");
-    let rows = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    let rows = run.run_dir("parallel_1_number_3").rows();
     assert_eq!(rows.len(), 3);
     for r in &rows {
         assert!(!r.success);
@@ -164,36 +112,20 @@ fn responses_failure_events_fail_the_request() {
 
 #[test]
 fn responses_rejects_tokenize_prompt_and_custom_api_names_the_alternatives() {
-    let out = tempfile::tempdir().unwrap();
-    let o = run(
-        out.path(),
-        &[
-            "--api",
-            "responses",
-            "--tokenize-prompt",
-            "--tokenizer-path",
-            "x",
-            "--prompt",
-            "p",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let bad = run("responses", None).flags("--tokenize-prompt --tokenizer-path x --prompt p");
+    let err = bad.fails(2);
     assert!(
         err.contains("--tokenize-prompt") && err.contains("Responses API"),
         "{err}"
     );
+    assert_eq!(bad.out_entries(), 0, "no output folder");
     for api in ["custom", "dashscope", "systemone"] {
-        let o = run(out.path(), &["--api", api, "--prompt", "p"]);
-        assert_eq!(o.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&o.stderr);
+        let bad = run(api, None).flags("--prompt p");
+        let err = bad.fails(2);
         assert!(
             err.contains("--query-template") && err.contains("openai_responses"),
             "{api}: {err}"
         );
+        assert_eq!(bad.out_entries(), 0, "{api}: no output folder");
     }
-    assert!(
-        std::fs::read_dir(out.path()).unwrap().next().is_none(),
-        "no output folder"
-    );
 }

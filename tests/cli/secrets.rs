@@ -16,20 +16,6 @@ const SECRETS: [&str; 5] = [
     "ak-LLMPERF-api-key-hdr-93f1",
 ];
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 fn assert_no_secret(what: &str, bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
     for s in SECRETS {
@@ -45,7 +31,7 @@ fn assert_no_secret(what: &str, bytes: &[u8]) {
 fn assert_output_clean(o: &Output, out: &Path) {
     assert_no_secret("stdout", &o.stdout);
     assert_no_secret("stderr", &o.stderr);
-    let all = files(out);
+    let all = files_under(out);
     assert!(!all.is_empty());
     for f in &all {
         assert_no_secret(&f.display().to_string(), &std::fs::read(f).unwrap());
@@ -68,33 +54,18 @@ fn assert_output_clean(o: &Output, out: &Path) {
     }
 }
 
-fn secret_args(url: &str) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "--url",
-        url,
-        "--model",
-        "m",
-        "--prompt",
-        "x",
-        "--number",
-        "12",
-        "--parallel",
-        "2",
-        "--max-tokens",
-        "3",
-        "--debug",
-        "--api-key",
-        SECRETS[0],
-        "--headers",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.push(format!("X-Api-Key={}", SECRETS[1]));
-    args.push(format!("Proxy-Authorization=Basic {}", SECRETS[2]));
-    args.push(format!("X-Auth-Token={}", SECRETS[3]));
-    args.push(format!("api-key={}", SECRETS[4]));
-    args
+/// A run against `sim`'s chat endpoint with `--debug`, `--api-key` and four secret headers.
+fn secret_run(sim: &SimServer) -> Run {
+    Run::at(sim, "/v1/chat/completions")
+        .flags("--prompt x --number 12 --parallel 2 --max-tokens 3 --debug")
+        .flag("--api-key", SECRETS[0])
+        .args(&[
+            "--headers",
+            &format!("X-Api-Key={}", SECRETS[1]),
+            &format!("Proxy-Authorization=Basic {}", SECRETS[2]),
+            &format!("X-Auth-Token={}", SECRETS[3]),
+            &format!("api-key={}", SECRETS[4]),
+        ])
 }
 
 #[test]
@@ -120,10 +91,8 @@ fn secrets_reach_the_server_but_no_file_log_or_column() {
         ..SimConfig::default()
     })
     .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let args = secret_args(&format!("{}/v1/chat/completions", sim.base_url()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = llmperf(out.path(), &args);
+    let run = secret_run(&sim);
+    let o = run.output();
     ok(&o);
     // The secrets were sent.
     let captured = sim.requests();
@@ -142,8 +111,8 @@ fn secrets_reach_the_server_but_no_file_log_or_column() {
     assert_eq!(get("x-api-key"), Some(SECRETS[1]));
     assert_eq!(get("x-auth-token"), Some(SECRETS[3]));
     // And written nowhere.
-    assert_output_clean(&o, out.path());
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_output_clean(&o, run.out());
+    let stderr = stderr(&o);
     assert!(stderr.contains("DEBUG"), "--debug was on");
     assert!(
         stderr.contains("**********"),
@@ -161,48 +130,22 @@ fn failed_connection_test_and_bad_flags_do_not_echo_secrets() {
         ..SimConfig::default()
     })
     .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let args = secret_args(&format!("{}/v1/chat/completions", sim.base_url()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = llmperf(out.path(), &args);
+    let run = secret_run(&sim);
+    let o = run.output();
     assert_eq!(o.status.code(), Some(1));
-    assert_output_clean(&o, out.path());
+    assert_output_clean(&o, run.out());
 
     // Usage errors: a header typed with the wrong separator, a key that is not a valid header value.
-    for bad in [
-        vec![
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--headers",
-            &format!("Authorization: Bearer {}", SECRETS[0]),
-        ],
-        vec![
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--api-key",
-            &format!("{}\nx", SECRETS[0]),
-        ],
-        vec![
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--headers",
-            &format!("X-Api-Key={}\nx", SECRETS[1]),
-        ],
+    for (flag, value) in [
+        ("--headers", format!("Authorization: Bearer {}", SECRETS[0])),
+        ("--api-key", format!("{}\nx", SECRETS[0])),
+        ("--headers", format!("X-Api-Key={}\nx", SECRETS[1])),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let o = llmperf(dir.path(), &bad);
-        assert_eq!(
-            o.status.code(),
-            Some(2),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let o = Run::new()
+            .flags("--model m --prompt x")
+            .flag(flag, value)
+            .output();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert_no_secret("usage error", &o.stderr);
         assert_no_secret("usage error stdout", &o.stdout);
     }

@@ -20,31 +20,12 @@ fn sim(fault: Option<MetricsFault>) -> SimServer {
     .expect("simulator starts")
 }
 
-fn run(sim: &SimServer, out: &std::path::Path, extra: &[&str]) -> (std::path::PathBuf, Value) {
-    let url = format!("{}/v1", sim.base_url());
-    let mut args = vec![
-        "--url",
-        &url,
-        "--model",
-        "m",
-        "--prompt",
-        "one two three four five",
-        "--parallel",
-        "4",
-        "--number",
-        "24",
-        "--max-tokens",
-        "6",
-        "--no-test-connection",
-        "--server-metrics",
-        "--server-metrics-interval",
-        "0.05",
-    ];
-    args.extend_from_slice(extra);
-    let output = llmperf(out, &args);
-    ok(&output);
-    let run = run_root(out, "m").join("parallel_4_number_24");
-    let summary = json_file(&run.join("benchmark_summary.json"));
+fn run(sim: &SimServer) -> (RunDir, Value) {
+    let run = Run::against(sim)
+        .flags("--prompt 'one two three four five' --parallel 4 --number 24 --max-tokens 6")
+        .flags("--no-test-connection --server-metrics --server-metrics-interval 0.05")
+        .ok_dir("parallel_4_number_24");
+    let summary = run.summary();
     (run, summary)
 }
 
@@ -58,8 +39,7 @@ fn true_quantile(values: &mut [f64], q: f64) -> f64 {
 #[test]
 fn counter_deltas_and_server_ttft_match_the_simulator_truth() {
     let sim = sim(None);
-    let out = tempfile::tempdir().unwrap();
-    let (run, summary) = run(&sim, out.path(), &[]);
+    let (run, summary) = run(&sim);
     let truth = sim.truth();
     assert_eq!(
         truth.len(),
@@ -73,7 +53,7 @@ fn counter_deltas_and_server_ttft_match_the_simulator_truth() {
     assert_eq!(summary["Server Generation Tokens"], Value::from(generated));
     assert_eq!(summary["Server Preemptions"], Value::from(0));
     // The rows agree too (usage as the client read it).
-    let rows = rows(&run.join("benchmark_data.db"));
+    let rows = run.rows();
     let usage_prompt: i64 = rows.iter().map(|r| r.prompt_tokens.unwrap()).sum();
     assert_eq!(usage_prompt as u64, prompt);
 
@@ -171,9 +151,8 @@ fn a_bad_metrics_endpoint_is_a_warning_and_the_keys_are_absent() {
         MetricsFault::Slow,
     ] {
         let sim = sim(Some(fault));
-        let out = tempfile::tempdir().unwrap();
         let started = Instant::now();
-        let (run, summary) = run(&sim, out.path(), &[]);
+        let (run, summary) = run(&sim);
         let elapsed = started.elapsed();
         assert_eq!(summary["Success Requests"], Value::from(24), "{fault:?}");
         let server_keys: Vec<&String> = summary
@@ -206,36 +185,11 @@ fn a_bad_metrics_endpoint_is_a_warning_and_the_keys_are_absent() {
 
 #[test]
 fn mock_api_scrapes_its_own_simulator_and_counts_reasoning() {
-    let out = tempfile::tempdir().unwrap();
-    let output = llmperf(
-        out.path(),
-        &[
-            "--api",
-            "mock",
-            "--model",
-            "m",
-            "--prompt",
-            "a b c",
-            "--parallel",
-            "2",
-            "--number",
-            "10",
-            "--max-tokens",
-            "8",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-            "--mock-ttft-ms",
-            "5",
-            "--mock-itl-ms",
-            "4",
-            "--mock-reasoning-tokens",
-            "3",
-            "--server-metrics",
-        ],
-    );
-    ok(&output);
-    let run = run_root(out.path(), "m").join("parallel_2_number_10");
-    let summary = json_file(&run.join("benchmark_summary.json"));
+    let summary = Run::new()
+        .flags(r#"--api mock --model m --prompt 'a b c' --parallel 2 --number 10 --max-tokens 8 --extra-args '{"ignore_eos": true}'"#)
+        .flags("--mock-ttft-ms 5 --mock-itl-ms 4 --mock-reasoning-tokens 3 --server-metrics")
+        .ok_dir("parallel_2_number_10")
+        .summary();
     // The connection test ran before the baseline scrape: the deltas are the run's own 10 requests.
     assert_eq!(summary["Server Requests"], Value::from(10));
     assert_eq!(summary["Server Generation Tokens"], Value::from(80));
@@ -267,34 +221,11 @@ fn ttfo_and_reasoning_counts_match_the_simulator_truth() {
         ..SimConfig::default()
     })
     .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1", sim.base_url());
-    let output = llmperf(
-        out.path(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--prompt",
-            "a b",
-            "--parallel",
-            "1",
-            "--number",
-            "6",
-            "--max-tokens",
-            "3",
-            "9",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-            "--seed",
-            "7",
-            "--no-test-connection",
-        ],
-    );
-    ok(&output);
-    let db = run_root(out.path(), "m").join("parallel_1_number_6/benchmark_data.db");
-    let conn = rusqlite::Connection::open(&db).unwrap();
+    let run = Run::against(&sim)
+        .flags(r#"--prompt 'a b' --parallel 1 --number 6 --max-tokens 3 9 --extra-args '{"ignore_eos": true}'"#)
+        .flags("--seed 7 --no-test-connection")
+        .ok_dir("parallel_1_number_6");
+    let conn = rusqlite::Connection::open(run.db()).unwrap();
     let mut stmt = conn
         .prepare(
             "SELECT start_time, completion_tokens, reasoning_tokens, answer_tokens, first_reasoning_latency,

@@ -2,7 +2,6 @@
 //! (closed and open loop), the merge's refusals, the usage errors of the shard flags, and `serve-mock`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -10,7 +9,9 @@ use std::time::Duration;
 use llmperf::sim::{SimConfig, SimServer};
 use serde_json::Value;
 
-use crate::common::{json_file, llmperf, llmperf_command, ok, py_round, rows, Row};
+use crate::common::{
+    json_file, llmperf, llmperf_command, ok, py_round, rows, serve_mock, stderr, Row, Run,
+};
 
 /// Timing noise allowed between the merged and the single-process percentiles of latency and TTFT, in
 /// seconds, at the median and at p90. The simulator's times are fixed (30 ms TTFT, 5 ms between tokens), so
@@ -325,7 +326,7 @@ fn four_closed_loop_shards_merge_into_the_single_process_result() {
     // Merging again never overwrites the root.
     let again = merge(&[&shard_out], &merged_out, &[]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    assert!(stderr(&again).contains("already exists"));
 }
 
 #[test]
@@ -419,13 +420,8 @@ fn merge_refuses_mixed_duplicate_and_missing_shards() {
     let other = shard_set(tmp.path(), &url, data, "12", &[3]);
     let merged = tmp.path().join("merged");
     let expect_usage = |out: std::process::Output, needle: &str| {
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains(needle), "{needle:?} not in {err}");
         assert!(!merged.exists(), "nothing written");
     };
@@ -468,88 +464,42 @@ fn merge_refuses_mixed_duplicate_and_missing_shards() {
     );
 }
 
-/// Flags, environment, and a phrase the error must contain.
-type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-
 #[test]
 fn shard_flag_errors_are_usage_errors_before_any_output() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    let cases: [Case<'_>; 4] = [
-        (&["--shard", "auto"], &[], "JOB_COMPLETION_INDEX"),
-        (
-            &["--shard", "auto"],
-            &[("JOB_COMPLETION_INDEX", "1")],
-            "--shard-count",
-        ),
-        (
-            &["--shard", "3/4", "--parallel", "2", "--number", "8"],
-            &[],
-            "0 slots",
-        ),
-        (&["--start-at", "noon"], &[], "RFC 3339"),
+    // Flags, a JOB_COMPLETION_INDEX, and a phrase the error must contain.
+    let cases = [
+        ("--shard auto", None, "JOB_COMPLETION_INDEX"),
+        ("--shard auto", Some("1"), "--shard-count"),
+        ("--shard 3/4 --parallel 2 --number 8", None, "0 slots"),
+        ("--start-at noon", None, "RFC 3339"),
     ];
-    for (args, env, needle) in cases {
-        let mut a = vec!["--api", "mock", "--model", "m", "--prompt", "p"];
-        a.extend_from_slice(args);
-        let o = llmperf_command(&out, &a)
+    for (args, index, needle) in cases {
+        let mut run = Run::new()
+            .flags("--api mock --model m --prompt p")
+            .flags(args)
             .env_remove("SLURM_ARRAY_TASK_ID")
             .env_remove("JOB_COMPLETION_INDEX")
-            .env_remove("LLMPERF_SHARDS")
-            .envs(env.iter().copied())
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&o.stderr);
+            .env_remove("LLMPERF_SHARDS");
+        if let Some(index) = index {
+            run = run.env("JOB_COMPLETION_INDEX", index);
+        }
+        let err = run.fails(2);
         assert!(err.contains(needle), "{needle:?} not in {err}");
-        assert!(!out.exists());
+        assert_eq!(run.out_entries(), 0, "{args}: nothing written");
     }
 }
 
 #[test]
 fn serve_mock_serves_until_stdin_closes() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .args([
-            "serve-mock",
-            "--ttft-ms",
-            "1",
-            "--itl-ms",
-            "1",
-            "--until-stdin-closes",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line.trim().to_string();
+    let (mut child, base) = serve_mock(&["--ttft-ms", "1", "--itl-ms", "1"]);
     assert!(
         base.starts_with("http://127.0.0.1:") && base.ends_with("/v1"),
         "{base}"
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let url = format!("{base}/chat/completions");
-    let o = llmperf(
-        tmp.path(),
-        &[
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--prompt",
-            "hi",
-            "--number",
-            "3",
-            "--max-tokens",
-            "4",
-        ],
-    );
-    ok(&o);
-    let root = crate::common::run_root(tmp.path(), "m");
-    let r = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    let r = Run::with_url(&format!("{base}/chat/completions"))
+        .flags("--prompt hi --number 3 --max-tokens 4")
+        .ok_dir("parallel_1_number_3")
+        .rows();
     assert!(r
         .iter()
         .all(|r| r.success && r.completion_tokens == Some(4)));

@@ -1,28 +1,9 @@
 //! `--sla-auto-tune`, `--sla-confidence` and `--goodput` through the CLI, against the built-in simulator
 //! whose capacity model has a known knee (see `src/sim/capacity.rs`).
 
-use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::process::{Child, Stdio};
 
-use crate::common::{json_file, llmperf, llmperf_command, ok, rows};
-
-/// The one run root under `out` (`--no-timestamp`).
-fn root(out: &Path, name: &str) -> PathBuf {
-    out.join(name)
-}
-
-fn spawn(out: &Path, args: &[String]) -> Child {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    llmperf_command(out, &args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("llmperf starts")
-}
-
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
+use crate::common::{json_file, ok, Row, Run};
 
 /// The value `SLA Auto-tune finished … Best observed <var>: N` reports.
 fn best_observed(log: &str) -> Option<i64> {
@@ -36,64 +17,51 @@ fn best_observed(log: &str) -> Option<i64> {
 static TRIALS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs the trials `at_once` at a time (independent processes) and returns each run root.
-fn run_trials(out: &Path, trials: Vec<Vec<String>>, at_once: usize) -> Vec<PathBuf> {
+fn run_trials(trials: &[Run], at_once: usize) -> Vec<std::path::PathBuf> {
     let _turn = TRIALS.lock().unwrap_or_else(|p| p.into_inner());
-    let mut roots = Vec::new();
-    for (wave, chunk) in trials.chunks(at_once).enumerate() {
-        let children: Vec<(Child, PathBuf)> = chunk
+    for chunk in trials.chunks(at_once) {
+        let children: Vec<Child> = chunk
             .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let dir = out.join(format!("t{}", wave * at_once + i));
-                (spawn(&dir, a), dir)
+            .map(|run| {
+                run.command()
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("llmperf starts")
             })
             .collect();
-        for (child, dir) in children {
-            let output = child.wait_with_output().unwrap();
-            ok(&output);
-            roots.push(dir.join("m"));
+        for child in children {
+            ok(&child.wait_with_output().unwrap());
         }
     }
-    roots
+    trials.iter().map(Run::root).collect()
 }
 
-const MOCK: [&str; 12] = [
-    "--api",
-    "mock",
-    "--model",
-    "m",
-    "--prompt",
-    "hello world",
-    "--extra-args",
-    r#"{"ignore_eos": true}"#,
-    "--no-timestamp",
-    "--sla-auto-tune",
-    "--sla-num-runs",
-    "1",
-];
+/// A `--sla-auto-tune` trial of `--api mock` (one run per probe), written under no timestamp folder.
+fn trial() -> Run {
+    Run::new().flags(
+        r#"--api mock --model m --prompt 'hello world' --extra-args '{"ignore_eos": true}' --no-timestamp --sla-auto-tune --sla-num-runs 1"#,
+    )
+}
 
 #[test]
 fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
     // Batch N, 20 ms TTFT, 10 ms between tokens, 16 tokens: a queued request waits 170 ms, so p99 TTFT
     // stays ~20 ms up to N clients and exceeds 190 ms beyond; the SLO (120 ms) leaves room for a loaded
     // machine. Closed-form knee: N.
-    let tmp = tempfile::tempdir().unwrap();
     let knees: Vec<i64> = (0..10).map(|seed| 3 + seed % 6).collect();
-    let trials = knees
+    let trials: Vec<Run> = knees
         .iter()
         .enumerate()
         .map(|(seed, n)| {
-            let mut a = args(&MOCK);
-            a.extend(args(&["--max-tokens", "16", "--mock-ttft-ms", "20"]));
-            a.extend(args(&["--mock-itl-ms", "10"]));
-            a.extend(args(&["--sla-upper-bound", "16"]));
-            a.extend(args(&["--sla-params", r#"[{"p99_ttft": "<=120ms"}]"#]));
-            a.extend(["--mock-max-batch".into(), n.to_string()]);
-            a.extend(["--seed".into(), seed.to_string()]);
-            a
+            trial()
+                .flags("--max-tokens 16 --mock-ttft-ms 20 --mock-itl-ms 10 --sla-upper-bound 16")
+                .flags(r#"--sla-params '[{"p99_ttft": "<=120ms"}]'"#)
+                .flag("--mock-max-batch", n.to_string())
+                .flag("--seed", seed.to_string())
         })
         .collect();
-    let roots = run_trials(tmp.path(), trials, 5);
+    let roots = run_trials(&trials, 5);
     for (root, knee) in roots.iter().zip(&knees) {
         let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
         let checks: Vec<&str> = log.lines().filter(|l| l.contains("SLA Rule")).collect();
@@ -124,35 +92,20 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
     // capacity: TPOT rises steeply there (little run-to-run noise in the knee) while the server still
     // settles within a fraction of each 5-second run.
     let knee = (0.013 * 400.0 - 1.0) / (0.010 + 5.0 * 0.013);
-    let tmp = tempfile::tempdir().unwrap();
-    let trials = (0..10)
+    let trials: Vec<Run> = (0..10)
         .map(|seed| {
-            let mut a = args(&MOCK);
-            a.extend(args(&[
-                "--max-tokens",
-                "6",
-                "--mock-ttft-ms",
-                "10",
-                "--mock-itl-ms",
-                "1",
-                "--mock-decode-tok-per-s",
-                "400",
-                "--sla-variable",
-                "rate",
-                "--rate",
-                "32",
-                "--sla-upper-bound",
-                "128",
-                "--sla-number-multiplier",
-                "5",
-                "--sla-params",
-                r#"[{"avg_tpot": "<=13"}]"#,
-            ]));
-            a.extend(["--seed".into(), seed.to_string()]);
-            a
+            trial()
+                .flags(
+                    "--max-tokens 6 --mock-ttft-ms 10 --mock-itl-ms 1 --mock-decode-tok-per-s 400",
+                )
+                .flags(
+                    "--sla-variable rate --rate 32 --sla-upper-bound 128 --sla-number-multiplier 5",
+                )
+                .flags(r#"--sla-params '[{"avg_tpot": "<=13"}]'"#)
+                .flag("--seed", seed.to_string())
         })
         .collect();
-    let roots = run_trials(tmp.path(), trials, 3);
+    let roots = run_trials(&trials, 3);
     let mut found_all = Vec::new();
     for root in &roots {
         let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
@@ -170,33 +123,18 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
 fn confidence_interval_contains_the_knee_in_nine_of_ten_trials() {
     // Decode 800 tok/s shared by c clients: TPOT = max(itl, c / 800). avg TPOT ≤ 10.625 ms: knee between
     // 8 (10 ms) and 9 (11.25 ms).
-    let tmp = tempfile::tempdir().unwrap();
-    let trials = (0..10)
+    let trials: Vec<Run> = (0..10)
         .map(|seed| {
-            let mut a = args(&MOCK);
-            a.extend(args(&[
-                "--max-tokens",
-                "8",
-                "--mock-ttft-ms",
-                "20",
-                "--mock-itl-ms",
-                "1",
-                "--mock-decode-tok-per-s",
-                "800",
-                "--sla-upper-bound",
-                "16",
-                "--sla-confidence",
-                "0.95",
-                "--sla-max-runs",
-                "6",
-                "--sla-params",
-                r#"[{"avg_tpot": "<=10.625"}]"#,
-            ]));
-            a.extend(["--seed".into(), seed.to_string()]);
-            a
+            trial()
+                .flags(
+                    "--max-tokens 8 --mock-ttft-ms 20 --mock-itl-ms 1 --mock-decode-tok-per-s 800",
+                )
+                .flags("--sla-upper-bound 16 --sla-confidence 0.95 --sla-max-runs 6")
+                .flags(r#"--sla-params '[{"avg_tpot": "<=10.625"}]'"#)
+                .flag("--seed", seed.to_string())
         })
         .collect();
-    let roots = run_trials(tmp.path(), trials, 5);
+    let roots = run_trials(&trials, 5);
     let mut contained = 0;
     let mut seen = Vec::new();
     for root in &roots {
@@ -219,124 +157,62 @@ fn confidence_interval_contains_the_knee_in_nine_of_ten_trials() {
 
 #[test]
 fn bad_sla_input_is_a_usage_error_naming_the_flag_and_writes_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 7] = [
-        (&["--sla-params", r#"{"p99_ttft": "<=5"}"#], "--sla-params"),
+    let cases = [
+        (r#"--sla-params '{"p99_ttft": "<=5"}'"#, "--sla-params"),
+        (r#"--sla-params '[{"p98_ttft": "<=5"}]'"#, "--sla-params"),
+        (r#"--sla-params '[{"p99_ttft": "=5"}]'"#, "--sla-params"),
         (
-            &["--sla-params", r#"[{"p98_ttft": "<=5"}]"#],
-            "--sla-params",
-        ),
-        (&["--sla-params", r#"[{"p99_ttft": "=5"}]"#], "--sla-params"),
-        (
-            &[
-                "--sla-params",
-                r#"[{"rps": ">=1"}]"#,
-                "--sla-lower-bound",
-                "9",
-                "--sla-upper-bound",
-                "3",
-            ],
+            r#"--sla-params '[{"rps": ">=1"}]' --sla-lower-bound 9 --sla-upper-bound 3"#,
             "--sla-lower-bound",
         ),
         (
-            &["--sla-params", r#"[{"rps": ">=1"}]"#, "--sla-num-runs", "0"],
+            r#"--sla-params '[{"rps": ">=1"}]' --sla-num-runs 0"#,
             "--sla-num-runs",
         ),
-        (&[], "--sla-params"),
+        ("", "--sla-params"),
         (
-            &[
-                "--sla-params",
-                r#"[{"rps": ">=1"}]"#,
-                "--sla-confidence",
-                "2",
-            ],
+            r#"--sla-params '[{"rps": ">=1"}]' --sla-confidence 2"#,
             "--sla-confidence",
         ),
     ];
     for (extra, flag) in cases {
-        let mut a = vec![
-            "--api",
-            "mock",
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--sla-auto-tune",
-        ];
-        a.extend_from_slice(extra);
-        let out = llmperf(tmp.path(), &a);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        let run = Run::new()
+            .flags("--api mock --model m --prompt x --sla-auto-tune")
+            .flags(extra);
+        let stderr = run.fails(2);
         assert!(stderr.contains(flag), "{extra:?}: {stderr}");
-        assert!(!tmp.path().exists() || std::fs::read_dir(tmp.path()).unwrap().next().is_none());
+        assert_eq!(run.out_entries(), 0, "{extra:?} wrote output");
     }
-    let out = llmperf(
-        tmp.path(),
-        &[
-            "--api",
-            "mock",
-            "--model",
-            "m",
-            "--prompt",
-            "x",
+    for (args, flag) in [
+        (
+            "--api mock --model m --prompt x --goodput ttft",
             "--goodput",
-            "ttft",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--goodput"));
-    let out = llmperf(
-        tmp.path(),
-        &["--model", "m", "--prompt", "x", "--mock-max-batch", "4"],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--mock-max-batch"));
-    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none());
+        ),
+        (
+            "--model m --prompt x --mock-max-batch 4",
+            "--mock-max-batch",
+        ),
+    ] {
+        let run = Run::new().flags(args);
+        assert!(run.fails(2).contains(flag), "{args}");
+        assert_eq!(run.out_entries(), 0, "{args} wrote output");
+    }
 }
 
 #[test]
 fn goodput_equals_a_recount_from_the_stored_rows() {
     // A batch of 2 with 4 clients: half the requests queue, so the TTFT SLO splits them.
-    let tmp = tempfile::tempdir().unwrap();
-    let out = llmperf(
-        tmp.path(),
-        &[
-            "--api",
-            "mock",
-            "--model",
-            "m",
-            "--prompt",
-            "hello",
-            "--no-timestamp",
-            "--max-tokens",
-            "8",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-            "--mock-ttft-ms",
-            "10",
-            "--mock-itl-ms",
-            "20",
-            "--mock-max-batch",
-            "2",
-            "--parallel",
-            "1",
-            "4",
-            "--number",
-            "6",
-            "24",
-            "--goodput",
-            "ttft:80",
-            "itl:60",
-            "e2el:400",
-        ],
-    );
-    ok(&out);
-    let root = root(tmp.path(), "m");
+    let cmd = Run::new()
+        .flags(r#"--api mock --model m --prompt hello --no-timestamp --max-tokens 8 --extra-args '{"ignore_eos": true}'"#)
+        .flags("--mock-ttft-ms 10 --mock-itl-ms 20 --mock-max-batch 2 --parallel 1 4 --number 6 24")
+        .flags("--goodput ttft:80 itl:60 e2el:400");
+    cmd.ok();
     let mut attainments = Vec::new();
     for run in ["parallel_1_number_6", "parallel_4_number_24"] {
-        let summary = json_file(&root.join(run).join("benchmark_summary.json"));
-        let rows = rows(&root.join(run).join("benchmark_data.db"));
-        let meets = |r: &crate::common::Row| {
+        let dir = cmd.run_dir(run);
+        let summary = dir.summary();
+        let rows = dir.rows();
+        let meets = |r: &Row| {
             let (ttft, e2el) = (r.ttft.unwrap() * 1000.0, r.latency.unwrap() * 1000.0);
             let itl = r.itl.iter().copied().fold(0.0, f64::max) * 1000.0;
             (ttft <= 80.0, itl <= 60.0, e2el <= 400.0)
@@ -380,7 +256,7 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
         assert!(gp > input);
         attainments.push(summary["TTFT SLO Attainment (%)"].as_f64().unwrap());
     }
-    let html = std::fs::read_to_string(root.join("perf_report.html")).unwrap();
+    let html = std::fs::read_to_string(cmd.root().join("perf_report.html")).unwrap();
     assert!(html.contains(r#"id="slo-attainment-t""#) && html.contains(r#"id="slo-goodput-t""#));
     assert_eq!(
         attainments[0], 100.0,
@@ -395,43 +271,20 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
 #[test]
 fn prefill_rate_adds_the_prompt_time_to_ttft_and_queues_prompts() {
     // 100-word prompts at 1000 prompt tokens/s: 100 ms of prefill each, one prompt at a time.
-    let tmp = tempfile::tempdir().unwrap();
     let prompt = vec!["word"; 100].join(" ");
-    let out = llmperf(
-        tmp.path(),
-        &[
-            "--api",
-            "mock",
-            "--model",
-            "m",
-            "--prompt",
-            &prompt,
-            "--no-timestamp",
-            "--max-tokens",
-            "4",
-            "--mock-ttft-ms",
-            "10",
-            "--mock-itl-ms",
-            "1",
-            "--mock-prefill-tok-per-s",
-            "1000",
-            "--parallel",
-            "1",
-            "2",
-            "--number",
-            "3",
-            "6",
-        ],
-    );
-    ok(&out);
-    let root = root(tmp.path(), "m");
-    let alone = rows(&root.join("parallel_1_number_3/benchmark_data.db"));
+    let run = Run::new()
+        .flags("--api mock --model m")
+        .flag("--prompt", &prompt)
+        .flags("--no-timestamp --max-tokens 4 --mock-ttft-ms 10 --mock-itl-ms 1 --mock-prefill-tok-per-s 1000")
+        .flags("--parallel 1 2 --number 3 6");
+    run.ok();
+    let alone = run.run_dir("parallel_1_number_3").rows();
     for r in &alone {
         let ttft_ms = r.ttft.unwrap() * 1000.0;
         assert!((110.0..200.0).contains(&ttft_ms), "alone: {ttft_ms} ms");
     }
     // Two clients share the one prefill stage: each request's prompt waits for the other's.
-    let pair = rows(&root.join("parallel_2_number_6/benchmark_data.db"));
+    let pair = run.run_dir("parallel_2_number_6").rows();
     let mut ttfts: Vec<f64> = pair.iter().map(|r| r.ttft.unwrap() * 1000.0).collect();
     ttfts.sort_by(f64::total_cmp);
     assert!(ttfts[ttfts.len() - 1] >= 200.0, "queued prefill: {ttfts:?}");

@@ -3,12 +3,11 @@
 //! job that depends on the array (`afterok`); the merged result must equal one local process on the same plan.
 //! Skipped with a note where Slurm cannot be installed or started, except under `CI=true`, where it fails.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::{json_file, llmperf, ok};
+use crate::common::{json_file, llmperf, ok, serve_mock};
 use crate::shards::{
     assert_merged_root, assert_percentiles_within_noise, assert_same_result, find_dir, plan_args,
     prompts,
@@ -71,26 +70,8 @@ fn slurm_array_shards_and_a_dependent_merge_equal_one_process() {
     let Some(cluster) = cluster() else {
         return;
     };
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .args([
-            "serve-mock",
-            "--ttft-ms",
-            "30",
-            "--itl-ms",
-            "5",
-            "--threads",
-            "2",
-            "--until-stdin-closes",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut base = String::new();
-    BufReader::new(sim.stdout.take().unwrap())
-        .read_line(&mut base)
-        .unwrap();
-    let url = format!("{}/chat/completions", base.trim());
+    let (mut sim, base) = serve_mock(&["--ttft-ms", "30", "--itl-ms", "5", "--threads", "2"]);
+    let url = format!("{base}/chat/completions");
     let tmp = tempfile::tempdir().unwrap();
     let data = prompts(tmp.path(), 40);
     let data = data.to_str().unwrap();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use llmperf::sim::{SimConfig, SimServer};
 use serde_json::{json, Value};
 
-use crate::common::{llmperf, ok, run_root};
+use crate::common::Run;
 use crate::multi_turn::turns;
 
 /// Two conversations (the first with a `rid`) and an empty one between them, as
@@ -46,20 +46,13 @@ fn swe_smith_replays_the_file_turns_with_the_real_answers() {
         ..SimConfig::default()
     })
     .expect("simulator starts");
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("agentic_dataset.json");
     let data = dataset();
-    std::fs::write(&file, data.to_string()).unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let out_dir = dir.path().join("out");
-    #[rustfmt::skip]
-    let out = llmperf(&out_dir, &[
-        "--url", &url, "--model", "m", "--multi-turn", "--dataset", "swe_smith",
-        "--dataset-path", file.to_str().unwrap(), "--parallel", "1", "1", "--number", "2", "1",
-        "--max-tokens", "2", "--name", "swe",
-    ]);
-    ok(&out);
-    let root = run_root(&out_dir, "swe");
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--multi-turn --dataset swe_smith")
+        .input("--dataset-path", "agentic_dataset.json", data.to_string())
+        .flags("--parallel 1 1 --number 2 1 --max-tokens 2 --name swe");
+    run.ok();
+    let root = run.root();
     let rows = turns(&root.join("parallel_1_number_2").join("benchmark_data.db"));
     let ids: Vec<(i64, i64)> = rows.iter().map(|t| (t.0, t.1)).collect();
     assert_eq!(
@@ -114,7 +107,6 @@ fn swe_smith_replays_the_file_turns_with_the_real_answers() {
 #[test]
 fn swe_smith_bad_files_exit_2_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let out_dir = dir.path().join("out");
     let bad_turn = dir.path().join("bad_turn.json");
     std::fs::write(
         &bad_turn,
@@ -127,15 +119,7 @@ fn swe_smith_bad_files_exit_2_and_write_nothing() {
         "{\"conversations\": [\n  [{\"messages\": []}],\n  oops\n]}",
     )
     .unwrap();
-    let base = [
-        "--api",
-        "mock",
-        "--model",
-        "m",
-        "--multi-turn",
-        "--dataset",
-        "swe_smith",
-    ];
+
     let cases: Vec<(Option<&Path>, Vec<&str>)> = vec![
         (
             Some(&bad_turn),
@@ -155,16 +139,14 @@ fn swe_smith_bad_files_exit_2_and_write_nothing() {
         ),
     ];
     for (file, needles) in cases {
-        let mut args = base.to_vec();
+        let mut run = Run::new().flags("--api mock --model m --multi-turn --dataset swe_smith");
         if let Some(f) = file {
-            args.extend(["--dataset-path", f.to_str().unwrap()]);
+            run = run.flag("--dataset-path", f);
         }
-        let out = llmperf(&out_dir, &args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{file:?}: {stderr}");
+        let stderr = run.fails(2);
         for needle in needles {
             assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
         }
-        assert!(!out_dir.exists(), "{file:?} wrote output");
+        assert_eq!(run.out_entries(), 0, "{file:?} wrote output");
     }
 }

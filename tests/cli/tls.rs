@@ -1,110 +1,36 @@
 //! `https://` endpoints: llmperf's own HTTP/1.1 client over rustls, through a TLS-terminating proxy in front
 //! of the simulator, trusting a test CA given by `SSL_CERT_FILE` (and refusing the server without it).
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Arc;
+use std::path::Path;
 
+use crate::common::tls::{tls_fixture, tls_terminator};
 use crate::common::*;
-use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::rustls;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tls")
-        .join(name)
-}
-
-/// Starts a TLS proxy on 127.0.0.1 forwarding to `backend`, on a runtime of its own; returns its port and
-/// the runtime (dropping it stops the proxy).
-fn tls_proxy(backend: SocketAddr) -> (u16, tokio::runtime::Runtime) {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
-        .unwrap()
-        .map(|c| c.unwrap())
-        .collect();
-    let key = PrivateKeyDer::from_pem_file(fixture("server.key")).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    rt.spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                continue;
-            };
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let Ok(mut up) = TcpStream::connect(backend).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
-            });
-        }
-    });
-    (port, rt)
-}
-
-fn run(out: &Path, port: u16, ca: Option<&Path>) -> std::process::Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
-    cmd.args([
-        "--url",
-        &format!("https://localhost:{port}/v1/chat/completions"),
-        "--model",
-        "m",
-        "--prompt",
-        "x",
-        "--parallel",
-        "2",
-        "--number",
-        "6",
-        "--max-tokens",
-        "4",
-        "--total-timeout",
-        "3",
-        "--outputs-dir",
-        out.to_str().unwrap(),
-        "--sleep-interval",
-        "0",
-    ]);
-    cmd.env_remove("SSL_CERT_FILE");
-    if let Some(ca) = ca {
-        cmd.env("SSL_CERT_FILE", ca);
+/// A run against the TLS proxy on `port`, trusting `ca` (`SSL_CERT_FILE`) or only the system roots.
+fn run(port: u16, ca: Option<&Path>) -> Run {
+    let run = Run::with_url(&format!("https://localhost:{port}/v1/chat/completions"))
+        .flags("--prompt x --parallel 2 --number 6 --max-tokens 4 --total-timeout 3")
+        .env_remove("SSL_CERT_FILE");
+    match ca {
+        Some(ca) => run.env("SSL_CERT_FILE", ca),
+        None => run,
     }
-    cmd.output().expect("llmperf runs")
 }
 
 #[test]
 fn https_endpoints_work_and_untrusted_servers_are_refused() {
     let sim = fast_sim();
-    let (port, _rt) = tls_proxy(sim.addr());
-    let out = tempfile::tempdir().unwrap();
-    ok(&run(out.path(), port, Some(&fixture("ca.pem"))));
-    let rows = rows(&run_root(out.path(), "m").join("parallel_2_number_6/benchmark_data.db"));
+    let (addr, _rt) = tls_terminator(&tls_fixture("", ""), sim.addr());
+    let rows = run(addr.port(), Some(&tls_fixture("", "ca.pem")))
+        .ok_dir("parallel_2_number_6")
+        .rows();
     assert_eq!(rows.len(), 6);
     assert!(rows
         .iter()
         .all(|r| r.success && r.completion_tokens == Some(4)));
     // Without the test CA, the certificate is not trusted: the connection test fails and says why.
-    let out = tempfile::tempdir().unwrap();
-    let o = run(out.path(), port, None);
+    let o = run(addr.port(), None).output();
     assert!(!o.status.success());
-    let stderr = String::from_utf8_lossy(&o.stderr).to_lowercase();
+    let stderr = stderr(&o).to_lowercase();
     assert!(stderr.contains("certificate"), "{stderr}");
 }

@@ -39,17 +39,6 @@ fn bodies(sim: &llmperf::sim::SimServer) -> Vec<(String, Value)> {
         .collect()
 }
 
-fn only_run(out: &Path, name: &str) -> PathBuf {
-    let root = run_root(out, name);
-    let runs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    runs[0].clone()
-}
-
 fn intended_column(db: &Path) -> Vec<Option<i64>> {
     let conn = rusqlite::Connection::open(db).unwrap();
     let mut stmt = conn
@@ -67,39 +56,11 @@ fn intended_column(db: &Path) -> Vec<Option<i64>> {
 fn tokenize_prompt_sends_exact_token_ids_with_a_shared_prefix() {
     for name in ["qwen3", "smollm2-135m-instruct"] {
         let sim = fast_sim();
-        let out = tempfile::tempdir().unwrap();
-        let url = format!("{}/v1/chat/completions", sim.base_url());
-        ok(&llmperf(
-            out.path(),
-            &[
-                "--url",
-                &url,
-                "--model",
-                "m",
-                "--dataset",
-                "random",
-                "--tokenizer-path",
-                &tokenizer_dir(name),
-                "--tokenize-prompt",
-                "--prefix-length",
-                "16",
-                "--min-prompt-length",
-                "40",
-                "--max-prompt-length",
-                "60",
-                "--number",
-                "12",
-                "--parallel",
-                "3",
-                "--warmup-num",
-                "2",
-                "--max-tokens",
-                "4",
-                "--seed",
-                "3",
-                "--no-test-connection",
-            ],
-        ));
+        let run = Run::at(&sim, "/v1/chat/completions")
+            .flags("--dataset random")
+            .flag("--tokenizer-path", tokenizer_dir(name))
+            .flags("--tokenize-prompt --prefix-length 16 --min-prompt-length 40 --max-prompt-length 60 --number 12 --parallel 3 --warmup-num 2 --max-tokens 4 --seed 3 --no-test-connection");
+        run.ok();
         let reqs = bodies(&sim);
         assert_eq!(reqs.len(), 14);
         let mut prefix: Option<Vec<Value>> = None;
@@ -123,9 +84,9 @@ fn tokenize_prompt_sends_exact_token_ids_with_a_shared_prefix() {
             );
             lens.push(ids.len() as i64);
         }
-        let run = only_run(out.path(), "m");
+        let run = run.single_run();
         // The server's prompt_tokens (here: the id count) is exactly what llmperf intended.
-        let summary = json_file(&run.join("benchmark_summary.json"));
+        let summary = run.summary();
         assert_eq!(
             summary["Exact Input Tokens (%)"], 100.0,
             "{name}: {summary}"
@@ -133,14 +94,14 @@ fn tokenize_prompt_sends_exact_token_ids_with_a_shared_prefix() {
         assert_eq!(summary["Max Input Token Error"], 0);
         // The simulator reports `prompt_tokens_details.cached_tokens: 0`.
         assert_eq!(summary["KV Cache Hit Rate (%)"], 0.0);
-        let stored = rows(&run.join("benchmark_data.db"));
-        let intended = intended_column(&run.join("benchmark_data.db"));
+        let stored = run.rows();
+        let intended = intended_column(&run.db());
         for (row, want) in stored.iter().zip(&intended) {
             let body: Value = serde_json::from_str(&row.request).unwrap();
             assert_eq!(Some(body["prompt"].as_array().unwrap().len() as i64), *want);
             assert_eq!(row.prompt_tokens, *want);
         }
-        let args = json_file(&run.join("benchmark_args.json"));
+        let args = run.args();
         assert_eq!(args["tokenize_prompt"], true);
         assert_eq!(args["prefix_length"], 16);
         assert_eq!(args["tokenizer_path"], tokenizer_dir(name).as_str());
@@ -161,38 +122,11 @@ fn chat_template_prompts_render_to_exactly_the_target_length() {
     ];
     for (name, shape) in cases {
         let sim = fast_sim();
-        let out = tempfile::tempdir().unwrap();
-        let url = format!("{}/v1/chat/completions", sim.base_url());
-        ok(&llmperf(
-            out.path(),
-            &[
-                "--url",
-                &url,
-                "--model",
-                "m",
-                "--dataset",
-                "random",
-                "--tokenizer-path",
-                &tokenizer_dir(name),
-                "--min-prompt-length",
-                "512",
-                "--max-prompt-length",
-                "512",
-                "--prefix-length",
-                "0",
-                "--max-tokens",
-                "4",
-                "--temperature",
-                "0",
-                "--seed",
-                "42",
-                "--number",
-                "10",
-                "--extra-args",
-                r#"{"ignore_eos": true, "chat_template_kwargs": {"enable_thinking": false}}"#,
-                "--no-test-connection",
-            ],
-        ));
+        let run = Run::at(&sim, "/v1/chat/completions")
+            .flags("--dataset random")
+            .flag("--tokenizer-path", tokenizer_dir(name))
+            .flags(r#"--min-prompt-length 512 --max-prompt-length 512 --prefix-length 0 --max-tokens 4 --temperature 0 --seed 42 --number 10 --extra-args '{"ignore_eos": true, "chat_template_kwargs": {"enable_thinking": false}}' --no-test-connection"#);
+        run.ok();
         let tok = raw_tokenizer(name);
         let reqs = bodies(&sim);
         assert_eq!(reqs.len(), 10);
@@ -207,8 +141,7 @@ fn chat_template_prompts_render_to_exactly_the_target_length() {
             );
             assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
         }
-        let run = only_run(out.path(), "m");
-        let intended = intended_column(&run.join("benchmark_data.db"));
+        let intended = intended_column(&run.single_run().db());
         assert!(intended.iter().all(|i| *i == Some(512)), "{intended:?}");
     }
 }
@@ -217,41 +150,16 @@ fn chat_template_prompts_render_to_exactly_the_target_length() {
 fn same_seed_gives_byte_identical_bodies_and_sweeps_move_the_offset() {
     let run = |seed: &str| {
         let sim = fast_sim();
-        let out = tempfile::tempdir().unwrap();
-        ok(&llmperf(
-            out.path(),
-            &[
-                "--url",
-                &format!("{}/v1/chat/completions", sim.base_url()),
-                "--model",
-                "m",
-                "--dataset",
-                "random",
-                "--tokenizer-path",
-                &tokenizer_dir("qwen3"),
-                "--min-prompt-length",
-                "30",
-                "--max-prompt-length",
-                "80",
-                "--prefix-length",
-                "8",
-                "--parallel",
-                "1",
-                "2",
-                "--number",
-                "4",
-                "4",
-                "--seed",
-                seed,
-                "--dataset-offset",
-                "5",
-                "--no-test-connection",
-            ],
-        ));
-        let root = run_root(out.path(), "m");
+        let run = Run::at(&sim, "/v1/chat/completions")
+            .flags("--dataset random")
+            .flag("--tokenizer-path", tokenizer_dir("qwen3"))
+            .flags("--min-prompt-length 30 --max-prompt-length 80 --prefix-length 8 --parallel 1 2 --number 4 4")
+            .flag("--seed", seed)
+            .flags("--dataset-offset 5 --no-test-connection");
+        run.ok();
         let offsets: Vec<Value> = ["parallel_1_number_4", "parallel_2_number_4"]
             .iter()
-            .map(|d| json_file(&root.join(d).join("benchmark_args.json"))["dataset_offset"].clone())
+            .map(|d| run.run_dir(d).args()["dataset_offset"].clone())
             .collect();
         assert_eq!(offsets, vec![Value::from(5), Value::from(9)]);
         let mut bodies: Vec<String> = sim.requests().into_iter().map(|r| r.1).collect();
@@ -274,34 +182,15 @@ fn same_seed_gives_byte_identical_bodies_and_sweeps_move_the_offset() {
 #[test]
 fn missing_usage_is_counted_with_the_tokenizer() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1/chat/completions", sim.base_url()),
-            "--model",
-            "m",
-            "--dataset",
-            "random",
-            "--tokenizer-path",
-            &tokenizer_dir("qwen3"),
-            "--min-prompt-length",
-            "100",
-            "--max-prompt-length",
-            "120",
-            "--max-tokens",
-            "7",
-            "--number",
-            "5",
-            "--extra-args",
-            r#"{"ignore_eos": true, "stream_options": {"include_usage": false}}"#,
-            "--no-test-connection",
-        ],
-    ));
-    let run = only_run(out.path(), "m");
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--dataset random")
+        .flag("--tokenizer-path", tokenizer_dir("qwen3"))
+        .flags(r#"--min-prompt-length 100 --max-prompt-length 120 --max-tokens 7 --number 5 --no-test-connection"#)
+        .flags(r#"--extra-args '{"ignore_eos": true, "stream_options": {"include_usage": false}}'"#);
+    run.ok();
+    let run = run.single_run();
     let tok = raw_tokenizer("qwen3");
-    for row in rows(&run.join("benchmark_data.db")) {
+    for row in run.rows() {
         assert!(row.success, "{row:?}");
         // The simulator streams "hello " 7 times.
         let output = "hello ".repeat(7);
@@ -311,8 +200,7 @@ fn missing_usage_is_counted_with_the_tokenizer() {
         let rendered = format!("<|im_start|>user\n{content}<|im_end|>\n<|im_start|>assistant\n");
         assert_eq!(row.prompt_tokens, Some(count(&tok, &rendered) as i64));
     }
-    let summary = json_file(&run.join("benchmark_summary.json"));
-    assert_eq!(summary["Exact Input Tokens (%)"], 100.0);
+    assert_eq!(run.summary()["Exact Input Tokens (%)"], 100.0);
 }
 
 #[test]
@@ -349,29 +237,14 @@ fn hub_ids_resolve_from_the_hugging_face_and_modelscope_caches() {
         ),
     ] {
         let sim = fast_sim();
-        let out = tempfile::tempdir().unwrap();
-        ok(&llmperf_env(
-            out.path(),
-            &[
-                "--url",
-                &format!("{}/v1/chat/completions", sim.base_url()),
-                "--model",
-                "m",
-                "--dataset",
-                "random",
-                "--tokenizer-path",
-                id,
-                "--tokenize-prompt",
-                "--min-prompt-length",
-                "10",
-                "--max-prompt-length",
-                "10",
-                "--number",
-                "2",
-                "--no-test-connection",
-            ],
-            &env,
-        ));
+        Run::at(&sim, "/v1/chat/completions")
+            .flags("--dataset random")
+            .flag("--tokenizer-path", id)
+            .flags("--tokenize-prompt --min-prompt-length 10 --max-prompt-length 10 --number 2")
+            .flags("--no-test-connection")
+            .env(env[0].0, env[0].1)
+            .env(env[1].0, env[1].1)
+            .ok();
         assert_eq!(sim.requests().len(), 2, "{id}");
     }
 }
@@ -379,67 +252,36 @@ fn hub_ids_resolve_from_the_hugging_face_and_modelscope_caches() {
 #[test]
 fn tokenizer_and_dataset_errors_come_before_any_request() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
     let empty = tempfile::tempdir().unwrap();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let base = ["--url", &url, "--model", "m", "--number", "2"];
-    let qwen3 = tokenizer_dir("qwen3");
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    let empty = empty.path().to_str().unwrap();
+    let short = format!(
+        "--dataset random --tokenizer-path '{}' --max-prompt-length 5",
+        tokenizer_dir("qwen3")
+    );
+    let cases = [
         (
-            vec![
-                "--dataset",
-                "random",
-                "--tokenizer-path",
-                "Nobody/NoSuchModel",
-            ],
+            "--dataset random --tokenizer-path Nobody/NoSuchModel",
             "Looked in",
         ),
         (
-            vec![
-                "--dataset",
-                "random",
-                "--tokenizer-path",
-                "/no/such/dir/tokenizer",
-            ],
+            "--dataset random --tokenizer-path /no/such/dir/tokenizer",
             "not a local folder or file",
         ),
-        (vec!["--dataset", "random"], "--tokenizer-path"),
-        (vec!["--dataset", "no_such_dataset"], "not a known dataset"),
-        (vec!["--dataset", "flickr8k"], "--dataset-path"),
-        (
-            vec!["--prompt", "x", "--tokenize-prompt"],
-            "--tokenizer-path",
-        ),
-        (
-            vec![
-                "--dataset",
-                "random",
-                "--tokenizer-path",
-                &qwen3,
-                "--max-prompt-length",
-                "5",
-            ],
-            "chat template",
-        ),
+        ("--dataset random", "--tokenizer-path"),
+        ("--dataset no_such_dataset", "not a known dataset"),
+        ("--dataset flickr8k", "--dataset-path"),
+        ("--prompt x --tokenize-prompt", "--tokenizer-path"),
+        (short.as_str(), "chat template"),
     ];
     for (args, needle) in cases {
-        let mut all: Vec<&str> = base.to_vec();
-        all.extend(args.iter());
-        let o = llmperf_env(
-            out.path(),
-            &all,
-            &[
-                ("HF_HUB_CACHE", empty.path().to_str().unwrap()),
-                ("MODELSCOPE_CACHE", empty.path().to_str().unwrap()),
-            ],
-        );
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let run = Run::at(&sim, "/v1/chat/completions")
+            .flags("--number 2")
+            .flags(args)
+            .env("HF_HUB_CACHE", empty)
+            .env("MODELSCOPE_CACHE", empty);
+        let err = run.fails(2);
         assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(run.out_entries(), 0, "{args:?}: no output written");
     }
     assert!(sim.requests().is_empty(), "no request before the errors");
-    assert!(
-        std::fs::read_dir(out.path()).unwrap().next().is_none(),
-        "no output written"
-    );
 }

@@ -2,7 +2,6 @@
 //! `clearml` packages on `PYTHONPATH` that record every call to a JSON-lines file.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -84,39 +83,15 @@ fn fake_sdk(dir: &Path, name: &str, body: &str) -> PathBuf {
     root
 }
 
-fn run_with(pythonpath: &Path, log: &Path, out: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "--api",
-        "mock",
-        "--model",
-        "org/m",
-        "--prompt",
-        "hi",
-        "--parallel",
-        "1",
-        "2",
-        "--number",
-        "5",
-        "7",
-        "--max-tokens",
-        "3",
-        "--mock-ttft-ms",
-        "1",
-        "--mock-itl-ms",
-        "1",
-        "--sleep-interval",
-        "0",
-        "--outputs-dir",
-    ];
-    args.push(out.to_str().unwrap());
-    args.extend_from_slice(extra);
-    Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .args(&args)
+/// Two mock runs (5 and 7 requests) with the fake SDK at `pythonpath` recording its calls to `log`.
+fn run_with(pythonpath: &Path, log: &Path, extra: &[&str]) -> Run {
+    Run::new()
+        .flags("--api mock --model org/m --prompt hi --parallel 1 2 --number 5 7 --max-tokens 3")
+        .flags("--mock-ttft-ms 1 --mock-itl-ms 1")
+        .args(extra)
         .env("PYTHONPATH", pythonpath)
         .env("FAKE_SDK_LOG", log)
         .env_remove("WANDB_API_KEY")
-        .output()
-        .expect("llmperf runs")
 }
 
 fn read_calls(log: &Path) -> Vec<Value> {
@@ -131,26 +106,13 @@ fn named<'a>(calls: &'a [Value], call: &str) -> Vec<&'a Value> {
     calls.iter().filter(|c| c["call"] == call).collect()
 }
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            files(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn wandb_gets_the_running_metrics_per_request_and_each_run_summary() {
     let dir = tempfile::tempdir().unwrap();
     let sdk = fake_sdk(dir.path(), "wandb", FAKE_WANDB);
     let log = dir.path().join("calls.jsonl");
-    let out = dir.path().join("o");
-    let output = run_with(&sdk, &log, &out, &["--visualizer", "wandb"]);
-    ok(&output);
+    let run = run_with(&sdk, &log, &["--visualizer", "wandb"]);
+    run.ok();
     let calls = read_calls(&log);
     assert_eq!(calls[0]["call"], "init", "{calls:?}");
     assert!(named(&calls, "login").is_empty(), "no key, no login");
@@ -164,7 +126,7 @@ fn wandb_gets_the_running_metrics_per_request_and_each_run_summary() {
     assert_eq!(init["config"]["model"], "org/m");
     assert_eq!(init["config"]["number"], serde_json::json!([5, 7]));
     assert_eq!(init["config"]["visualizer"], "wandb");
-    let root = run_root(&out, "m");
+    let root = run_root(run.out(), "m");
     assert_eq!(init["dir"], root.to_str().unwrap());
 
     // evalscope's running message after every measured request: 5 + 7 of them, cumulative per run.
@@ -210,11 +172,11 @@ fn deprecated_wandb_key_reaches_the_sdk_only_through_the_environment() {
     let dir = tempfile::tempdir().unwrap();
     let sdk = fake_sdk(dir.path(), "wandb", FAKE_WANDB);
     let log = dir.path().join("calls.jsonl");
-    let out = dir.path().join("o");
     let key = "sekrit-KEY-4711";
-    let output = run_with(&sdk, &log, &out, &["--wandb-api-key", key]);
+    let run = run_with(&sdk, &log, &["--wandb-api-key", key]);
+    let output = run.output();
     let stdout = ok(&output);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = stderr(&output);
     let calls = read_calls(&log);
     let logins = named(&calls, "login");
     assert_eq!(logins.len(), 1);
@@ -225,8 +187,7 @@ fn deprecated_wandb_key_reaches_the_sdk_only_through_the_environment() {
         !stdout.contains(key) && !stderr.contains(key),
         "key printed"
     );
-    let mut all = Vec::new();
-    files(&out, &mut all);
+    let all = files_under(run.out());
     assert!(all.len() > 10);
     for f in all {
         let bytes = std::fs::read(&f).unwrap();
@@ -236,7 +197,7 @@ fn deprecated_wandb_key_reaches_the_sdk_only_through_the_environment() {
             f.display()
         );
     }
-    let args = json_file(&run_root(&out, "m").join("parallel_1_number_5/benchmark_args.json"));
+    let args = json_file(&run_root(run.out(), "m").join("parallel_1_number_5/benchmark_args.json"));
     assert_eq!(args["wandb_api_key"], "**********");
     assert_eq!(args["visualizer"], "wandb");
 }
@@ -246,20 +207,9 @@ fn swanlab_local_mode_and_clearml_scalars() {
     let dir = tempfile::tempdir().unwrap();
     let sdk = fake_sdk(dir.path(), "swanlab", FAKE_SWANLAB);
     let log = dir.path().join("swanlab.jsonl");
-    let output = run_with(
-        &sdk,
-        &log,
-        &dir.path().join("o1"),
-        &[
-            "--swanlab-api-key",
-            "local",
-            "--swanlab-host",
-            "http://127.0.0.1:1",
-            "--name",
-            "exp",
-        ],
-    );
-    ok(&output);
+    run_with(&sdk, &log, &[])
+        .flags("--swanlab-api-key local --swanlab-host http://127.0.0.1:1 --name exp")
+        .ok();
     let calls = read_calls(&log);
     assert!(
         named(&calls, "login").is_empty(),
@@ -277,12 +227,7 @@ fn swanlab_local_mode_and_clearml_scalars() {
 
     let sdk = fake_sdk(dir.path(), "clearml", FAKE_CLEARML);
     let log = dir.path().join("clearml.jsonl");
-    ok(&run_with(
-        &sdk,
-        &log,
-        &dir.path().join("o2"),
-        &["--visualizer", "clearml"],
-    ));
+    run_with(&sdk, &log, &["--visualizer", "clearml"]).ok();
     let calls = read_calls(&log);
     let init = named(&calls, "init");
     assert_eq!(init[0]["project_name"], "perf_benchmark");
@@ -310,16 +255,13 @@ fn a_missing_sdk_fails_before_anything_runs_with_an_install_hint() {
         "clearml",
         "raise ImportError(\"No module named 'clearml'\")\n",
     );
-    let out = dir.path().join("o");
-    let output = run_with(
+    let run = run_with(
         &sdk,
         &dir.path().join("calls.jsonl"),
-        &out,
         &["--visualizer", "clearml"],
     );
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = run.fails(1);
     assert!(stderr.contains("--visualizer clearml"), "{stderr}");
     assert!(stderr.contains("pip install clearml"), "{stderr}");
-    assert!(!out.exists(), "nothing was created");
+    assert_eq!(run.out_entries(), 0, "nothing was created");
 }

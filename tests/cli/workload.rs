@@ -1,38 +1,19 @@
 //! Workload throughput files and tables, and `--enable-progress-tracker`, through the CLI.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use llmperf::sim::{SimConfig, SimServer};
 
 #[test]
 fn workload_files_match_the_stored_rows_and_appear_in_console_and_summary() {
     let sim = fast_sim();
-    let out = tempfile::tempdir().unwrap();
-    let output = llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "a b c d",
-            "--parallel",
-            "2",
-            "--number",
-            "10",
-            "--max-tokens",
-            "5",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-        ],
-    );
-    let stdout = ok(&output);
-    let root = run_root(out.path(), "m");
-    let run = root.join("parallel_2_number_10");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let cmd = Run::against(&sim)
+        .flags(r#"--prompt 'a b c d' --parallel 2 --number 10 --max-tokens 5 --extra-args '{"ignore_eos": true}'"#);
+    let stdout = cmd.ok();
+    let root = cmd.root();
+    let run = cmd.run_dir("parallel_2_number_10");
+    let rows = run.rows();
     let ok_rows: Vec<&Row> = rows.iter().filter(|r| r.success).collect();
     assert_eq!(ok_rows.len(), 10);
 
@@ -113,25 +94,9 @@ fn workload_files_match_the_stored_rows_and_appear_in_console_and_summary() {
 
 #[test]
 fn an_all_failed_run_writes_no_workload_files() {
-    let out = tempfile::tempdir().unwrap();
-    let output = llmperf(
-        out.path(),
-        &[
-            "--url",
-            "http://127.0.0.1:9/v1",
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--number",
-            "2",
-            "--no-test-connection",
-            "--connect-timeout",
-            "1",
-        ],
-    );
-    ok(&output);
-    let run = run_root(out.path(), "m").join("parallel_1_number_2");
+    let run = Run::with_url("http://127.0.0.1:9/v1")
+        .flags("--prompt x --number 2 --no-test-connection --connect-timeout 1")
+        .ok_dir("parallel_1_number_2");
     assert!(run.join("benchmark_summary.json").is_file());
     assert!(!run.join("workload_throughput.json").exists());
     assert!(!run.join("workload_timeline.json").exists());
@@ -143,41 +108,17 @@ fn an_all_failed_run_writes_no_workload_files() {
 #[test]
 fn progress_tracker_is_updated_during_the_sweep_and_completed_at_the_end() {
     // Slow enough that the file is seen mid-run: 2 runs of 30 requests, ~40 ms each, one at a time.
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::from_millis(20),
-        itl: Duration::from_millis(5),
-        ..SimConfig::default()
-    })
-    .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .args([
-            "--url",
-            &format!("{}/v1", sim.base_url()),
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--parallel",
-            "1",
-            "2",
-            "--number",
-            "30",
-            "40",
-            "--max-tokens",
-            "4",
-            "--sleep-interval",
-            "0",
-            "--no-timestamp",
-            "--enable-progress-tracker",
-            "--outputs-dir",
-            out.path().to_str().unwrap(),
-        ])
+    let sim = timed_sim(20, 5);
+    let run = Run::against(&sim).flags(
+        "--prompt x --parallel 1 2 --number 30 40 --max-tokens 4 --no-timestamp --enable-progress-tracker",
+    );
+    let mut child = run
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let path = out.path().join("m/progress.json");
+    let path = run.out().join("m/progress.json");
     let t0 = Instant::now();
     let mut seen_running = None;
     while child.try_wait().unwrap().is_none() {
@@ -210,36 +151,17 @@ fn progress_tracker_is_updated_during_the_sweep_and_completed_at_the_end() {
     assert_eq!(v["runs_done"], 2);
     assert_eq!(v["current_run"], "parallel_2_number_40");
     assert_eq!(v["interrupted"], false);
-    let args = json_file(
-        &out.path()
-            .join("m/parallel_1_number_30/benchmark_args.json"),
-    );
+    let args = json_file(&run.out().join("m/parallel_1_number_30/benchmark_args.json"));
     assert_eq!(args["enable_progress_tracker"], true);
 }
 
 #[test]
 fn progress_tracker_reports_a_failed_sweep_as_an_error() {
-    let out = tempfile::tempdir().unwrap();
     // Nothing listens on port 9, and the connection test gives up after --total-timeout.
-    let output = llmperf(
-        out.path(),
-        &[
-            "--url",
-            "http://127.0.0.1:9/v1",
-            "--model",
-            "m",
-            "--prompt",
-            "x",
-            "--number",
-            "3",
-            "--total-timeout",
-            "1",
-            "--no-timestamp",
-            "--enable-progress-tracker",
-        ],
-    );
-    assert_eq!(output.status.code(), Some(1));
-    let v = json_file(&out.path().join("m/progress.json"));
+    let run = Run::with_url("http://127.0.0.1:9/v1")
+        .flags("--prompt x --number 3 --total-timeout 1 --no-timestamp --enable-progress-tracker");
+    run.fails(1);
+    let v = json_file(&run.out().join("m/progress.json"));
     assert_eq!(v["status"], "error");
     assert_eq!(v["processed_count"], 0);
     assert!(

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::common::{fast_sim, json_file, llmperf, ok, run_root};
+use crate::common::{fast_sim, Run};
 
 fn trace_lines() -> String {
     [
@@ -25,32 +25,15 @@ fn trace_lines() -> String {
 #[test]
 fn a_trace_is_replayed_at_its_offsets_with_its_headers_and_ids() {
     let sim = fast_sim();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("trace.jsonl");
-    std::fs::write(&file, trace_lines()).unwrap();
-    let out_dir = dir.path().join("out");
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let out = llmperf(
-        &out_dir,
-        &[
-            "--url",
-            &url,
-            "--open-loop",
-            "--dataset",
-            "workload_trace",
-            "--dataset-path",
-            file.to_str().unwrap(),
-            "--dataset-args",
-            r#"{"speed": 2, "match_output_length": true, "model_mapping": {"a": "served-a"}}"#,
-            "--name",
-            "trace",
-            "--max-tokens",
-            "7",
-        ],
-    );
-    ok(&out);
-    let run = run_root(&out_dir, "trace").join("rate_-1.0_number_1000");
-    let conn = rusqlite::Connection::open(run.join("benchmark_data.db")).unwrap();
+    // No --model: each request keeps its trace's model (mapped by model_mapping).
+    let run = Run::new()
+        .flag("--url", format!("{}/v1/chat/completions", sim.base_url()))
+        .flags("--open-loop --dataset workload_trace")
+        .input("--dataset-path", "trace.jsonl", trace_lines())
+        .flags(r#"--dataset-args '{"speed": 2, "match_output_length": true, "model_mapping": {"a": "served-a"}}'"#)
+        .flags("--name trace --max-tokens 7")
+        .ok_dir("rate_-1.0_number_1000");
+    let conn = rusqlite::Connection::open(run.db()).unwrap();
     let mut stmt = conn
         .prepare("SELECT request_id, request, scheduled_time, send_time FROM result ORDER BY scheduled_time")
         .unwrap();
@@ -98,10 +81,10 @@ fn a_trace_is_replayed_at_its_offsets_with_its_headers_and_ids() {
         "--max-tokens fills a missing key"
     );
     assert_eq!(rows[3].1["prompt"], "two");
-    let summary = json_file(&run.join("benchmark_summary.json"));
+    let summary = run.summary();
     assert_eq!(summary["Total Requests"], 4);
     assert!(summary["Send Lag P99 (ms)"].as_f64().is_some());
-    let args = json_file(&run.join("benchmark_args.json"));
+    let args = run.args();
     assert_eq!(args["model"], Value::Null);
     assert_eq!(args["model_id"], "workload_trace");
     let tenants: Vec<Option<String>> = sim
@@ -126,23 +109,16 @@ fn bad_traces_name_the_line_and_write_nothing() {
         "{\"body\": {}, \"timestamp\": 1}\n{oops\n{\"body\": {\"model\": \"m\"}}\n{\"body\": {}, \"timestamp\": \"soon\"}\n",
     )
     .unwrap();
-    let out_dir = dir.path().join("out");
-    let path = file.to_str().unwrap();
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "--api",
-            "mock",
-            "--dataset",
-            "workload_trace",
-            "--dataset-path",
-            path,
-        ];
-        args.extend(extra);
-        llmperf(&out_dir, &args)
+    let run = |extra: &str| {
+        let run = Run::new()
+            .flags("--api mock --dataset workload_trace")
+            .flag("--dataset-path", &file)
+            .flags(extra);
+        let stderr = run.fails(2);
+        assert_eq!(run.out_entries(), 0, "{extra}: no output folder");
+        stderr
     };
-    let out = run(&["--open-loop"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = run("--open-loop");
     for needle in [
         "(3 error(s))",
         "line 2: invalid JSON",
@@ -151,12 +127,7 @@ fn bad_traces_name_the_line_and_write_nothing() {
     ] {
         assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
     }
-    let out = run(&[]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("workload_trace requires open-loop mode"));
+    assert!(run("").contains("workload_trace requires open-loop mode"));
     std::fs::write(&file, "{\"body\": {}, \"timestamp\": 1}\n").unwrap();
-    let out = run(&["--open-loop", "--dataset-args", r#"{"sped": 2}"#]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key \"sped\""));
-    assert!(!out_dir.exists(), "no output folder");
+    assert!(run(r#"--open-loop --dataset-args '{"sped": 2}'"#).contains("unknown key \"sped\""));
 }

@@ -1,9 +1,15 @@
 //! Helpers shared by the test suites (`tests/cli`, the simulator; `tests/e2e`, a real server): run the
-//! binary (a [`Run`] builder for the common shape: a server, `--model m`, a fresh output folder), find the
-//! output tree, read the database.
+//! binary, find the output tree, read the database. Most tests go through the [`Run`] builder (`run.rs`):
+//! one `llmperf` invocation in a fresh output folder, and the run folders it wrote.
 
+pub mod run;
+pub mod tls;
+
+pub use run::{Run, RunDir};
+
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use llmperf::sim::{SimConfig, SimServer};
@@ -11,9 +17,14 @@ use serde_json::Value;
 
 /// A fast simulator: 2 ms to first token, 1 ms between tokens.
 pub fn fast_sim() -> SimServer {
+    timed_sim(2, 1)
+}
+
+/// A simulator with `ttft_ms` to the first token and `itl_ms` between tokens, the rest its defaults.
+pub fn timed_sim(ttft_ms: u64, itl_ms: u64) -> SimServer {
     SimServer::start(SimConfig {
-        ttft: Duration::from_millis(2),
-        itl: Duration::from_millis(1),
+        ttft: Duration::from_millis(ttft_ms),
+        itl: Duration::from_millis(itl_ms),
         ..SimConfig::default()
     })
     .expect("simulator starts")
@@ -33,6 +44,33 @@ pub fn llmperf_command(out: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// Sends `sig` to `child`, a process this test started and has not reaped.
+#[allow(unsafe_code)]
+pub fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid (not yet reaped, so it cannot have been reused).
+    unsafe {
+        libc::kill(child.id() as i32, sig);
+    }
+}
+
+/// Starts `llmperf serve-mock <args> --until-stdin-closes`, the simulator in a process of its own, and
+/// returns the process and the `http://127.0.0.1:PORT/v1` it printed; closing its stdin stops it.
+pub fn serve_mock(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llmperf"))
+        .arg("serve-mock")
+        .args(args)
+        .arg("--until-stdin-closes")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("llmperf serve-mock starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line.trim().to_string())
+}
+
 /// `llmperf` with `args`, writing under `out`.
 pub fn llmperf(out: &Path, args: &[&str]) -> Output {
     llmperf_env(out, args, &[])
@@ -44,6 +82,11 @@ pub fn llmperf_env(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .envs(env.iter().copied())
         .output()
         .expect("llmperf runs")
+}
+
+/// What a process wrote to stderr, as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Asserts success and returns stdout.
@@ -69,6 +112,20 @@ pub fn run_root(out: &Path, name: &str) -> PathBuf {
     assert_eq!(stamp.len(), 15, "YYYYmmdd_HHMMSS: {stamp}");
     assert_eq!(&stamp[8..9], "_");
     stamps[0].join(name)
+}
+
+/// Every file under `dir`, recursively (none when `dir` does not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }
 
 /// Parses a JSON file.
@@ -154,66 +211,4 @@ pub fn columns(db: &Path) -> Vec<String> {
 /// Python's `round(v, n)` (the correctly rounded decimal), as the summary uses.
 pub fn py_round(v: f64, n: usize) -> f64 {
     format!("{v:.n$}").parse().unwrap()
-}
-
-/// One `llmperf` invocation against a server (`--url <server>/v1 --model m`, plus what the test adds),
-/// writing under a fresh temporary folder that lives as long as the `Run`.
-pub struct Run {
-    out: tempfile::TempDir,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-}
-
-impl Run {
-    /// A run against the simulator `sim`.
-    pub fn against(sim: &SimServer) -> Run {
-        Run::with_url(&format!("{}/v1", sim.base_url()))
-    }
-
-    /// A run against `url` with `--model m`.
-    pub fn with_url(url: &str) -> Run {
-        Run {
-            out: tempfile::tempdir().expect("temporary folder"),
-            args: ["--url", url, "--model", "m"].map(String::from).to_vec(),
-            env: Vec::new(),
-        }
-    }
-
-    /// Adds flags.
-    pub fn args(mut self, args: &[&str]) -> Run {
-        self.args.extend(args.iter().map(|a| a.to_string()));
-        self
-    }
-
-    /// Sets an environment variable of the process.
-    pub fn env(mut self, key: &str, value: &str) -> Run {
-        self.env.push((key.to_string(), value.to_string()));
-        self
-    }
-
-    /// The folder the results go under (`--outputs-dir`).
-    pub fn out(&self) -> &Path {
-        self.out.path()
-    }
-
-    /// Runs it and returns what it printed and its exit status.
-    pub fn output(&self) -> Output {
-        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
-        let env: Vec<(&str, &str)> = self
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        llmperf_env(self.out.path(), &args, &env)
-    }
-
-    /// Runs it, asserts success and returns stdout.
-    pub fn ok(&self) -> String {
-        ok(&self.output())
-    }
-
-    /// The run folder `dir_name` (`parallel_1_number_2`) of model `m` under the one timestamp folder.
-    pub fn run_dir(&self, dir_name: &str) -> PathBuf {
-        run_root(self.out.path(), "m").join(dir_name)
-    }
 }

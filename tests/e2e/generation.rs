@@ -1,7 +1,6 @@
 //! Generation endpoints of the real server: forced lengths, sweeps, open loop, non-stream, stop sequences,
 //! prefix caching.
 
-use crate::common::*;
 use crate::server::{RealServer, MODEL};
 
 const PROMPT: &str = "Write a short paragraph about the history of the lighthouse and why ships needed them at night";
@@ -11,37 +10,11 @@ fn seed_shape_forced_length_with_warmup() {
     let Some(server) = RealServer::start(false) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/chat/completions", server.v1()),
-            "--model",
-            MODEL,
-            "--prompt",
-            PROMPT,
-            "--min-tokens",
-            "16",
-            "--max-tokens",
-            "16",
-            "--temperature",
-            "0",
-            "--seed",
-            "42",
-            "--parallel",
-            "1",
-            "--number",
-            "4",
-            "--warmup-num",
-            "1",
-            "--stream",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-        ],
-    ));
-    let run = run_root(out.path(), MODEL).join("parallel_1_number_4");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let run = server.run_at("/chat/completions")
+        .flag("--prompt", PROMPT)
+        .flags(r#"--min-tokens 16 --max-tokens 16 --temperature 0 --seed 42 --parallel 1 --number 4 --warmup-num 1 --stream --extra-args '{"ignore_eos": true}'"#)
+        .ok_dir("parallel_1_number_4");
+    let rows = run.rows();
     assert_eq!(rows.len(), 4, "warmup not stored");
     let prompt_tokens = rows[0].prompt_tokens.unwrap();
     assert!(
@@ -63,7 +36,7 @@ fn seed_shape_forced_length_with_warmup() {
         assert!(r.ttft.unwrap() > 0.0 && r.ttft.unwrap() < r.latency.unwrap());
         assert_eq!(r.chunk_times.len(), 16, "one chunk per token on llama.cpp");
     }
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Avg Output Tokens"], 16.0);
     assert_eq!(s["Failed Requests"], 0);
     // The server's prompt cache serves the repeated prompt: evalscope's KV-cache key appears.
@@ -75,39 +48,16 @@ fn sweep_three_runs_and_report() {
     let Some(server) = RealServer::start(false) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &server.v1(),
-            "--model",
-            MODEL,
-            "--prompt",
-            "Say hello",
-            "--parallel",
-            "1",
-            "2",
-            "4",
-            "--number",
-            "4",
-            "8",
-            "16",
-            "--max-tokens",
-            "8",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-            "--name",
-            "sweep",
-        ],
-    ));
-    let root = run_root(out.path(), "sweep");
+    let run = server.run()
+        .flags(r#"--prompt 'Say hello' --parallel 1 2 4 --number 4 8 16 --max-tokens 8 --extra-args '{"ignore_eos": true}' --name sweep"#);
+    run.ok();
+    let root = run.root();
     for (dir, n) in [
         ("parallel_1_number_4", 4),
         ("parallel_2_number_8", 8),
         ("parallel_4_number_16", 16),
     ] {
-        let s = json_file(&root.join(dir).join("benchmark_summary.json"));
+        let s = run.run_dir(dir).summary();
         assert_eq!(s["Success Requests"], n, "{dir}: {s}");
         assert_eq!(s["Avg Output Tokens"], 8.0);
     }
@@ -122,29 +72,11 @@ fn open_loop_at_two_per_second() {
     let Some(server) = RealServer::start(false) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &server.v1(),
-            "--model",
-            MODEL,
-            "--prompt",
-            "Say hello",
-            "--open-loop",
-            "--rate",
-            "2",
-            "--number",
-            "8",
-            "--max-tokens",
-            "8",
-            "--seed",
-            "1",
-        ],
-    ));
-    let run = run_root(out.path(), MODEL).join("rate_2.0_number_8");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let run = server
+        .run()
+        .flags("--prompt 'Say hello' --open-loop --rate 2 --number 8 --max-tokens 8 --seed 1")
+        .ok_dir("rate_2.0_number_8");
+    let rows = run.rows();
     assert_eq!(rows.len(), 8);
     assert!(rows.iter().all(|r| r.success));
     let first = rows
@@ -160,7 +92,7 @@ fn open_loop_at_two_per_second() {
         "the schedule ends at number/rate = 4 s: {}",
         last - first
     );
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Concurrency"], -1);
     assert_eq!(s["Request Rate (req/s)"], 2.0);
 }
@@ -211,29 +143,12 @@ fn non_stream_and_stop_sequences() {
     let words: Vec<&str> = answer.split_whitespace().collect();
     assert!(words.len() >= 4, "answer: {answer:?}");
     let stop = words[2].trim_matches(|c: char| !c.is_alphanumeric());
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &server.v1(),
-            "--model",
-            MODEL,
-            "--prompt",
-            "Say hello",
-            "--number",
-            "3",
-            "--no-stream",
-            "--max-tokens",
-            "24",
-            "--temperature",
-            "0",
-            "--stop",
-            stop,
-        ],
-    ));
-    let run = run_root(out.path(), MODEL).join("parallel_1_number_3");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let run = server
+        .run()
+        .flags("--prompt 'Say hello' --number 3 --no-stream --max-tokens 24 --temperature 0")
+        .flag("--stop", stop)
+        .ok_dir("parallel_1_number_3");
+    let rows = run.rows();
     for r in &rows {
         assert!(r.success && !r.is_stream, "{:?}", r.error);
         assert_eq!(r.ttft, r.latency, "non-stream TTFT is the latency");

@@ -3,7 +3,7 @@
 //! whole life cycle runs for real: start, readiness wait, benchmark, shutdown (also on Ctrl-C).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -52,8 +52,8 @@ fn port_open(port: u16) -> bool {
     std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
 }
 
-/// The llmperf command for `api` with the stand-in on PYTHONPATH, or `None` when the test venv is absent.
-fn command(api: &str, port: u16, dir: &Path, out: &Path, extra: &[&str]) -> Option<Command> {
+/// The llmperf run for `api` with the stand-in on PYTHONPATH, or `None` when the test venv is absent.
+fn local_run(api: &str, port: u16, dir: &Path) -> Option<Run> {
     let py: PathBuf = match python() {
         Ok(p) => p,
         Err(why) if std::env::var_os("CI").is_some() => panic!("real server required in CI: {why}"),
@@ -62,25 +62,15 @@ fn command(api: &str, port: u16, dir: &Path, out: &Path, extra: &[&str]) -> Opti
             return None;
         }
     };
-    let port = port.to_string();
-    let mut args = vec![
-        "--api",
-        api,
-        "--model",
-        MODEL,
-        "--port",
-        &port,
-        "--prompt",
-        "Say hello",
-        "--max-tokens",
-        "6",
-    ];
-    args.extend_from_slice(extra);
-    let mut cmd = llmperf_command(out, &args);
-    cmd.env("LLMPERF_PYTHON", py)
+    let run = Run::new()
+        .flag("--api", api)
+        .flag("--model", MODEL)
+        .flag("--port", port.to_string())
+        .flags("--prompt 'Say hello' --max-tokens 6")
+        .env("LLMPERF_PYTHON", py)
         .env("PYTHONPATH", dir)
         .env("OMP_WAIT_POLICY", "PASSIVE");
-    Some(cmd)
+    Some(run)
 }
 
 #[test]
@@ -88,10 +78,8 @@ fn local_vllm_starts_serves_and_stops_the_server() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     standin(dir.path());
-    let out = tempfile::tempdir().unwrap();
     let port = free_port();
-    let extra = ["--number", "2", "--attn-implementation", "sdpa"];
-    let Some(mut cmd) = command("local_vllm", port, dir.path(), out.path(), &extra) else {
+    let Some(run) = local_run("local_vllm", port, dir.path()) else {
         return;
     };
     // A stand-in nvidia-smi: two GPUs using 1 GiB and 2 GiB.
@@ -109,10 +97,12 @@ fn local_vllm_starts_serves_and_stops_the_server() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    cmd.env("PATH", path);
-    let output = cmd.output().unwrap();
+    let run = run
+        .flags("--number 2 --attn-implementation sdpa")
+        .env("PATH", path);
+    let output = run.output();
     ok(&output);
-    let console = String::from_utf8_lossy(&output.stderr);
+    let console = stderr(&output);
     assert!(
         console.contains("Starting local server, please wait... (vLLM"),
         "{console}"
@@ -159,8 +149,8 @@ fn local_vllm_starts_serves_and_stops_the_server() {
     assert_eq!(log["env"]["VLLM_WORKER_MULTIPROC_METHOD"], "spawn");
     assert_eq!(log["env"]["VLLM_ATTENTION_BACKEND"], "TORCH_SDPA");
     // The benchmark ran against it, at evalscope's local URL.
-    let root = run_root(out.path(), MODEL);
-    let rows = rows(&root.join("parallel_1_number_2/benchmark_data.db"));
+    let dir = run.run_dir("parallel_1_number_2");
+    let rows = dir.rows();
     assert_eq!(rows.len(), 2);
     assert!(
         rows.iter()
@@ -168,8 +158,7 @@ fn local_vllm_starts_serves_and_stops_the_server() {
         "{rows:?}"
     );
     // The GPUs' memory (summed, GiB) fills max_gpu_memory_cost.
-    let db =
-        rusqlite::Connection::open(root.join("parallel_1_number_2/benchmark_data.db")).unwrap();
+    let db = rusqlite::Connection::open(dir.db()).unwrap();
     let gpu: Vec<f64> = db
         .prepare("SELECT max_gpu_memory_cost FROM result")
         .unwrap()
@@ -178,7 +167,7 @@ fn local_vllm_starts_serves_and_stops_the_server() {
         .map(|v| v.unwrap())
         .collect();
     assert_eq!(gpu, [3.0, 3.0]);
-    let args = json_file(&root.join("parallel_1_number_2/benchmark_args.json"));
+    let args = dir.args();
     assert_eq!(
         args["url"],
         format!("http://127.0.0.1:{port}/v1/chat/completions")
@@ -196,12 +185,13 @@ fn local_picks_vllm_and_ctrl_c_stops_the_server() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     standin(dir.path());
-    let out = tempfile::tempdir().unwrap();
     let port = free_port();
-    let Some(mut cmd) = command("local", port, dir.path(), out.path(), &["--number", "500"]) else {
+    let Some(run) = local_run("local", port, dir.path()) else {
         return;
     };
-    let child = cmd
+    let run = run.flags("--number 500");
+    let child = run
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -209,7 +199,7 @@ fn local_picks_vllm_and_ctrl_c_stops_the_server() {
     // Wait until the benchmark is under way (its database exists), then interrupt llmperf alone.
     let t0 = Instant::now();
     let started = || {
-        std::fs::read_dir(out.path())
+        std::fs::read_dir(run.out())
             .ok()
             .and_then(|mut stamps| stamps.next())
             .is_some_and(|stamp| {
@@ -229,19 +219,10 @@ fn local_picks_vllm_and_ctrl_c_stops_the_server() {
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_secs(1));
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) on our own child process.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
+    signal(&child, libc::SIGINT);
     let output = child.wait_with_output().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let console = String::from_utf8_lossy(&output.stderr);
+    let console = stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "{console}");
     assert!(
         console.contains(&format!("(vLLM for {MODEL} on port {port})")),
         "says which server: {console}"
@@ -251,7 +232,6 @@ fn local_picks_vllm_and_ctrl_c_stops_the_server() {
         "{console}"
     );
     assert!(!port_open(port), "the server is gone after Ctrl-C");
-    let root = run_root(out.path(), MODEL);
-    let summary = json_file(&root.join("parallel_1_number_500/benchmark_summary.json"));
+    let summary = run.run_dir("parallel_1_number_500").summary();
     assert_eq!(summary["Interrupted"], true);
 }

@@ -3,7 +3,7 @@
 //! 45 tokens/s on one core.
 
 #[path = "../common/mod.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod common;
 mod generation;
 mod local_server;

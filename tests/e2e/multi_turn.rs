@@ -2,8 +2,7 @@
 //! server's `prompt_tokens` grow turn by turn as the history does, and its prompt cache serves most of
 //! each later turn (`cached_tokens` over half the prompt).
 
-use crate::common::*;
-use crate::server::{RealServer, MODEL};
+use crate::server::RealServer;
 
 fn smollm2() -> String {
     let shared = std::env::var("LLMPERF_SHARED_DIR")
@@ -20,38 +19,13 @@ fn random_multi_turn_grows_the_prompt_and_hits_the_prefix_cache() {
     let Some(server) = RealServer::start(false) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/chat/completions", server.v1()),
-            "--model",
-            MODEL,
-            "--multi-turn",
-            "--dataset",
-            "random_multi_turn",
-            "--tokenizer-path",
-            &smollm2(),
-            "--min-turns",
-            "3",
-            "--max-turns",
-            "3",
-            "--min-prompt-length",
-            "24",
-            "--max-prompt-length",
-            "32",
-            "--max-tokens",
-            "8",
-            "--parallel",
-            "1",
-            "--number",
-            "2",
-            "--name",
-            "mt",
-        ],
-    ));
-    let run = run_root(out.path(), "mt").join("parallel_1_number_2");
+    let run = server
+        .run_at("/chat/completions")
+        .flags("--multi-turn --dataset random_multi_turn")
+        .flag("--tokenizer-path", smollm2())
+        .flags("--min-turns 3 --max-turns 3 --min-prompt-length 24 --max-prompt-length 32")
+        .flags("--max-tokens 8 --parallel 1 --number 2 --name mt")
+        .ok_dir("parallel_1_number_2");
     let conn = rusqlite::Connection::open(run.join("benchmark_data.db")).unwrap();
     let mut stmt = conn
         .prepare(
@@ -93,7 +67,7 @@ fn random_multi_turn_grows_the_prompt_and_hits_the_prefix_cache() {
         later_hit > 0.5,
         "later turns mostly cached: {later_hit:.2} ({rows:?})"
     );
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let s = run.summary();
     assert_eq!(s["Avg Turns/Request"], 2.0);
     assert!(s["KV Cache Hit Rate (%)"].as_f64().unwrap() > 0.0, "{s}");
     assert!(run.join("trace_summary.json").is_file());

@@ -1,7 +1,6 @@
 //! The OpenAI Responses API (`--api openai_responses`) against llama.cpp's real `POST /v1/responses`.
 
-use crate::common::*;
-use crate::server::{RealServer, MODEL};
+use crate::server::RealServer;
 
 #[test]
 fn responses_api_stream_and_whole_bodies() {
@@ -9,32 +8,15 @@ fn responses_api_stream_and_whole_bodies() {
         return;
     };
     for (stream, dir) in [("--stream", "stream"), ("--no-stream", "whole")] {
-        let out = tempfile::tempdir().unwrap();
-        ok(&llmperf(
-            out.path(),
-            &[
-                "--api",
-                "openai_responses",
-                // The chat URL of evalscope's examples: rewritten to `/v1/responses`.
-                "--url",
-                &format!("{}/chat/completions", server.v1()),
-                "--model",
-                MODEL,
-                "--prompt",
-                "Write one sentence about lighthouses",
-                "--max-tokens",
-                "12",
-                "--number",
-                "3",
-                "--parallel",
-                "2",
-                "--name",
-                dir,
-                stream,
-            ],
-        ));
-        let run = run_root(out.path(), dir).join("parallel_2_number_3");
-        let rows = rows(&run.join("benchmark_data.db"));
+        // The chat URL of evalscope's examples: rewritten to `/v1/responses`.
+        let run = server
+            .run_at("/chat/completions")
+            .flags("--api openai_responses --prompt 'Write one sentence about lighthouses'")
+            .flags("--max-tokens 12 --number 3 --parallel 2")
+            .flag("--name", dir)
+            .args(&[stream])
+            .ok_dir("parallel_2_number_3");
+        let rows = run.rows();
         assert_eq!(rows.len(), 3);
         for r in &rows {
             assert!(r.success, "{:?}", r.error);
@@ -58,7 +40,7 @@ fn responses_api_stream_and_whole_bodies() {
                 assert!(!r.is_stream);
             }
         }
-        let s = json_file(&run.join("benchmark_summary.json"));
+        let s = run.summary();
         assert_eq!(s["Failed Requests"], 0);
     }
 }

@@ -7,6 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::common::{signal, Run};
+
 /// The model alias the server answers to.
 pub const MODEL: &str = "SmolLM2-135M-Instruct";
 
@@ -113,15 +115,21 @@ impl RealServer {
     pub fn v1(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
+
+    /// A run against this server: `--url http://127.0.0.1:PORT/v1 --model <MODEL>`.
+    pub fn run(&self) -> Run {
+        Run::with_url(&self.v1()).model(MODEL)
+    }
+
+    /// A run against `path` under `/v1` (`/chat/completions`) with `--model <MODEL>`.
+    pub fn run_at(&self, path: &str) -> Run {
+        Run::with_url(&format!("{}{path}", self.v1())).model(MODEL)
+    }
 }
 
 impl Drop for RealServer {
     fn drop(&mut self) {
-        #[allow(unsafe_code)]
-        // SAFETY: kill(2) on our own child's pid, which we have not reaped yet.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
+        signal(&self.child, libc::SIGTERM);
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(10) {
             if let Ok(Some(_)) = self.child.try_wait() {

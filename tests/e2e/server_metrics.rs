@@ -4,41 +4,22 @@
 use serde_json::Value;
 
 use crate::common::*;
-use crate::server::{RealServer, MODEL};
+use crate::server::RealServer;
 
 #[test]
 fn llama_cpp_token_counters_equal_the_runs_usage() {
     let Some(server) = RealServer::start(false) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &server.v1(),
-            "--model",
-            MODEL,
-            "--prompt",
-            "Tell me a short story about a cat",
-            "--parallel",
-            "2",
-            "--number",
-            "6",
-            "--max-tokens",
-            "8",
-            "--server-metrics",
-            "--server-metrics-interval",
-            "0.2",
-        ],
-    ));
-    let run = run_root(out.path(), MODEL).join("parallel_2_number_6");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let run = server.run()
+        .flags("--prompt 'Tell me a short story about a cat' --parallel 2 --number 6 --max-tokens 8 --server-metrics --server-metrics-interval 0.2")
+        .ok_dir("parallel_2_number_6");
+    let rows = run.rows();
     assert_eq!(rows.len(), 6);
     assert!(rows.iter().all(|r| r.success));
     let prompt: i64 = rows.iter().map(|r| r.prompt_tokens.unwrap()).sum();
     let completion: i64 = rows.iter().map(|r| r.completion_tokens.unwrap()).sum();
-    let summary = json_file(&run.join("benchmark_summary.json"));
+    let summary = run.summary();
     // llama.cpp counts cached prompt tokens apart from processed ones; together they are usage.prompt_tokens.
     assert_eq!(summary["Server Prompt Tokens"], Value::from(prompt));
     assert_eq!(summary["Server Generation Tokens"], Value::from(completion));

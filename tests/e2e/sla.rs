@@ -2,40 +2,20 @@
 //! its `sla_summary.json` agrees with the probes' own run summaries and percentiles.
 
 use crate::common::*;
-use crate::server::{RealServer, MODEL};
+use crate::server::RealServer;
 
 #[test]
 fn small_parallel_search_is_consistent_with_its_probes() {
     let Some(server) = RealServer::start(false) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
     let slo_ms = 1500.0;
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/chat/completions", server.v1()),
-            "--model",
-            MODEL,
-            "--prompt",
-            "Say hello",
-            "--max-tokens",
-            "4",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-            "--parallel",
-            "1",
-            "--sla-auto-tune",
-            "--sla-upper-bound",
-            "8",
-            "--sla-num-runs",
-            "1",
-            "--sla-params",
-            r#"[{"p99_ttft": "<=1500ms"}]"#,
-        ],
-    ));
-    let root = run_root(out.path(), MODEL);
+    let run = server
+        .run_at("/chat/completions")
+        .flags(r#"--prompt 'Say hello' --max-tokens 4 --extra-args '{"ignore_eos": true}' --parallel 1"#)
+        .flags(r#"--sla-auto-tune --sla-upper-bound 8 --sla-num-runs 1 --sla-params '[{"p99_ttft": "<=1500ms"}]'"#);
+    run.ok();
+    let root = run.root();
     let summary = json_file(&root.join("sla_summary.json"));
     let probes = summary.as_object().unwrap();
     assert!(
@@ -46,8 +26,8 @@ fn small_parallel_search_is_consistent_with_its_probes() {
     for (key, probe) in probes {
         let value: i64 = key.strip_prefix("parallel_").unwrap().parse().unwrap();
         assert!((1..=8).contains(&value));
-        let run = root.join(format!("sla_tuning/sla_parallel_{value}_run_0"));
-        let own = json_file(&run.join("benchmark_summary.json"));
+        let dir = run.run_dir(&format!("sla_tuning/sla_parallel_{value}_run_0"));
+        let own = dir.summary();
         let metrics = &probe["metrics"];
         for (k, v) in own.as_object().unwrap() {
             if let Some(x) = v.as_f64() {
@@ -55,7 +35,7 @@ fn small_parallel_search_is_consistent_with_its_probes() {
             }
         }
         assert_eq!(metrics["Total Requests"].as_u64(), Some(2 * value as u64));
-        let pct = json_file(&run.join("benchmark_percentile.json"));
+        let pct = dir.percentiles();
         let p99 = pct[9]["TTFT (ms)"].as_f64().unwrap();
         assert_eq!(pct[9]["Percentiles"], "99%");
         assert_eq!(probe["percentiles"]["TTFT (ms)"][9].as_f64(), Some(p99));

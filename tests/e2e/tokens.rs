@@ -3,8 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::*;
-use crate::server::{RealServer, MODEL};
+use crate::server::RealServer;
 
 pub fn smollm2() -> String {
     let shared = std::env::var("LLMPERF_SHARED_DIR")
@@ -21,37 +20,12 @@ fn tokenize_prompt_gives_the_server_exactly_prefix_plus_input_tokens() {
     let Some(server) = RealServer::start(false) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &format!("{}/chat/completions", server.v1()),
-            "--model",
-            MODEL,
-            "--dataset",
-            "random",
-            "--tokenizer-path",
-            &smollm2(),
-            "--tokenize-prompt",
-            "--prefix-length",
-            "16",
-            "--min-prompt-length",
-            "48",
-            "--max-prompt-length",
-            "48",
-            "--max-tokens",
-            "4",
-            "--number",
-            "4",
-            "--seed",
-            "7",
-            "--extra-args",
-            r#"{"ignore_eos": true, "cache_prompt": false}"#,
-        ],
-    ));
-    let run = run_root(out.path(), MODEL).join("parallel_1_number_4");
-    let rows = rows(&run.join("benchmark_data.db"));
+    let run = server.run_at("/chat/completions")
+        .flags("--dataset random")
+        .flag("--tokenizer-path", smollm2())
+        .flags(r#"--tokenize-prompt --prefix-length 16 --min-prompt-length 48 --max-prompt-length 48 --max-tokens 4 --number 4 --seed 7 --extra-args '{"ignore_eos": true, "cache_prompt": false}'"#)
+        .ok_dir("parallel_1_number_4");
+    let rows = run.rows();
     assert_eq!(rows.len(), 4);
     for r in &rows {
         assert!(r.success, "{:?}", r.error);
@@ -69,34 +43,12 @@ fn chat_prompts_reach_the_intended_length_with_the_servers_tokenizer() {
     let Some(server) = RealServer::start(false) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &server.v1(),
-            "--model",
-            MODEL,
-            "--dataset",
-            "random",
-            "--tokenizer-path",
-            &smollm2(),
-            "--min-prompt-length",
-            "40",
-            "--max-prompt-length",
-            "64",
-            "--max-tokens",
-            "2",
-            "--number",
-            "8",
-            "--seed",
-            "3",
-            "--extra-args",
-            r#"{"cache_prompt": false}"#,
-        ],
-    ));
-    let run = run_root(out.path(), MODEL).join("parallel_1_number_8");
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let run = server.run()
+        .flags("--dataset random")
+        .flag("--tokenizer-path", smollm2())
+        .flags(r#"--min-prompt-length 40 --max-prompt-length 64 --max-tokens 2 --number 8 --seed 3 --extra-args '{"cache_prompt": false}'"#)
+        .ok_dir("parallel_1_number_8");
+    let s = run.summary();
     assert_eq!(s["Success Requests"], 8);
     let exact = s["Exact Input Tokens (%)"]
         .as_f64()
@@ -114,35 +66,16 @@ fn embeddings_on_an_embedding_server() {
     let Some(server) = RealServer::start(true) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    ok(&llmperf(
-        out.path(),
-        &[
-            "--url",
-            &server.v1(),
-            "--model",
-            MODEL,
-            "--api",
-            "openai_embedding",
-            "--dataset",
-            "random_embedding",
-            "--tokenizer-path",
-            &smollm2(),
-            "--min-prompt-length",
-            "16",
-            "--max-prompt-length",
-            "32",
-            "--number",
-            "6",
-            "--parallel",
-            "2",
-        ],
-    ));
-    let run = run_root(out.path(), MODEL).join("parallel_2_number_6");
-    let s = json_file(&run.join("benchmark_summary.json"));
+    let run = server
+        .run()
+        .flags("--api openai_embedding --dataset random_embedding")
+        .flag("--tokenizer-path", smollm2())
+        .flags("--min-prompt-length 16 --max-prompt-length 32 --number 6 --parallel 2")
+        .ok_dir("parallel_2_number_6");
+    let s = run.summary();
     assert_eq!(s["Success Requests"], 6, "{s}");
     assert!(s["Input Throughput (tok/s)"].as_f64().unwrap() > 0.0);
-    let p = json_file(&run.join("benchmark_percentile.json"));
+    let p = run.percentiles();
     let keys: Vec<&String> = p[0].as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
@@ -153,7 +86,7 @@ fn embeddings_on_an_embedding_server() {
             "Input (tok/s)"
         ]
     );
-    let rows = rows(&run.join("benchmark_data.db"));
+    let rows = run.rows();
     assert_eq!(rows.len(), 6);
     assert!(rows
         .iter()
