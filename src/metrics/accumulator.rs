@@ -183,9 +183,9 @@ impl Accumulator {
             failures: BTreeMap::new(),
             interrupted: false,
             rows: SuccessRows::new(ctx.input_only, cap, dir.clone()),
-            client: ClientTiming::new(cap, dir),
+            client: ClientTiming::new(cap, dir.clone()),
             input_error: ErrorSums::default(),
-            pd: PdMetrics::default(),
+            pd: PdMetrics::new(cap, dir),
             goodput: None,
         }
     }
@@ -502,10 +502,8 @@ impl Accumulator {
                 .position(|(k, _)| k == "ITL (ms)")
                 .map_or(table.columns.len(), |i| i + 1);
             for (i, (key, values)) in self.pd.percentile_columns().into_iter().enumerate() {
-                // PD columns are opt-in (--enable-pd-metrics) and held in memory by `PdMetrics`.
-                let mut column = super::spill::SortedSpill::new(values.len() + 1, None);
-                values.into_iter().for_each(|v| column.push(v));
-                let column = super::percentile::percentile_column(&column);
+                // PD columns are opt-in (--enable-pd-metrics) and spilled like the others.
+                let column = super::percentile::percentile_column(values);
                 table.columns.insert(at + i, (key.to_string(), column));
             }
         }
@@ -514,7 +512,7 @@ impl Accumulator {
 
     /// Bytes of percentile samples written to disk so far (0 until a column outgrows its memory share).
     pub fn spilled_bytes(&self) -> u64 {
-        self.rows.disk_bytes() + self.client.disk_bytes()
+        self.rows.disk_bytes() + self.client.disk_bytes() + self.pd.disk_bytes()
     }
 
     /// The periodic "every N queries" log text: evalscope's raw metrics message as `json.dumps(indent=2)`

@@ -150,6 +150,11 @@ impl SortedSpill {
         self.file.len_bytes()
     }
 
+    /// Values kept (NaN excluded).
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
     fn spill(&mut self) {
         sort_stable(&mut self.buf);
         match self.file.append(&to_bytes(&self.buf)) {

@@ -14,6 +14,7 @@
 //! place a `--multi-turn` request in its conversation (NULL otherwise); `response_messages` is
 //! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). Warmup records are never stored.
 
+mod b64;
 #[cfg(test)]
 mod compat_tests;
 mod fast_pickle;

@@ -18,7 +18,6 @@
 //! The pickle is protocol 3 (Python reads every protocol; evalscope's own are protocol 4, which only adds
 //! framing and memo opcodes, so bytes differ while the unpickled objects are equal).
 
-use base64::Engine as _;
 use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
 
@@ -92,7 +91,7 @@ where
             pickle(Some(&all_text)).expect("text payloads always pickle")
         })
     });
-    base64::engine::general_purpose::STANDARD.encode(bytes)
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes)
 }
 
 /// Reusable buffers for encoding `response_messages`; one per writer thread, so steady state allocates
@@ -101,7 +100,7 @@ where
 pub struct Encoder {
     pickle: Vec<u8>,
     scratch: Vec<u8>,
-    base64: String,
+    base64: Vec<u8>,
 }
 
 /// Pickle framing and list opcodes (protocol 3), as serde_pickle writes them.
@@ -155,9 +154,7 @@ impl Encoder {
             out.push(APPENDS);
         }
         out.push(STOP);
-        self.base64.clear();
-        base64::engine::general_purpose::STANDARD.encode_string(&self.pickle, &mut self.base64);
-        &self.base64
+        super::b64::encode_into(&self.pickle, &mut self.base64)
     }
 }
 
@@ -166,8 +163,7 @@ mod tests {
     use super::*;
 
     fn decode(b64: &str) -> serde_json::Value {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(b64)
+        let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64)
             .expect("base64");
         serde_pickle::from_slice(&bytes, serde_pickle::DeOptions::new()).expect("pickle")
     }
