@@ -2,6 +2,8 @@
 //! binary (a [`Run`] builder for the common shape: a server, `--model m`, a fresh output folder), find the
 //! output tree, read the database.
 
+pub mod fake_hub;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -20,10 +22,12 @@ pub fn fast_sim() -> SimServer {
 }
 
 /// The `llmperf` command with `args`, writing under `out`, not pausing between runs. Hub downloads are off
-/// (tests never reach the internet; a test that serves a fake hub removes `HF_HUB_OFFLINE`).
+/// (tests never reach the internet; a test that serves a fake hub removes `HF_HUB_OFFLINE`), and the
+/// ModelScope endpoint is a closed local port unless the test points it at a fake hub.
 pub fn llmperf_command(out: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
     cmd.env("HF_HUB_OFFLINE", "1");
+    cmd.env("MODELSCOPE_ENDPOINT", "http://127.0.0.1:9");
     cmd.args(args).args([
         "--outputs-dir",
         out.to_str().unwrap(),
