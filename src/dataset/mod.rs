@@ -327,7 +327,8 @@ impl Prompts {
                     }
                 }
                 if items.is_empty() {
-                    let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                    let shown: Vec<String> =
+                        paths.iter().map(|p| p.display().to_string()).collect();
                     bail!(
                         "Dataset is empty! --dataset-path {} gave no prompt within --min-prompt-length {} and --max-prompt-length {}",
                         shown.join(", "),

@@ -76,7 +76,10 @@ pub fn legacy_dir(root: &Path, kind: RepoKind, repo: &str) -> Option<PathBuf> {
     let (owner, name) = split(repo)?;
     let safe = name.replace('.', "___");
     let seg = kind.segment();
-    let known = [repo_dir(root, kind, repo), root.join(seg).join(owner).join(&safe)];
+    let known = [
+        repo_dir(root, kind, repo),
+        root.join(seg).join(owner).join(&safe),
+    ];
     if !known.iter().any(|p| non_empty_dir(p)) {
         let older = [
             root.join(owner).join(name),
@@ -186,10 +189,7 @@ pub fn cached_snapshot(kind: RepoKind, repo: &str, revision: Option<&str>) -> Op
 pub fn cached_model_dir(repo: &str, file: &str) -> Result<PathBuf, Vec<PathBuf>> {
     cached_file(RepoKind::Model, repo, None, file).map(|f| {
         let depth = file.split('/').count();
-        f.ancestors()
-            .nth(depth)
-            .map(Path::to_path_buf)
-            .unwrap_or(f)
+        f.ancestors().nth(depth).map(Path::to_path_buf).unwrap_or(f)
     })
 }
 

@@ -182,7 +182,10 @@ mod tests {
     fn jars_pickled_by_python_are_read() {
         let now_s = 1_800_000_000;
         let saved = include_bytes!("../../tests/fixtures/modelscope/cookies");
-        assert_eq!(session_token(saved, now_s).as_deref(), Some("ms-saved-login-token"));
+        assert_eq!(
+            session_token(saved, now_s).as_deref(),
+            Some("ms-saved-login-token")
+        );
         let expired = include_bytes!("../../tests/fixtures/modelscope/cookies-expired");
         assert_eq!(session_token(expired, now_s), None);
     }

@@ -19,8 +19,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use cache::modelscope_roots;
-pub use hf::{download_dataset, hf_hub_cache, snapshots, try_download};
 pub(crate) use hf::with_hub;
+pub use hf::{download_dataset, hf_hub_cache, snapshots, try_download};
 
 /// Where evalscope loads a built-in dataset from (`--data-source`; evalscope's default is ModelScope).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,7 +98,9 @@ pub(crate) fn commit_id(value: Option<&str>) -> Option<String> {
 pub(crate) fn safe_repo_path(path: &str) -> bool {
     !path.is_empty()
         && !path.starts_with('/')
-        && !path.split('/').any(|p| p == ".." || p == "." || p.is_empty())
+        && !path
+            .split('/')
+            .any(|p| p == ".." || p == "." || p.is_empty())
 }
 
 /// Writes `bytes` to `path` through a temporary sibling and a rename.

@@ -73,13 +73,7 @@ fn token() -> Option<String> {
 }
 
 /// A file's URL on `endpoint`.
-pub fn file_url(
-    endpoint: &str,
-    kind: RepoKind,
-    repo: &str,
-    revision: &str,
-    file: &str,
-) -> String {
+pub fn file_url(endpoint: &str, kind: RepoKind, repo: &str, revision: &str, file: &str) -> String {
     let base = format!("{endpoint}/api/v1/{}/{repo}/repo", kind.segment());
     reqwest::Url::parse_with_params(&base, [("Revision", revision), ("FilePath", file)])
         .map(String::from)
@@ -152,8 +146,14 @@ impl Hub {
         let mut files = Vec::new();
         for page in 1.. {
             let (base, paged) = match kind {
-                RepoKind::Model => (format!("{}/api/v1/{seg}/{repo}/repo/files", self.endpoint), false),
-                RepoKind::Dataset => (format!("{}/api/v1/{seg}/{repo}/repo/tree", self.endpoint), true),
+                RepoKind::Model => (
+                    format!("{}/api/v1/{seg}/{repo}/repo/files", self.endpoint),
+                    false,
+                ),
+                RepoKind::Dataset => (
+                    format!("{}/api/v1/{seg}/{repo}/repo/tree", self.endpoint),
+                    true,
+                ),
             };
             let mut params = vec![
                 ("Revision", revision.to_string()),
@@ -178,11 +178,21 @@ impl Hub {
                 break;
             }
         }
-        Ok(files.into_iter().filter(|f| safe_repo_path(&f.path)).collect())
+        Ok(files
+            .into_iter()
+            .filter(|f| safe_repo_path(&f.path))
+            .collect())
     }
 
     /// Downloads `file` into `dest`.
-    fn fetch(&self, kind: RepoKind, repo: &str, revision: &str, file: &str, dest: &std::path::Path) -> Result<(), String> {
+    fn fetch(
+        &self,
+        kind: RepoKind,
+        repo: &str,
+        revision: &str,
+        file: &str,
+        dest: &std::path::Path,
+    ) -> Result<(), String> {
         let url = file_url(&self.endpoint, kind, repo, revision, file);
         let mut body = self.get(&url)?;
         tracing::info!("downloading {file} of {repo} from {}", self.endpoint);
@@ -240,15 +250,19 @@ fn on_endpoints<T: Send + 'static>(
                 Err(e) => why.push(e),
             }
         }
-        Err(format!("Download from ModelScope failed: {}", why.join("; ")))
+        Err(format!(
+            "Download from ModelScope failed: {}",
+            why.join("; ")
+        ))
     })
     .join()
     .unwrap_or_else(|_| Err("the download thread panicked".to_string()))
 }
 
 fn cache_root() -> Result<PathBuf, String> {
-    cache::modelscope_root()
-        .ok_or_else(|| "Not downloaded: no ModelScope cache folder (set MODELSCOPE_CACHE)".to_string())
+    cache::modelscope_root().ok_or_else(|| {
+        "Not downloaded: no ModelScope cache folder (set MODELSCOPE_CACHE)".to_string()
+    })
 }
 
 /// Downloads `file` of `repo` at `revision` (`master` when none) into the ModelScope cache; returns its path.
@@ -263,8 +277,15 @@ pub fn download_file(
     }
     let root = cache_root()?;
     let dest = cache::download_target(&root, kind, repo, revision, file);
-    let (repo, rev, file) = (repo.to_string(), revision.unwrap_or("master").to_string(), file.to_string());
-    on_endpoints(move |hub| hub.fetch(kind, &repo, &rev, &file, &dest).map(|_| dest.clone()))
+    let (repo, rev, file) = (
+        repo.to_string(),
+        revision.unwrap_or("master").to_string(),
+        file.to_string(),
+    );
+    on_endpoints(move |hub| {
+        hub.fetch(kind, &repo, &rev, &file, &dest)
+            .map(|_| dest.clone())
+    })
 }
 
 /// Downloads the files of `repo` at `revision` that `keep` selects (those not in the cache yet); returns
@@ -311,7 +332,13 @@ mod tests {
     #[test]
     fn urls_and_listings_as_the_client() {
         assert_eq!(
-            file_url("http://h", RepoKind::Dataset, "swift/sharegpt", "master", "a b/c.jsonl"),
+            file_url(
+                "http://h",
+                RepoKind::Dataset,
+                "swift/sharegpt",
+                "master",
+                "a b/c.jsonl"
+            ),
             "http://h/api/v1/datasets/swift/sharegpt/repo?Revision=master&FilePath=a+b%2Fc.jsonl"
         );
         assert_eq!(normalize("mirror.example/"), "https://mirror.example");
@@ -321,7 +348,10 @@ mod tests {
         ]}});
         assert_eq!(
             listing_entries(&body),
-            vec![RepoFile { path: "data/x.json".into(), size_bytes: Some(3) }]
+            vec![RepoFile {
+                path: "data/x.json".into(),
+                size_bytes: Some(3)
+            }]
         );
     }
 }

@@ -101,7 +101,15 @@ pub fn hub_file(
                 Ok(path) => return Ok(path),
                 Err(why) => why,
             };
-            Err(not_found(what, "ModelScope", id, &[file_name], &looked, &why, data_source))
+            Err(not_found(
+                what,
+                "ModelScope",
+                id,
+                &[file_name],
+                &looked,
+                &why,
+                data_source,
+            ))
         }
         Resolved::HuggingFace => {
             let file = source.hf_file(file_name);
@@ -109,11 +117,21 @@ pub fn hub_file(
                 Ok(found) => return Ok(found),
                 Err(looked) => looked,
             };
-            let why = match hf::try_download(|cache| hf::download_dataset_file(id, revision, file, cache)) {
+            let why = match hf::try_download(|cache| {
+                hf::download_dataset_file(id, revision, file, cache)
+            }) {
                 Ok(path) => return Ok(path),
                 Err(why) => why,
             };
-            Err(not_found(what, "Hugging Face", id, &[file], &looked, &why, data_source))
+            Err(not_found(
+                what,
+                "Hugging Face",
+                id,
+                &[file],
+                &looked,
+                &why,
+                data_source,
+            ))
         }
     }
 }
@@ -161,7 +179,15 @@ pub fn hub_dataset_files(
                 Ok(files) => return Ok(files),
                 Err(why) => why,
             };
-            Err(not_found(what, "ModelScope", id, &["its data files (*.json, *.jsonl)"], &looked, &why, data_source))
+            Err(not_found(
+                what,
+                "ModelScope",
+                id,
+                &["its data files (*.json, *.jsonl)"],
+                &looked,
+                &why,
+                data_source,
+            ))
         }
         Resolved::HuggingFace => {
             let mut looked = Vec::new();
@@ -180,7 +206,15 @@ pub fn hub_dataset_files(
                 Ok(dir) => return Ok(select(&dir, keep)),
                 Err(why) => why,
             };
-            Err(not_found(what, "Hugging Face", id, &["its data files (*.json, *.jsonl)"], &looked, &why, data_source))
+            Err(not_found(
+                what,
+                "Hugging Face",
+                id,
+                &["its data files (*.json, *.jsonl)"],
+                &looked,
+                &why,
+                data_source,
+            ))
         }
     }
 }

@@ -66,7 +66,8 @@ fn tokenizer_file(path: &str) -> bool {
 /// Downloads `org/name`'s tokenizer files from ModelScope into its cache (the repository's listing says
 /// which it has); returns the folder holding them.
 pub fn download_modelscope(repo: &str) -> Result<PathBuf, String> {
-    let files = crate::hub::modelscope::download_selected(RepoKind::Model, repo, None, tokenizer_file)?;
+    let files =
+        crate::hub::modelscope::download_selected(RepoKind::Model, repo, None, tokenizer_file)?;
     files
         .iter()
         .find(|f| f.file_name().is_some_and(|n| n == "tokenizer.json"))

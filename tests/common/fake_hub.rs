@@ -10,8 +10,13 @@
 //! * `GET /api/v1/models/{owner}/{name}/repo/files?Revision=R&Recursive=True` and
 //!   `GET /api/v1/datasets/{owner}/{name}/repo/tree?Revision=R&Recursive=True&PageNumber=N&PageSize=S`:
 //!   `{"Code": 200, "Data": {"Files": [{"Name", "Path", "Type": "blob", "Size", …}]}, "Success": true}`;
-//! * `GET /api/v1/{models|datasets}/{owner}/{name}` (the client's repository probe) and
-//!   `GET /api/v1/models/{owner}/{name}/revisions`.
+//! * `GET /api/v1/{models|datasets}/{owner}/{name}` (the client's repository probe),
+//!   `GET /api/v1/models/{owner}/{name}/revisions` and `GET /api/v1/repos/internalAccelerationInfo`.
+//!
+//! Checked by hand against the real `modelscope` 1.40.2 client (`dataset_file_download`, its
+//! `local_files_only` cache probe, `snapshot_download` of a model with file patterns,
+//! `dataset_snapshot_download`, a missing file → its `HTTPError [404] … code=10010205001`): the requests it
+//! sends are the ones llmperf sends, and the cache it writes is the layout llmperf reads and writes.
 //!
 //! Hugging Face routes: `GET|HEAD /{repo}/resolve/{rev}/{file}`, `/datasets/{repo}/resolve/{rev}/{file}`
 //! (with `X-Repo-Commit`, `ETag`), `GET /api/{models|datasets}/{repo}/revision/{rev}`.
@@ -212,7 +217,9 @@ fn serve(mut conn: TcpStream, flavour: Flavour, state: &Mutex<State>) {
             st.requests.push(request.clone());
             let authorised = match &st.token {
                 None => true,
-                Some(t) => request.header("authorization").as_deref() == Some(&format!("Bearer {t}")),
+                Some(t) => {
+                    request.header("authorization").as_deref() == Some(&format!("Bearer {t}"))
+                }
             };
             if !authorised {
                 unauthorised(flavour)
@@ -229,7 +236,10 @@ fn serve(mut conn: TcpStream, flavour: Flavour, state: &Mutex<State>) {
             404 => "Not Found",
             _ => "Error",
         };
-        let mut reply = format!("HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\n", body.len());
+        let mut reply = format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\n",
+            body.len()
+        );
         for (k, v) in &headers {
             reply.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -255,7 +265,7 @@ fn unauthorised(flavour: Flavour) -> Answer {
     match flavour {
         Flavour::ModelScope => json_answer(
             401,
-            json!({"Code": 10010205002, "Message": "Unauthorized: please login first", "RequestId": "fake", "Success": false}),
+            json!({"Code": 10010205002_i64, "Message": "Unauthorized: please login first", "RequestId": "fake", "Success": false}),
         ),
         Flavour::HuggingFace => (
             401,
@@ -268,7 +278,7 @@ fn unauthorised(flavour: Flavour) -> Answer {
 fn ms_not_found(what: &str) -> Answer {
     json_answer(
         404,
-        json!({"Code": 10010205001, "Message": format!("{what} not exist"), "RequestId": "fake", "Success": false}),
+        json!({"Code": 10010205001_i64, "Message": format!("{what} not exist"), "RequestId": "fake", "Success": false}),
     )
 }
 
@@ -320,6 +330,13 @@ fn listing(files: &BTreeMap<String, Vec<u8>>) -> Vec<Value> {
 fn modelscope(st: &State, target: &str) -> Answer {
     let path = target.split('?').next().unwrap_or("");
     let q = query(target);
+    if path == "/api/v1/repos/internalAccelerationInfo" {
+        // The client's region probe: no intra-cloud acceleration here.
+        return json_answer(
+            200,
+            json!({"Code": 200, "Data": {"InternalRegionQueryAddress": ""}, "Success": true}),
+        );
+    }
     let Some(rest) = path.strip_prefix("/api/v1/") else {
         return ms_not_found("path");
     };
@@ -356,10 +373,20 @@ fn modelscope(st: &State, target: &str) -> Answer {
             json!({"Code": 200, "Data": {"Files": listing(files)}, "Message": "success", "Success": true}),
         ),
         ["repo", "tree"] => {
-            let page: usize = q.get("PageNumber").and_then(|p| p.parse().ok()).unwrap_or(1);
-            let size: usize = q.get("PageSize").and_then(|p| p.parse().ok()).unwrap_or(100);
+            let page: usize = q
+                .get("PageNumber")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(1);
+            let size: usize = q
+                .get("PageSize")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(100);
             let all = listing(files);
-            let page_files: Vec<Value> = all.into_iter().skip((page.max(1) - 1) * size).take(size).collect();
+            let page_files: Vec<Value> = all
+                .into_iter()
+                .skip((page.max(1) - 1) * size)
+                .take(size)
+                .collect();
             json_answer(
                 200,
                 json!({"Code": 200, "Data": {"Files": page_files}, "Message": "success", "Success": true}),
@@ -385,7 +412,10 @@ fn huggingface(st: &State, target: &str) -> Answer {
                 return not_found();
             };
             let siblings: Vec<Value> = files.keys().map(|f| json!({"rfilename": f})).collect();
-            return json_answer(200, json!({"id": format!("{owner}/{name}"), "sha": HF_COMMIT, "siblings": siblings}));
+            return json_answer(
+                200,
+                json!({"id": format!("{owner}/{name}"), "sha": HF_COMMIT, "siblings": siblings}),
+            );
         }
         return not_found();
     }
