@@ -154,7 +154,7 @@ mod tests {
             p.push(0x94);
         };
         s(&mut p, "m_session_id"); // memo 0: the dict key
-        p.extend_from_slice(&[b'}', b'(']);
+        p.extend_from_slice(b"}(");
         s(&mut p, "version");
         p.extend_from_slice(&[b'K', 0]);
         s(&mut p, "name");

@@ -151,10 +151,8 @@ fn download(org: &str, name: &str, source: DataSource) -> Result<PathBuf, String
     let repo = format!("{org}/{name}");
     let modelscope = || super::download::download_modelscope(&repo);
     let hf = || crate::hub::try_download(|cache| super::download::download(org, name, cache));
-    let (first, second): (
-        &dyn Fn() -> Result<PathBuf, String>,
-        &dyn Fn() -> Result<PathBuf, String>,
-    ) = if source == DataSource::HuggingFace {
+    type Fetch<'a> = &'a dyn Fn() -> Result<PathBuf, String>;
+    let (first, second): (Fetch, Fetch) = if source == DataSource::HuggingFace {
         (&hf, &modelscope)
     } else {
         (&modelscope, &hf)
