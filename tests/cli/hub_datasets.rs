@@ -507,3 +507,59 @@ fn a_tokenizer_id_is_downloaded_from_modelscope_with_the_saved_login() {
     assert!(!all_text(out.path()).contains("ms-saved-login-token"));
     assert_eq!(sim.requests().len(), 2);
 }
+
+#[test]
+fn a_private_repo_without_a_valid_login_is_a_clear_error() {
+    let hub = FakeHub::modelscope();
+    hub.require_token("ms-saved-login-token");
+    hub.dataset_file(
+        "AI-ModelScope/HC3-Chinese",
+        "open_qa.jsonl",
+        &openqa_lines(),
+    );
+    let cache = tempfile::tempdir().unwrap();
+    // An expired saved login is not used; the deprecated MODELSCOPE_DOMAIN names the hub.
+    let home = cache.path().join("ms-home/credentials");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/modelscope/cookies-expired"),
+        home.join("cookies"),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = llmperf_command(
+        out.path(),
+        &[
+            "--url",
+            "http://127.0.0.1:9/v1/chat/completions",
+            "--model",
+            "m",
+        ],
+    )
+    .env_remove("HF_HUB_OFFLINE")
+    .env_remove("MODELSCOPE_API_TOKEN")
+    .env_remove("MODELSCOPE_ENDPOINT")
+    .env("MODELSCOPE_DOMAIN", hub.endpoint())
+    .env("MODELSCOPE_CACHE", cache.path().join("modelscope"))
+    .env("MODELSCOPE_HOME", cache.path().join("ms-home"))
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("HTTP 401") && err.contains("MODELSCOPE_API_TOKEN"),
+        "{err}"
+    );
+    let seen = hub.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(
+        seen[0].header("authorization"),
+        None,
+        "the expired login is not sent"
+    );
+    assert!(
+        !cache.path().join("modelscope/datasets").exists(),
+        "nothing half-written"
+    );
+    assert!(!err.contains("ms-expired-token"));
+}
