@@ -99,6 +99,16 @@ pub fn hub_file(
             };
             let why = match modelscope::download_file(RepoKind::Dataset, id, revision, file_name) {
                 Ok(path) => return Ok(path),
+                Err(why) if super::offline() => {
+                    let urls: Vec<String> = modelscope::endpoints()
+                        .iter()
+                        .map(|e| {
+                            let rev = revision.unwrap_or("master");
+                            modelscope::file_url(e, RepoKind::Dataset, id, rev, file_name)
+                        })
+                        .collect();
+                    format!("{why} (it would fetch {})", urls.join(" or "))
+                }
                 Err(why) => why,
             };
             Err(not_found(
@@ -121,6 +131,11 @@ pub fn hub_file(
                 hf::download_dataset_file(id, revision, file, cache)
             }) {
                 Ok(path) => return Ok(path),
+                Err(why) if super::offline() => format!(
+                    "{why} (it would fetch {}/datasets/{id}/resolve/{}/{file})",
+                    hf::endpoint(),
+                    revision.unwrap_or("main")
+                ),
                 Err(why) => why,
             };
             Err(not_found(
