@@ -123,7 +123,8 @@ fn run_on(
     let limit = plan.runs.iter().map(|r| r.total()).max().unwrap_or(1) as usize;
     let tokenizer = match &plan.tokens.tokenizer_path {
         Some(spec) => Some(std::sync::Arc::new(
-            tokenizer::Tokenizer::load(spec).map_err(|e| Error::usage(format!("{e:#}")))?,
+            tokenizer::Tokenizer::load_from(spec, plan.data_source)
+                .map_err(|e| Error::usage(format!("{e:#}")))?,
         )),
         None => None,
     };

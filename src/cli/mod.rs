@@ -155,6 +155,12 @@ pub struct Cli {
     #[arg(long, help_heading = "Prompts")]
     pub dataset_path: Option<String>,
 
+    /// Where a built-in dataset (`openqa`, `share_gpt_*`, `longalpaca`, `trie_*`) comes from when there is
+    /// no --dataset-path: its ModelScope copy (the default, as evalscope), its Hugging Face copy, or
+    /// `local` (the ModelScope id read as a folder). Looked up in that hub's cache, downloaded on first use.
+    #[arg(long, value_name = "SOURCE", value_parser = ["modelscope", "huggingface", "local"], help_heading = "Prompts")]
+    pub data_source: Option<String>,
+
     /// Drop dataset prompts longer than this (tokens with `--tokenizer-path`, else characters); `random`:
     /// the longest prompt drawn, in tokens.
     #[arg(long, default_value_t = 131072, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Prompts")]
@@ -181,8 +187,9 @@ pub struct Cli {
     /// Tokenizer for token-exact datasets (`random*`), `--tokenize-prompt` and counting tokens when the
     /// server reports no usage: a folder holding `tokenizer.json` (and `tokenizer_config.json` with the chat
     /// template), a `tokenizer.json` file, or a hub id such as `Qwen/Qwen3-4B` found in the local Hugging
-    /// Face or ModelScope cache, else downloaded from the Hugging Face hub (`$HF_ENDPOINT`, `$HF_TOKEN`)
-    /// into its cache unless `HF_HUB_OFFLINE=1`.
+    /// Face or ModelScope cache, else downloaded from ModelScope as evalscope does (`$MODELSCOPE_ENDPOINT`,
+    /// `$MODELSCOPE_API_TOKEN`; then the Hugging Face hub, `$HF_ENDPOINT`, `$HF_TOKEN`; the other way round
+    /// with `--data-source huggingface`) into its cache unless `HF_HUB_OFFLINE=1`.
     #[arg(long, value_name = "PATH|ORG/NAME", help_heading = "Prompts")]
     pub tokenizer_path: Option<String>,
 

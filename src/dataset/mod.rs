@@ -8,6 +8,7 @@
 mod conversations;
 mod embedding;
 mod files;
+mod hub_files;
 mod hub_vision;
 pub mod image;
 mod line_by_line;
@@ -226,7 +227,7 @@ enum Source {
     Conversations(multi_turn::ConversationSource),
 }
 
-/// The local copy of a hub dataset given without `--dataset-path` (looked up in the hub caches, or
+/// The local copy of an image dataset given without `--dataset-path` (looked up in the hub caches, or
 /// downloaded there when allowed); the error names every place looked at.
 fn cached_copy(kind: DatasetKind) -> Result<std::path::PathBuf> {
     let found = match kind {
@@ -312,19 +313,24 @@ impl Prompts {
                 synthetic::Synthetic::new(plan, *kind, tokenizer.clone(), &kwargs)?,
             ),
             PromptSource::Dataset { kind, path } => {
-                let path = match path {
-                    Some(path) => path.clone(),
-                    None => cached_copy(*kind)?,
-                };
+                let paths = hub_files::local_copy(*kind, path.as_deref(), plan.data_source)?;
                 let batch = match kind {
                     DatasetKind::EmbeddingBatch => Some(batch_size(plan)?),
                     _ => None,
                 };
-                let items = load_file(*kind, &path, &shaper, limit, batch)?;
+                let mut items = Vec::new();
+                for path in &paths {
+                    let left = limit.saturating_sub(items.len());
+                    if left > 0 {
+                        items.extend(load_file(*kind, path, &shaper, left, batch)?);
+                    }
+                }
                 if items.is_empty() {
+                    let shown: Vec<String> =
+                        paths.iter().map(|p| p.display().to_string()).collect();
                     bail!(
                         "Dataset is empty! --dataset-path {} gave no prompt within --min-prompt-length {} and --max-prompt-length {}",
-                        path.display(),
+                        shown.join(", "),
                         plan.prompt_length.0,
                         plan.prompt_length.1
                     );

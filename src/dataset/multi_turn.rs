@@ -98,8 +98,20 @@ pub fn load(
             turns: (settings.min_turns, max),
         });
     }
-    let Some(path) = path else {
-        bail!("--dataset {} needs --dataset-path", kind.name());
+    let resolved;
+    let path = match kind {
+        DatasetKind::ShareGptZhMultiTurn
+        | DatasetKind::ShareGptEnMultiTurn
+        | DatasetKind::TrieAgenticCoding
+        | DatasetKind::TrieCodeQa
+        | DatasetKind::TrieOfficeWork => {
+            resolved = super::hub_files::file_for(kind, path, plan.data_source)?;
+            resolved.as_path()
+        }
+        _ => match path {
+            Some(path) => path,
+            None => bail!("--dataset {} needs --dataset-path", kind.name()),
+        },
     };
     let convs = match kind {
         DatasetKind::ShareGptZhMultiTurn | DatasetKind::ShareGptEnMultiTurn => {

@@ -169,7 +169,7 @@ fn output_and_prompts(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec
     put("image_patch_size", json!(plan.image.patch_size));
     put("dataset", json!(plan.dataset_name()));
     put("dataset_path", json!(typed.dataset_path));
-    put("data_source", Value::Null);
+    put("data_source", json!(typed.data_source));
     put("dataset_offset", json!(spec.dataset_offset));
     put("dataset_args", json!(typed.dataset_args));
 }

@@ -238,6 +238,8 @@ impl DatasetKind {
             DatasetKind::Flickr8k
                 | DatasetKind::KontextBench
                 | DatasetKind::MmmuMultiImage
+                | DatasetKind::OpenQa
+                | DatasetKind::LongAlpaca
                 | DatasetKind::ShareGptZh
                 | DatasetKind::ShareGptEn
                 | DatasetKind::ShareGptZhMultiTurn
@@ -267,7 +269,18 @@ impl DatasetKind {
     pub fn has_hub_cache(self) -> bool {
         matches!(
             self,
-            DatasetKind::Flickr8k | DatasetKind::KontextBench | DatasetKind::MmmuMultiImage
+            DatasetKind::Flickr8k
+                | DatasetKind::KontextBench
+                | DatasetKind::MmmuMultiImage
+                | DatasetKind::OpenQa
+                | DatasetKind::LongAlpaca
+                | DatasetKind::ShareGptZh
+                | DatasetKind::ShareGptEn
+                | DatasetKind::ShareGptZhMultiTurn
+                | DatasetKind::ShareGptEnMultiTurn
+                | DatasetKind::TrieAgenticCoding
+                | DatasetKind::TrieCodeQa
+                | DatasetKind::TrieOfficeWork
         )
     }
 

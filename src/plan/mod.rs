@@ -98,6 +98,8 @@ pub struct RunPlan {
     pub sleep_interval: Duration,
     /// Where prompts come from.
     pub prompts: PromptSource,
+    /// `--data-source`: the hub a built-in dataset without `--dataset-path` is read from.
+    pub data_source: crate::hub::DataSource,
     /// `--dataset` as typed (shown in reports even with `--prompt`, as evalscope).
     pub dataset_name: DatasetName,
     /// `--query-template` text (file already read).
@@ -186,6 +188,8 @@ pub struct AsTyped {
     pub query_template: Option<String>,
     /// `--dataset-path`.
     pub dataset_path: Option<String>,
+    /// `--data-source` as given.
+    pub data_source: Option<String>,
     /// `--dataset-args`.
     pub dataset_args: Option<serde_json::Map<String, serde_json::Value>>,
 }
@@ -277,6 +281,11 @@ impl RunPlan {
             duration,
             sleep_interval: Duration::from_secs(cli.sleep_interval),
             prompts: prompt_source,
+            data_source: cli
+                .data_source
+                .as_deref()
+                .and_then(crate::hub::DataSource::parse)
+                .unwrap_or_default(),
             dataset_name: cli.dataset,
             query_template,
             apply_chat_template,
@@ -308,6 +317,7 @@ impl RunPlan {
                 prompt: cli.prompt,
                 query_template: cli.query_template,
                 dataset_path: cli.dataset_path,
+                data_source: cli.data_source,
                 dataset_args: cli.dataset_args,
             },
             sla,

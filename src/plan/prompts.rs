@@ -24,9 +24,9 @@ pub(super) fn max_tokens(cli: &Cli) -> Result<(u64, u64), UsageError> {
     Ok(max_tokens)
 }
 
-/// `--prompt` (its `@file` read), or the dataset with its `--dataset-path`. The hub datasets that have
-/// a local cache (`flickr8k`, `kontext_bench`, `mmmu_multi_image`) may leave the path out: the dataset
-/// loader looks the cache up.
+/// `--prompt` (its `@file` read), or the dataset with its `--dataset-path`. The hub datasets
+/// ([`DatasetKind::has_hub_cache`]) may leave the path out: the dataset loader looks the caches up, or
+/// downloads the files.
 pub(super) fn source(cli: &Cli) -> Result<PromptSource, UsageError> {
     let source = match &cli.prompt {
         Some(p) => PromptSource::Fixed(read_at_file("--prompt", p)?),

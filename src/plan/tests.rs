@@ -97,12 +97,20 @@ fn usage_errors_name_the_flag() {
 }
 
 #[test]
-fn dataset_needs_a_path() {
+fn dataset_needs_a_path_unless_it_has_a_hub_copy() {
+    // openqa comes from the hub when there is no path (the loader finds or downloads it).
     let cli = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "openqa"]).unwrap();
+    let plan = RunPlan::from_cli(cli, chrono::Local::now()).unwrap();
+    assert_eq!(plan.data_source, crate::hub::DataSource::ModelScope);
+    let cli = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "custom"]).unwrap();
     let e = RunPlan::from_cli(cli, chrono::Local::now())
         .unwrap_err()
         .to_string();
     assert!(e.contains("--dataset-path"), "{e}");
+    let e = Cli::try_parse_from(["llmperf", "--model", "m", "--data-source", "s3"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--data-source"), "{e}");
     // An unknown name is refused while parsing (a value enum), naming the flag.
     let e = Cli::try_parse_from(["llmperf", "--model", "m", "--dataset", "zzz"])
         .unwrap_err()

@@ -1,11 +1,14 @@
-//! Fetching a tokenizer from the Hugging Face hub ([`crate::hub`]) when it is in no local cache, into the
-//! Hugging Face cache layout (`models--org--name/snapshots/<commit>/…` plus `refs/main`).
+//! Fetching a tokenizer when it is in no local cache: from ModelScope ([`crate::hub::modelscope`], as
+//! evalscope's `modelscope.AutoTokenizer` does) into the ModelScope cache
+//! (`models/org--name/snapshots/master/…`), or from the Hugging Face hub ([`crate::hub::hf`]) into its
+//! cache layout (`models--org--name/snapshots/<commit>/…` plus `refs/main`).
 //!
 //! Files: `tokenizer.json` (required), `tokenizer_config.json`, `chat_template.jinja` and
 //! `chat_template.json` (when the repo has them).
 
 use std::path::{Path, PathBuf};
 
+use crate::hub::cache::RepoKind;
 use crate::hub::{commit_id, save, with_hub, write_atomic};
 
 /// Files fetched, and whether each is required.
@@ -53,4 +56,21 @@ pub fn download(org: &str, name: &str, cache: &Path) -> Result<PathBuf, String> 
         }
         snapshot.ok_or_else(|| "nothing was downloaded".to_string())
     })
+}
+
+/// Whether a repository file is one of the tokenizer files fetched (top level only).
+fn tokenizer_file(path: &str) -> bool {
+    FILES.iter().any(|(f, _)| *f == path)
+}
+
+/// Downloads `org/name`'s tokenizer files from ModelScope into its cache (the repository's listing says
+/// which it has); returns the folder holding them.
+pub fn download_modelscope(repo: &str) -> Result<PathBuf, String> {
+    let files =
+        crate::hub::modelscope::download_selected(RepoKind::Model, repo, None, tokenizer_file)?;
+    files
+        .iter()
+        .find(|f| f.file_name().is_some_and(|n| n == "tokenizer.json"))
+        .and_then(|f| f.parent().map(Path::to_path_buf))
+        .ok_or_else(|| format!("the ModelScope model {repo} has no tokenizer.json"))
 }

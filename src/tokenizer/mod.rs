@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{Map, Value};
 
 pub use crate::hub::{hf_hub_cache, modelscope_roots};
-pub use resolve::{resolve, ResolveError, TokenizerFiles};
+pub use resolve::{resolve, resolve_from, ResolveError, TokenizerFiles};
 pub use template::ChatTemplate;
 
 /// The special-token keys of `tokenizer_config.json` (transformers' `SPECIAL_TOKENS_ATTRIBUTES`).
@@ -96,9 +96,15 @@ fn read_json(path: &Path) -> Result<Map<String, Value>> {
 }
 
 impl Tokenizer {
-    /// Loads the tokenizer `--tokenizer-path` names (local folder, `tokenizer.json`, or cached hub id).
+    /// Loads the tokenizer `--tokenizer-path` names (local folder, `tokenizer.json`, or hub id).
     pub fn load(spec: &str) -> Result<Tokenizer> {
-        let files = resolve(spec)?;
+        Self::load_from(spec, crate::hub::DataSource::default())
+    }
+
+    /// As [`Tokenizer::load`]; a hub id missing from the caches is downloaded from ModelScope first, or
+    /// from the Hugging Face hub first with `--data-source huggingface`.
+    pub fn load_from(spec: &str, source: crate::hub::DataSource) -> Result<Tokenizer> {
+        let files = resolve_from(spec, source)?;
         Self::from_files(&files, spec).with_context(|| format!("--tokenizer-path {spec}"))
     }
 

@@ -1,19 +1,21 @@
 //! Where `--tokenizer-path` points: a local directory, a `tokenizer.json` file, or a hub id (`org/name`)
-//! found in the local Hugging Face or ModelScope cache, else downloaded from the Hugging Face hub into its
-//! cache ([`crate::hub`]) unless `HF_HUB_OFFLINE=1`. A hub id that is nowhere and cannot be
-//! downloaded is an error that lists every place looked at and why the download failed.
+//! found in the local Hugging Face or ModelScope cache, else downloaded — from ModelScope as evalscope
+//! does, then from the Hugging Face hub (the other way round with `--data-source huggingface`) — into that
+//! hub's cache ([`crate::hub`]) unless `HF_HUB_OFFLINE=1`. A hub id that is nowhere and cannot be
+//! downloaded is an error that lists every place looked at and why each download failed.
 //!
 //! Cache layouts searched for a hub id `org/name`:
 //! * Hugging Face: `$HF_HUB_CACHE`, else `$HUGGINGFACE_HUB_CACHE`, else `$HF_HOME/hub`, else
 //!   `~/.cache/huggingface/hub`; inside it `models--org--name/snapshots/<revision>/`, the revision named by
 //!   `models--org--name/refs/main` first, then any other snapshot holding a `tokenizer.json` (newest first).
-//! * ModelScope: `$MODELSCOPE_CACHE` (and its `hub/` folder), else `~/.cache/modelscope/hub`; inside it
-//!   `models/org/name/` (ModelScope ≥ 1.17) or `org/name/` (older), each also with the dots of the name
-//!   written as `___` (how ModelScope stores e.g. `Qwen2.5` on disk).
+//! * ModelScope: `$MODELSCOPE_CACHE`, else `~/.cache/modelscope`: `models/org--name/snapshots/master/`
+//!   (ModelScope ≥ 1.38, [`crate::hub::cache`]); in it and in its `hub/` folder `models/org/name/`
+//!   (ModelScope ≥ 1.17) or `org/name/` (older), each also with the dots of the name written as `___` (how
+//!   ModelScope stores e.g. `Qwen2.5` on disk).
 
 use std::path::{Path, PathBuf};
 
-use crate::hub::{hf_hub_cache, modelscope_roots};
+use crate::hub::{hf_hub_cache, modelscope_roots, DataSource};
 
 /// The files a tokenizer is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +36,7 @@ pub enum ResolveError {
         path: String,
     },
     /// Neither a local path nor a cached hub id, and not downloadable.
-    #[error("--tokenizer-path {spec:?}: not a local folder or file, and not found in the local model caches. Looked in:\n{}\n{download}. Download it first (e.g. `huggingface-cli download {spec} tokenizer.json tokenizer_config.json`) or pass the folder holding tokenizer.json", crate::hub::bullet_list(looked))]
+    #[error("--tokenizer-path {spec:?}: not a local folder or file, and not found in the local model caches. Looked in:\n{}\n{download}. Download it first (e.g. `modelscope download --model {spec} tokenizer.json tokenizer_config.json`) or pass the folder holding tokenizer.json", crate::hub::bullet_list(looked))]
     NotFound {
         /// What was given.
         spec: String,
@@ -45,8 +47,14 @@ pub enum ResolveError {
     },
 }
 
-/// Resolves `spec` to tokenizer files.
+/// Resolves `spec` to tokenizer files (a hub id downloaded from ModelScope first).
 pub fn resolve(spec: &str) -> Result<TokenizerFiles, ResolveError> {
+    resolve_from(spec, DataSource::ModelScope)
+}
+
+/// Resolves `spec` to tokenizer files; a hub id missing from the caches is downloaded from the hub
+/// `source` names first (ModelScope unless it is `huggingface`), then the other.
+pub fn resolve_from(spec: &str, source: DataSource) -> Result<TokenizerFiles, ResolveError> {
     let path = Path::new(spec);
     if path.is_file() {
         let dir = path
@@ -98,30 +106,62 @@ pub fn resolve(spec: &str) -> Result<TokenizerFiles, ResolveError> {
             }
         }
     }
-    let download = match hub_id(spec) {
-        None => "Not a hub id (org/name), so nothing to download".to_string(),
-        Some((org, name)) => {
-            match crate::hub::try_download(|cache| super::download::download(org, name, cache)) {
-                Ok(dir) => {
-                    let files = TokenizerFiles {
-                        tokenizer_json: dir.join("tokenizer.json"),
-                        dir,
-                    };
-                    tracing::info!(
-                        "--tokenizer-path {spec}: downloaded into {}",
-                        files.dir.display()
-                    );
-                    return Ok(files);
+    if let Some((org, name)) = hub_id(spec) {
+        match crate::hub::cache::cached_model_dir(&format!("{org}/{name}"), "tokenizer.json") {
+            Ok(dir) => {
+                return Ok(TokenizerFiles {
+                    tokenizer_json: dir.join("tokenizer.json"),
+                    dir,
+                })
+            }
+            Err(more) => {
+                for p in more {
+                    if !looked.contains(&p) {
+                        looked.push(p);
+                    }
                 }
-                Err(why) => why,
             }
         }
+    }
+    let download = match hub_id(spec) {
+        None => "Not a hub id (org/name), so nothing to download".to_string(),
+        Some((org, name)) => match download(org, name, source) {
+            Ok(dir) => {
+                tracing::info!("--tokenizer-path {spec}: downloaded into {}", dir.display());
+                return Ok(TokenizerFiles {
+                    tokenizer_json: dir.join("tokenizer.json"),
+                    dir,
+                });
+            }
+            Err(why) => why,
+        },
     };
     Err(ResolveError::NotFound {
         spec: spec.to_string(),
         looked,
         download,
     })
+}
+
+/// Downloads `org/name`'s tokenizer from the preferred hub, else the other; `Err` says why each failed.
+fn download(org: &str, name: &str, source: DataSource) -> Result<PathBuf, String> {
+    if crate::hub::offline() {
+        return Err("Not downloaded: HF_HUB_OFFLINE is set".to_string());
+    }
+    let repo = format!("{org}/{name}");
+    let modelscope = || super::download::download_modelscope(&repo);
+    let hf = || crate::hub::try_download(|cache| super::download::download(org, name, cache));
+    type Fetch<'a> = &'a dyn Fn() -> Result<PathBuf, String>;
+    let (first, second): (Fetch, Fetch) = if source == DataSource::HuggingFace {
+        (&hf, &modelscope)
+    } else {
+        (&modelscope, &hf)
+    };
+    let why_first = match first() {
+        Ok(dir) => return Ok(dir),
+        Err(e) => e,
+    };
+    second().map_err(|why_second| format!("{why_first}\n{why_second}"))
 }
 
 /// `org/name` split in two, when `spec` has that shape.

@@ -9,6 +9,10 @@ use crate::common::stderr;
 /// Runs `llmperf` with exactly `args` (no `--outputs-dir` added).
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_llmperf"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("MODELSCOPE_ENDPOINT", "http://127.0.0.1:9")
+        .env("MODELSCOPE_CACHE", "/nonexistent/modelscope")
+        .env("HF_HUB_CACHE", "/nonexistent/huggingface")
         .args(args)
         .output()
         .expect("llmperf runs")
@@ -102,7 +106,7 @@ fn usage_errors_name_the_flag_and_the_fix_and_write_nothing() {
         (
             vec!["--dataset", "openqa"],
             "--dataset-path",
-            "needs --dataset-path",
+            "open_qa.jsonl of the ModelScope dataset AI-ModelScope/HC3-Chinese is in no local cache",
         ),
         (
             vec![

@@ -14,6 +14,7 @@ mod examples;
 mod fault_mix;
 mod faults;
 mod http1;
+mod hub_datasets;
 mod hub_download;
 mod interrupt;
 mod interrupt_trials;

@@ -2,6 +2,7 @@
 //! binary, find the output tree, read the database. Most tests go through the [`Run`] builder (`run.rs`):
 //! one `llmperf` invocation in a fresh output folder, and the run folders it wrote.
 
+pub mod fake_hub;
 pub mod run;
 pub mod tls;
 
@@ -31,10 +32,12 @@ pub fn timed_sim(ttft_ms: u64, itl_ms: u64) -> SimServer {
 }
 
 /// The `llmperf` command with `args`, writing under `out`, not pausing between runs. Hub downloads are off
-/// (tests never reach the internet; a test that serves a fake hub removes `HF_HUB_OFFLINE`).
+/// (tests never reach the internet; a test that serves a fake hub removes `HF_HUB_OFFLINE`), and the
+/// ModelScope endpoint is a closed local port unless the test points it at a fake hub.
 pub fn llmperf_command(out: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
     cmd.env("HF_HUB_OFFLINE", "1");
+    cmd.env("MODELSCOPE_ENDPOINT", "http://127.0.0.1:9");
     cmd.args(args).args([
         "--outputs-dir",
         out.to_str().unwrap(),

@@ -134,6 +134,7 @@ impl Run {
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmperf"));
         cmd.env("HF_HUB_OFFLINE", "1")
+            .env("MODELSCOPE_ENDPOINT", "http://127.0.0.1:9")
             .args(&self.args)
             .arg("--outputs-dir")
             .arg(self.out.path());

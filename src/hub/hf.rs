@@ -1,45 +1,24 @@
-//! The Hugging Face hub, for what is in no local cache: tokenizer files ([`crate::tokenizer`]) and the
-//! parquet files of hub datasets (`kontext_bench`, `mmmu_multi_image`). Files land in the Hugging Face
-//! cache layout (`models--org--name/…`, `datasets--org--name/snapshots/<commit>/…` plus `refs/…`), so the
-//! next run — and the Python tools — find them offline.
+//! The Hugging Face hub, for what is in no local cache: tokenizer files ([`crate::tokenizer`]), single
+//! dataset files (`openqa`, ShareGPT, LongAlpaca with `--data-source huggingface`) and the parquet files of
+//! hub datasets (`kontext_bench`, `mmmu_multi_image`). Files land in the Hugging Face cache layout
+//! (`models--org--name/…`, `datasets--org--name/snapshots/<commit>/…` plus `refs/…`), so the next run — and
+//! the Python tools — find them offline.
 //!
 //! The endpoint is `$HF_ENDPOINT` (a mirror, or a local test hub), else `https://huggingface.co`;
 //! `$HF_TOKEN` is sent as a bearer token for gated repos and never written anywhere; `$HF_HUB_OFFLINE=1`
-//! turns downloading off. Each file is written to a temporary name and renamed, so an interrupted download
-//! leaves no half file behind. Downloads run on a thread of their own: the blocking HTTP client must not
-//! run inside the async runtime. Where the local caches are (`$HF_HUB_CACHE`, `$HF_HOME`,
-//! `$MODELSCOPE_CACHE`, `~/.cache/…`) is decided here too, for tokenizers and datasets alike.
+//! turns downloading off. Downloads run on a thread of their own: the blocking HTTP client must not run
+//! inside the async runtime. The cache folder is `$HF_HUB_CACHE`, `$HUGGINGFACE_HUB_CACHE`, `$HF_HOME/hub`
+//! or `~/.cache/huggingface/hub`.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use super::{commit_id, env_path, home, offline, safe_repo_path, save, write_atomic};
 
 /// Connecting to the hub must succeed within this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// One file must arrive within this.
 const FILE_TIMEOUT: Duration = Duration::from_secs(900);
-
-/// Whether downloading is turned off (`HF_HUB_OFFLINE` set to `1`, `true`, `yes` or `on`).
-pub fn offline() -> bool {
-    std::env::var("HF_HUB_OFFLINE")
-        .map(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "yes" | "on"
-            )
-        })
-        .unwrap_or(false)
-}
-
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME").map(PathBuf::from)
-}
-
-fn env_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-}
 
 /// The Hugging Face hub cache folder.
 pub fn hf_hub_cache() -> Option<PathBuf> {
@@ -47,16 +26,6 @@ pub fn hf_hub_cache() -> Option<PathBuf> {
         .or_else(|| env_path("HUGGINGFACE_HUB_CACHE"))
         .or_else(|| env_path("HF_HOME").map(|h| h.join("hub")))
         .or_else(|| home().map(|h| h.join(".cache/huggingface/hub")))
-}
-
-/// The ModelScope cache roots to search (the configured one and its `hub/` folder).
-pub fn modelscope_roots() -> Vec<PathBuf> {
-    match env_path("MODELSCOPE_CACHE") {
-        Some(root) => vec![root.join("hub"), root],
-        None => home()
-            .map(|h| vec![h.join(".cache/modelscope/hub")])
-            .unwrap_or_default(),
-    }
 }
 
 /// Runs `fetch` with the Hugging Face cache folder when downloading is allowed. `Err` says why nothing
@@ -91,17 +60,8 @@ pub fn snapshots(repo: &Path, pinned: Option<&str>) -> Vec<PathBuf> {
     candidates
 }
 
-/// Each path on a line of its own, as `  - path` (the "Looked in" lists of the not-found errors).
-pub fn bullet_list(paths: &[PathBuf]) -> String {
-    paths
-        .iter()
-        .map(|p| format!("  - {}", p.display()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// The hub's base URL.
-fn endpoint() -> String {
+pub fn endpoint() -> String {
     std::env::var("HF_ENDPOINT")
         .ok()
         .filter(|v| !v.trim().is_empty())
@@ -190,35 +150,6 @@ pub(crate) fn with_hub<T: Send + 'static>(
         .unwrap_or_else(|_| Err("the download thread panicked".to_string()))
 }
 
-/// A commit id as the hub gives it (letters and digits only), else `None`.
-pub(crate) fn commit_id(value: Option<&str>) -> Option<String> {
-    value
-        .filter(|c| !c.is_empty() && c.chars().all(|ch| ch.is_ascii_alphanumeric()))
-        .map(str::to_string)
-}
-
-/// Writes `bytes` to `path` through a temporary sibling and a rename.
-pub(crate) fn write_atomic(path: &Path, mut bytes: &[u8]) -> Result<(), String> {
-    save(path, &mut bytes)
-}
-
-/// Streams `body` (a response) into `path` through a temporary sibling and a rename: a large shard never
-/// sits whole in memory, and an interrupted download leaves no half file under the final name.
-pub(crate) fn save(path: &Path, body: &mut dyn Read) -> Result<(), String> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-    }
-    let tmp = path.with_extension(format!("part-{}", std::process::id()));
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| std::io::copy(body, &mut f).and_then(|_| f.sync_all()))
-        .and_then(|_| std::fs::rename(&tmp, path));
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
-}
-
 /// Downloads the files of dataset `repo` (`org/name`) at `revision` that `keep` selects into `cache` (the
 /// Hugging Face hub cache folder); returns the snapshot folder.
 pub fn download_dataset(
@@ -241,7 +172,7 @@ pub fn download_dataset(
             .map(|s| {
                 s.iter()
                     .filter_map(|f| f["rfilename"].as_str())
-                    .filter(|f| keep(f) && !f.split('/').any(|p| p == ".." || p.is_empty()))
+                    .filter(|f| keep(f) && safe_repo_path(f))
                     .map(str::to_string)
                     .collect()
             })
@@ -266,5 +197,76 @@ pub fn download_dataset(
             write_atomic(&root.join("refs/main"), sha.as_bytes())?;
         }
         Ok(snapshot)
+    })
+}
+
+/// The cache folder of dataset `repo` (`org/name`) inside the Hugging Face cache `cache`.
+pub fn dataset_repo_dir(cache: &Path, repo: &str) -> PathBuf {
+    cache.join(format!("datasets--{}", repo.replace('/', "--")))
+}
+
+/// `file` of dataset `repo` in the Hugging Face cache, as `hf_hub_download` finds it offline: in the
+/// snapshot `refs/<revision>` names (`main` when none is given) or the snapshot named by the revision
+/// itself (a commit), else any snapshot holding it. `Err`: the snapshot folders looked in.
+pub fn cached_dataset_file(
+    repo: &str,
+    revision: Option<&str>,
+    file: &str,
+) -> Result<PathBuf, Vec<PathBuf>> {
+    let Some(cache) = hf_hub_cache() else {
+        return Err(Vec::new());
+    };
+    let root = dataset_repo_dir(&cache, repo);
+    let rev = revision.unwrap_or("main");
+    let mut pinned = vec![rev.to_string()];
+    if let Ok(commit) = std::fs::read_to_string(root.join("refs").join(rev)) {
+        pinned.insert(0, commit.trim().to_string());
+    }
+    let mut candidates: Vec<PathBuf> = pinned
+        .iter()
+        .map(|p| root.join("snapshots").join(p))
+        .collect();
+    candidates.extend(snapshots(&root, None));
+    for dir in &candidates {
+        if dir.join(file).is_file() {
+            return Ok(dir.join(file));
+        }
+    }
+    Err(vec![root.join("snapshots")])
+}
+
+/// Downloads `file` of dataset `repo` at `revision` (`main` when none) into the Hugging Face cache `cache`
+/// (`datasets--org--name/snapshots/<commit>/<file>`, plus `refs/<revision>`), as `hf_hub_download` does.
+pub fn download_dataset_file(
+    repo: &str,
+    revision: Option<&str>,
+    file: &str,
+    cache: &Path,
+) -> Result<PathBuf, String> {
+    if !safe_repo_path(file) {
+        return Err(format!("{file}: not a file path inside the repository"));
+    }
+    let (repo, rev, file) = (
+        repo.to_string(),
+        revision.unwrap_or("main").to_string(),
+        file.to_string(),
+    );
+    let root = dataset_repo_dir(cache, &repo);
+    with_hub(move |hub| {
+        let resp = hub.get(&format!("datasets/{repo}/resolve/{rev}/{file}"))?;
+        let commit = commit_id(
+            resp.headers()
+                .get("x-repo-commit")
+                .and_then(|v| v.to_str().ok()),
+        )
+        .unwrap_or_else(|| rev.clone());
+        let dest = root.join("snapshots").join(&commit).join(&file);
+        tracing::info!("downloading {file} of {repo} from the Hugging Face hub");
+        let mut body = resp;
+        save(&dest, &mut body).map_err(|e| format!("{repo} {file}: {e}"))?;
+        if commit != rev {
+            write_atomic(&root.join("refs").join(&rev), commit.as_bytes())?;
+        }
+        Ok(dest)
     })
 }
