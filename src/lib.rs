@@ -27,6 +27,7 @@ pub mod pyjson;
 pub mod reasoning;
 pub mod record;
 pub mod resources;
+pub mod scenario;
 pub(crate) mod runner;
 pub(crate) mod secret;
 pub mod server_metrics;

@@ -9,6 +9,7 @@ mod multi_turn;
 mod parsers;
 pub mod server_metrics;
 pub mod shard;
+pub mod scenario;
 pub mod sla;
 mod values;
 
@@ -444,6 +445,10 @@ pub struct Cli {
     /// `--shard`, `--shard-count`, `--start-at`.
     #[command(flatten)]
     pub sharding: shard::ShardArgs,
+
+    /// `--scenario`, `--data-source`.
+    #[command(flatten)]
+    pub scenario: scenario::ScenarioArgs,
 }
 
 impl Cli {

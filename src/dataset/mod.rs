@@ -14,6 +14,7 @@ mod line_by_line;
 pub mod multi_turn;
 mod parquet_rows;
 pub mod random;
+pub mod agentx;
 pub mod replay;
 mod swe_smith;
 mod synthetic;
@@ -295,6 +296,8 @@ impl Prompts {
                     limit,
                 )?)
             }
+            // `--scenario agentx` builds each session's prompts as it replays it.
+            PromptSource::Dataset { .. } if plan.agentx.is_some() => Source::Items(Vec::new()),
             PromptSource::Fixed(text) => Source::Items(vec![shaper.wrap(text)]),
             // Replayed by the runner from the plan's validated trace.
             PromptSource::Dataset {

@@ -1,6 +1,7 @@
 //! A whole invocation: the run root, logging, the simulator for `--api mock`, each run of the sweep in
 //! turn, and the end-of-sweep report. Ends as [`Error::Interrupted`] when a signal stopped it.
 
+mod agentx;
 mod aggregate;
 mod multi_turn;
 mod single;
@@ -126,7 +127,12 @@ async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<(
         drop(sim);
         return outcome;
     }
-    let (results, failure) = run_each(&ctx, &mut tracker).await;
+    let (results, mut failure) = run_each(&ctx, &mut tracker).await;
+    if let Some(agentx) = &plan.agentx {
+        if let Err(e) = agentx::write_summaries(plan, agentx, &results) {
+            failure = failure.or(Some(e));
+        }
+    }
 
     let interrupted = shutdown.stopping();
     if let Some(t) = tracker.as_mut() {

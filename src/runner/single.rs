@@ -132,6 +132,8 @@ pub async fn run_single(
     let seed = run_seed(plan, run_index);
     let started = std::time::Instant::now();
     let (requests, intended, conversations) = match &plan.multi_turn {
+        // AgentX sessions are built as they are replayed.
+        None if plan.agentx.is_some() => (Vec::new(), Vec::new(), None),
         Some(_) => (
             Vec::new(),
             Vec::new(),
@@ -329,6 +331,12 @@ async fn dispatch(
         origin: shard.as_ref().and_then(|s| s.origin),
     };
     let outcome = match (&plan.multi_turn, conversations) {
+        (None, _) if plan.agentx.is_some() => match &plan.agentx {
+            Some(agentx) if !this.stopped_early => {
+                super::agentx::dispatch(ctx, agentx, client, spec, tx).await
+            }
+            _ => Ok(engine::DispatchOutcome::default()),
+        },
         (Some(settings), Some(convs)) if !this.stopped_early => {
             Ok(super::multi_turn::dispatch(ctx, settings, client, spec, seed, convs, tx).await)
         }
