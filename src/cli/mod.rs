@@ -7,9 +7,9 @@ pub mod arrival;
 pub mod compat;
 mod multi_turn;
 mod parsers;
+pub mod scenario;
 pub mod server_metrics;
 pub mod shard;
-pub mod scenario;
 pub mod sla;
 mod values;
 

@@ -5,6 +5,7 @@
 //! and [`Prompts`], which hands each run its inputs in order — file items cycled, synthetic ones generated
 //! per run in batches (so memory holds one batch of intermediate data, not the whole dataset).
 
+pub mod agentx;
 mod conversations;
 mod embedding;
 mod files;
@@ -14,7 +15,6 @@ mod line_by_line;
 pub mod multi_turn;
 mod parquet_rows;
 pub mod random;
-pub mod agentx;
 pub mod replay;
 mod swe_smith;
 mod synthetic;

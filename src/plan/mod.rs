@@ -25,8 +25,8 @@ use reqwest::Url;
 use crate::cli::{ApiName, Cli, DatasetName};
 use crate::visualizer::{VisualizerKind, VisualizerSettings};
 
-pub use agentx::{agentx_duration, AgentxPlan};
 pub use crate::error::UsageError;
+pub use agentx::{agentx_duration, AgentxPlan};
 pub use kinds::*;
 pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
@@ -335,7 +335,9 @@ impl RunPlan {
             plan.output_root = crate::shard::output_root(&plan.output_root, s);
         }
         if plan.agentx.is_some() && plan.sharding.is_some() {
-            return usage("--scenario agentx replays its sessions in one process: drop --shard/--start-at");
+            return usage(
+                "--scenario agentx replays its sessions in one process: drop --shard/--start-at",
+            );
         }
         if plan.sla.is_some() && plan.sharding.is_some() {
             return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");

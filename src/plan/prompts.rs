@@ -62,7 +62,8 @@ fn dataset_path(cli: &Cli, kind: DatasetKind) -> Result<Option<PathBuf>, UsageEr
                     path.display()
                 ));
             }
-            if path.is_dir() && !kind.reads_folders() {
+            // `--scenario agentx` reads the folder holding traces.jsonl.
+            if path.is_dir() && !kind.reads_folders() && cli.scenario.scenario.is_none() {
                 return usage(format!(
                     "--dataset-path {}: is a folder; --dataset {} reads one file, give that file",
                     path.display(),

@@ -108,7 +108,8 @@ fn scalar(unit: &str, avg: f64) -> Value {
 
 /// The run's metrics under AIPerf's names, and its error summary, from `benchmark_data.db`.
 fn metrics_from_db(db: &Path) -> Result<(Map<String, Value>, Vec<Value>)> {
-    let conn = rusqlite::Connection::open(db).with_context(|| format!("opening {}", db.display()))?;
+    let conn =
+        rusqlite::Connection::open(db).with_context(|| format!("opening {}", db.display()))?;
     let mut stmt = conn.prepare(
         "SELECT success, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
          time_per_output_token, start_time, completed_time, error FROM result",
@@ -126,12 +127,18 @@ fn metrics_from_db(db: &Path) -> Result<(Map<String, Value>, Vec<Value>)> {
         if r.get::<_, i64>(0)? != 1 {
             failed += 1;
             let e: Option<String> = r.get(8)?;
-            *errors.entry(e.unwrap_or_else(|| "unknown".into())).or_default() += 1;
+            *errors
+                .entry(e.unwrap_or_else(|| "unknown".into()))
+                .or_default() += 1;
             continue;
         }
         ok += 1;
         latency.extend(r.get::<_, Option<f64>>(1)?.map(|v| v * 1000.0));
-        ttft.extend(r.get::<_, Option<f64>>(2)?.filter(|&v| v > 0.0).map(|v| v * 1000.0));
+        ttft.extend(
+            r.get::<_, Option<f64>>(2)?
+                .filter(|&v| v > 0.0)
+                .map(|v| v * 1000.0),
+        );
         isl.extend(r.get::<_, Option<i64>>(3)?.map(|v| v as f64));
         let out = r.get::<_, Option<i64>>(4)?.unwrap_or(0);
         osl.push(out as f64);
@@ -144,7 +151,10 @@ fn metrics_from_db(db: &Path) -> Result<(Map<String, Value>, Vec<Value>)> {
     let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
     let total_out: f64 = osl.iter().sum();
     let mut m = Map::new();
-    m.insert("request_throughput".into(), scalar("requests/sec", per_s(ok as f64)));
+    m.insert(
+        "request_throughput".into(),
+        scalar("requests/sec", per_s(ok as f64)),
+    );
     m.insert("request_latency".into(), metric("ms", &mut latency));
     m.insert("time_to_first_token".into(), metric("ms", &mut ttft));
     m.insert("inter_token_latency".into(), metric("ms", &mut itl));
@@ -154,9 +164,15 @@ fn metrics_from_db(db: &Path) -> Result<(Map<String, Value>, Vec<Value>)> {
     );
     m.insert("input_sequence_length".into(), metric("tokens", &mut isl));
     m.insert("output_sequence_length".into(), metric("tokens", &mut osl));
-    m.insert("output_token_throughput".into(), scalar("tokens/sec", per_s(total_out)));
+    m.insert(
+        "output_token_throughput".into(),
+        scalar("tokens/sec", per_s(total_out)),
+    );
     m.insert("request_count".into(), scalar("requests", ok as f64));
-    m.insert("error_request_count".into(), scalar("requests", failed as f64));
+    m.insert(
+        "error_request_count".into(),
+        scalar("requests", failed as f64),
+    );
     m.insert("benchmark_duration".into(), scalar("sec", window_s));
     let errors = errors
         .into_iter()
@@ -173,7 +189,10 @@ fn derived(metrics: &Map<String, Value>, num_gpus: Option<u64>) -> Map<String, V
         let Some(avg) = metrics[name]["avg"].as_f64() else {
             continue;
         };
-        let mut v = scalar(&format!("{}/GPU", metrics[name]["unit"].as_str().unwrap_or("")), avg / gpus as f64);
+        let mut v = scalar(
+            &format!("{}/GPU", metrics[name]["unit"].as_str().unwrap_or("")),
+            avg / gpus as f64,
+        );
         v["source_metric"] = json!(name);
         v["divisor"] = json!(gpus);
         v["derived_by"] = json!("llmperf");
@@ -206,7 +225,11 @@ fn redacted_command() -> Vec<String> {
 fn run_summary(agentx: &AgentxPlan, result: &RunResult) -> Result<Value> {
     let (metrics, errors) = metrics_from_db(&result.run_dir.join("benchmark_data.db"))?;
     let derived = derived(&metrics, agentx.scenario.num_gpus);
-    let status = if result.interrupted { "cancelled" } else { "completed" };
+    let status = if result.interrupted {
+        "cancelled"
+    } else {
+        "completed"
+    };
     Ok(json!({
         "schema_version": "1.0",
         "status": status,
@@ -232,13 +255,18 @@ fn run_summary(agentx: &AgentxPlan, result: &RunResult) -> Result<Value> {
 }
 
 fn write_json(path: &Path, v: &Value) -> Result<()> {
-    let text = serde_json::to_string_pretty(v)? + "\n";
+    // Python's `json.dumps(data, indent=2, ensure_ascii=False)` plus a newline, as evalscope writes it.
+    let text = crate::pyjson::to_string_with(v, crate::pyjson::PyFormatter::indent2()) + "\n";
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Writes each run's `agentx_summary.json` and the sweep's `agentx_sweep_summary.json`, and logs evalscope's
 /// one-line summary per run.
-pub(super) fn write_summaries(plan: &RunPlan, agentx: &AgentxPlan, results: &[RunResult]) -> Result<()> {
+pub(super) fn write_summaries(
+    plan: &RunPlan,
+    agentx: &AgentxPlan,
+    results: &[RunResult],
+) -> Result<()> {
     let mut sweep = Map::new();
     for result in results {
         let summary = run_summary(agentx, result)?;
@@ -257,14 +285,22 @@ pub(super) fn write_summaries(plan: &RunPlan, agentx: &AgentxPlan, results: &[Ru
         .filter_map(|name| {
             let m = &summary["metrics"][name];
             m["avg"].as_f64().map(|avg| {
-                format!("{name}={} {}", crate::pyjson::float_repr(avg), m["unit"].as_str().unwrap_or(""))
+                format!(
+                    "{name}={} {}",
+                    crate::pyjson::float_repr(avg),
+                    m["unit"].as_str().unwrap_or("")
+                )
             })
         })
         .collect();
         let key = format!("parallel_{}", result.spec.parallel);
         tracing::info!(
             "AgentX {key}: submission_valid={}; {}",
-            if summary["submission_valid"] == true { "True" } else { "False" },
+            if summary["submission_valid"] == true {
+                "True"
+            } else {
+                "False"
+            },
             highlights.join(", ")
         );
         sweep.insert(key, summary);
@@ -273,5 +309,8 @@ pub(super) fn write_summaries(plan: &RunPlan, agentx: &AgentxPlan, results: &[Ru
         .output_root
         .join(format!("agentx_{}", agentx.scenario.variant.as_str()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    write_json(&dir.join("agentx_sweep_summary.json"), &Value::Object(sweep))
+    write_json(
+        &dir.join("agentx_sweep_summary.json"),
+        &Value::Object(sweep),
+    )
 }

@@ -54,7 +54,7 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         prefill_tok_per_s: mock.prefill_tok_per_s,
         decode_tok_per_s: mock.decode_tok_per_s,
         // Conversations resend their history, replayed traces repeat blocks: let the simulator report it cached.
-        prefix_cache: plan.multi_turn.is_some() || plan.replay.is_some(),
+        prefix_cache: plan.multi_turn.is_some() || plan.replay.is_some() || plan.agentx.is_some(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         ..SimConfig::default()

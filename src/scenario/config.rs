@@ -242,7 +242,10 @@ mod tests {
         let e = parse(r#"{"num_gpus":0}"#).unwrap_err();
         assert!(e.contains("num_gpus must be greater than zero"), "{e}");
         let e = parse(r#"{"trace_limit":2}"#).unwrap_err();
-        assert!(e.contains("trace_limit is only supported when mode is smoke"), "{e}");
+        assert!(
+            e.contains("trace_limit is only supported when mode is smoke"),
+            "{e}"
+        );
         let e = parse(r#"{"variant":"512k"}"#).unwrap_err();
         assert!(e.contains("variant must be one of"), "{e}");
         assert!(parse("agentz").is_err());

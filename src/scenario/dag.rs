@@ -173,9 +173,16 @@ mod tests {
         assert_eq!(names, ["s:0", "a:0", "a:1", "b:0", "s:1"]);
         let deps: Vec<&[u32]> = g.nodes.iter().map(|n| n.deps.as_slice()).collect();
         assert_eq!(deps, [&[][..], &[0], &[1], &[0], &[0, 1, 2]]);
-        let delays: Vec<f64> = g.nodes.iter().map(|n| (n.delay_s * 1e6).round() / 1e6).collect();
+        let delays: Vec<f64> = g
+            .nodes
+            .iter()
+            .map(|n| (n.delay_s * 1e6).round() / 1e6)
+            .collect();
         // s:0 from the start; a:0 1.2−1.0; a:1 1.7−1.5; b:0 1.1−1.0; s:1 3.0−(1.0+1.5).
         assert_eq!(delays, [0.5, 0.2, 0.2, 0.1, 0.5]);
-        assert_eq!(g.nodes[4].hash_ids, [(1 << 32) | 1, (1 << 32) | 2, (1 << 32) | 3]);
+        assert_eq!(
+            g.nodes[4].hash_ids,
+            [(1 << 32) | 1, (1 << 32) | 2, (1 << 32) | 3]
+        );
     }
 }

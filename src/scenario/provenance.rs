@@ -199,7 +199,9 @@ pub fn resolve(
             (file, real.to_string_lossy().into_owned(), None)
         }
         None if source == "local" => {
-            return Err("--data-source local needs --dataset-path (the folder holding traces.jsonl)".into())
+            return Err(
+                "--data-source local needs --dataset-path (the folder holding traces.jsonl)".into(),
+            )
         }
         None => {
             let file = hub_copy(spec, source)?;
@@ -251,9 +253,27 @@ mod tests {
             sha256_file(&f).unwrap(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
-        let e = resolve(Variant::K256, true, Some(dir.path().to_str().unwrap()), None).unwrap_err();
-        assert!(e.contains("hash mismatch") && e.contains("traces.jsonl"), "{e}");
-        let p = resolve(Variant::Full, false, Some(dir.path().to_str().unwrap()), None).unwrap();
-        assert_eq!((p.source.as_str(), p.verified, p.revision), ("local", false, None));
+        let e = resolve(
+            Variant::K256,
+            true,
+            Some(dir.path().to_str().unwrap()),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("hash mismatch") && e.contains("traces.jsonl"),
+            "{e}"
+        );
+        let p = resolve(
+            Variant::Full,
+            false,
+            Some(dir.path().to_str().unwrap()),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.source.as_str(), p.verified, p.revision),
+            ("local", false, None)
+        );
     }
 }

@@ -230,9 +230,13 @@ mod tests {
         let good = r#"{"id":"s1","models":["m"],"block_size":4,"hash_id_scope":"local","requests":[{"type":"n","t":0,"model":"m","in":8,"out":2,"hash_ids":[1,2]},{"type":"subagent","t":1,"agent_id":"a1","subagent_type":"Explore","status":"completed","duration_ms":500,"models":["m"],"requests":[{"type":"s","t":1.1,"model":"m","in":4,"out":1,"ttft":0.1}]}]}"#;
         let s = parse_line(good).unwrap();
         assert_eq!(s.requests.len(), 2);
-        assert!(parse_line(&good.replace("\"stop\"", "\"x\"").replace("\"out\":2", "\"out\":2,\"extra\":1"))
-            .unwrap_err()
-            .contains("extra"));
+        assert!(parse_line(
+            &good
+                .replace("\"stop\"", "\"x\"")
+                .replace("\"out\":2", "\"out\":2,\"extra\":1")
+        )
+        .unwrap_err()
+        .contains("extra"));
         assert!(parse_line(&good.replace("\"local\"", "\"shared\"")).is_err());
         assert!(parse_line(&good.replace("\"agent_id\":\"a1\"", "\"agent_id\":\"s1\"")).is_err());
         assert!(parse_line(&good.replace("\"t\":1.1", "\"t\":-1")).is_err());
