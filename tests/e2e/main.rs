@@ -7,6 +7,7 @@
 mod common;
 mod generation;
 mod local_server;
+mod mooncake_cache;
 mod multi_turn;
 mod replay_traces;
 mod responses;
