@@ -110,12 +110,8 @@ pub(super) fn agentx_plan(
     runs: &mut Vec<RunSpec>,
 ) -> Result<Option<Arc<AgentxPlan>>, UsageError> {
     let Some(value) = &cli.scenario.scenario else {
-        if let Some(source) = &cli.scenario.data_source {
-            if !matches!(source.as_str(), "modelscope" | "huggingface" | "local") {
-                return usage(format!(
-                    "--data-source {source:?}: must be modelscope, huggingface or local"
-                ));
-            }
+        if cli.scenario.data_source.is_some() {
+            return usage("--data-source: llmperf reads it for --scenario agentx only; other hub datasets are found in the local caches or downloaded from the Hugging Face hub (or give --dataset-path)");
         }
         return Ok(None);
     };

@@ -341,4 +341,26 @@ fn bad_scenarios_traces_and_checksums_exit_2_naming_them() {
         with_number,
         "AgentX is duration-based; --number is not supported.",
     );
+    let missing = dir.path().join("none");
+    std::fs::create_dir_all(&missing).unwrap();
+    run(
+        base(
+            r#"{"name":"agentx","mode":"smoke"}"#,
+            missing.to_str().unwrap(),
+        ),
+        "an AgentX dataset must contain traces.jsonl",
+    );
+    // Without --scenario, --data-source has nothing to choose.
+    let plain = [
+        "--model",
+        "m",
+        "--url",
+        "http://127.0.0.1:9/v1",
+        "--data-source",
+        "modelscope",
+    ];
+    run(
+        plain.iter().map(|s| s.to_string()).collect(),
+        "--data-source: llmperf reads it for --scenario agentx only",
+    );
 }
