@@ -2,6 +2,7 @@
 //! from PyPI by `scripts/setup_real_server.sh` (CI runs it first). Small numbers: the model decodes about
 //! 45 tokens/s on one core.
 
+mod agentx;
 #[path = "../common/mod.rs"]
 #[allow(dead_code)]
 mod common;
