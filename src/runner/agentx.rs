@@ -107,23 +107,31 @@ fn scalar(unit: &str, avg: f64) -> Value {
 }
 
 /// The run's metrics under AIPerf's names, and its error summary, from `benchmark_data.db`.
-fn metrics_from_db(db: &Path) -> Result<(Map<String, Value>, Vec<Value>)> {
+/// llmperf's replay fidelity (`replay`, after evalscope's keys): each call's send time against the time the
+/// graph made it due, and the share of prompt tokens the server reported cached.
+fn metrics_from_db(db: &Path) -> Result<(Map<String, Value>, Vec<Value>, Value)> {
     let conn =
         rusqlite::Connection::open(db).with_context(|| format!("opening {}", db.display()))?;
     let mut stmt = conn.prepare(
         "SELECT success, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
-         time_per_output_token, start_time, completed_time, error FROM result",
+         time_per_output_token, start_time, completed_time, error, scheduled_time, send_time, \
+         cached_tokens FROM result",
     )?;
     let (mut latency, mut ttft, mut itl, mut per_user, mut isl, mut osl) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     let (mut ok, mut failed, mut first, mut last) = (0u64, 0u64, f64::INFINITY, 0f64);
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut lag_ms, mut cache) = (Vec::new(), (0i64, 0i64));
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         let start: f64 = r.get(6)?;
         let end: f64 = r.get(7)?;
         first = first.min(start);
         last = last.max(end);
+        if let (Some(at), Some(sent)) = (r.get::<_, Option<f64>>(9)?, r.get::<_, Option<f64>>(10)?)
+        {
+            lag_ms.push((sent - at) * 1000.0);
+        }
         if r.get::<_, i64>(0)? != 1 {
             failed += 1;
             let e: Option<String> = r.get(8)?;
@@ -139,7 +147,12 @@ fn metrics_from_db(db: &Path) -> Result<(Map<String, Value>, Vec<Value>)> {
                 .filter(|&v| v > 0.0)
                 .map(|v| v * 1000.0),
         );
-        isl.extend(r.get::<_, Option<i64>>(3)?.map(|v| v as f64));
+        let prompt = r.get::<_, Option<i64>>(3)?;
+        isl.extend(prompt.map(|v| v as f64));
+        if let (Some(p), Some(c)) = (prompt, r.get::<_, Option<i64>>(11)?) {
+            cache.0 += c;
+            cache.1 += p;
+        }
         let out = r.get::<_, Option<i64>>(4)?.unwrap_or(0);
         osl.push(out as f64);
         if let Some(t) = r.get::<_, Option<f64>>(5)?.filter(|&t| t > 0.0 && out > 1) {
@@ -178,7 +191,11 @@ fn metrics_from_db(db: &Path) -> Result<(Map<String, Value>, Vec<Value>)> {
         .into_iter()
         .map(|(message, count)| json!({"message": message, "count": count}))
         .collect();
-    Ok((m, errors))
+    let replay = json!({
+        "send_lag_ms": metric("ms", &mut lag_ms),
+        "server_cached_tokens_pct": (cache.1 > 0).then(|| 100.0 * cache.0 as f64 / cache.1 as f64),
+    });
+    Ok((m, errors, replay))
 }
 
 /// evalscope's per-GPU metrics (`num_gpus`).
@@ -223,7 +240,7 @@ fn redacted_command() -> Vec<String> {
 
 /// One run's `agentx_summary.json` (evalscope's `AgentXRunSummary` keys, in order).
 fn run_summary(agentx: &AgentxPlan, result: &RunResult) -> Result<Value> {
-    let (metrics, errors) = metrics_from_db(&result.run_dir.join("benchmark_data.db"))?;
+    let (metrics, errors, replay) = metrics_from_db(&result.run_dir.join("benchmark_data.db"))?;
     let derived = derived(&metrics, agentx.scenario.num_gpus);
     let status = if result.interrupted {
         "cancelled"
@@ -251,6 +268,7 @@ fn run_summary(agentx: &AgentxPlan, result: &RunResult) -> Result<Value> {
         "raw_summary_file": result.run_dir.join("benchmark_summary.json").to_string_lossy(),
         "command": redacted_command(),
         "replay_engine": format!("llmperf {}", env!("CARGO_PKG_VERSION")),
+        "replay": replay,
     }))
 }
 

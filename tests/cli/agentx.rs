@@ -265,6 +265,23 @@ fn sessions_replay_on_their_graph_and_write_evalscopes_files() {
         m["request_throughput"]["avg"].as_f64().unwrap() / 2.0
     );
     assert_eq!(per_gpu["unit"], "requests/sec/GPU");
+    // llmperf's keys after evalscope's: the send lag against the graph's due time, the cached share.
+    assert_eq!(k[SUMMARY_KEYS.len()..], ["replay_engine", "replay"]);
+    let lag = &summary["replay"]["send_lag_ms"];
+    assert_eq!(lag["count"], rows.len());
+    let max_lag_ms = rows
+        .iter()
+        .map(|r| (r.send - r.scheduled) * 1000.0)
+        .fold(f64::MIN, f64::max);
+    assert!((lag["max"].as_f64().unwrap() - max_lag_ms).abs() < 1e-6);
+    let cached: i64 = rows.iter().filter_map(|r| r.cached).sum();
+    assert!(
+        summary["replay"]["server_cached_tokens_pct"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+            && cached > 0
+    );
     let sweep = json_file(&root.join("agentx_256k/agentx_sweep_summary.json"));
     assert_eq!(keys(&sweep), ["parallel_2"]);
     assert_eq!(sweep["parallel_2"], summary);

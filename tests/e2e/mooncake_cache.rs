@@ -11,8 +11,9 @@
 //! Tolerance. The trace counts the chat template's leading tokens (~24 for SmolLM2) inside its first
 //! block; llama.cpp caches them on every request that finds a previous prompt in the slot (the connection
 //! test leaves one before the first). So each request's cached tokens must lie within
-//! [implied − 8, implied + template + 24] (8 and 24: a prompt's content is shifted by the template's length
-//! past the trace's block boundaries, and re-tokenising a block's text at a boundary moves a few tokens; up to 14 seen),
+//! [implied − 8, implied + template + 24] (8 and 24: a prompt's content is shifted by the template's
+//! length past the trace's block boundaries, and re-tokenising a block's text at a boundary moves a few
+//! tokens; up to 14 seen),
 //! and the run's share within 5 percentage points of the implied share plus one template per request.
 //! Measured: 54.7 % and 54.8 % cached against 46.5 % implied, 56.1 % with the template. A cache that
 //! did not see the sharing would miss by the whole 46 %.
