@@ -173,7 +173,8 @@ pub async fn run_single(
     }
     if conversations.is_some() {
         super::multi_turn::log_warmup(spec);
-    } else {
+    } else if plan.agentx.is_none() {
+        // AgentX refuses --warmup-num (as evalscope): no advice to pass it.
         log_warmup(plan, spec);
     }
 
