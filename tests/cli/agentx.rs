@@ -11,7 +11,7 @@ use std::time::Duration;
 use llmperf::sim::{SimConfig, SimServer};
 use serde_json::Value;
 
-use crate::common::{json_file, llmperf, ok, run_root};
+use crate::common::{json_file, llmperf, llmperf_env, ok, run_root};
 use crate::tokens::tokenizer_dir;
 
 /// Session `s1` (local hash ids): a main agent that spawns a sub-agent `a1` (two calls, waited for) and an
@@ -380,4 +380,52 @@ fn bad_scenarios_traces_and_checksums_exit_2_naming_them() {
         plain.iter().map(|s| s.to_string()).collect(),
         "--data-source: llmperf reads it for --scenario agentx only",
     );
+}
+
+#[test]
+fn the_pinned_revision_is_found_in_the_hugging_face_cache() {
+    let sim = crate::common::fast_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let revision = "8fecd2fc56694469f758f0afbbb6335ad3043740";
+    let snapshot = dir
+        .path()
+        .join("hf/datasets--semianalysisai--cc-traces-weka-062126-256k/snapshots")
+        .join(revision);
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::write(snapshot.join("traces.jsonl"), TRACE).unwrap();
+    let out = dir.path().join("out");
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    let tok = tokenizer_dir("qwen3");
+    ok(&llmperf_env(
+        &out,
+        &[
+            "--scenario",
+            r#"{"name":"agentx","mode":"smoke","trace_limit":1}"#,
+            "--data-source",
+            "huggingface",
+            "--model",
+            "m",
+            "--tokenizer-path",
+            &tok,
+            "--url",
+            &url,
+            "--duration",
+            "0.5",
+            "--name",
+            "hf",
+        ],
+        &[("HF_HUB_CACHE", dir.path().join("hf").to_str().unwrap())],
+    ));
+    let summary =
+        json_file(&run_root(&out, "hf").join("agentx_256k/parallel_1/agentx_summary.json"));
+    let d = &summary["dataset"];
+    assert_eq!(d["source"], "huggingface");
+    assert_eq!(d["dataset_id"], "semianalysisai/cc-traces-weka-062126-256k");
+    assert_eq!(d["revision"], revision);
+    assert_eq!(
+        d["trace_file"],
+        snapshot.join("traces.jsonl").to_str().unwrap()
+    );
+    assert_eq!(d["verified"], false);
+    assert_eq!(summary["duration"], 0.5);
 }
