@@ -212,7 +212,8 @@ fn sessions_replay_on_their_graph_and_write_evalscopes_files() {
     received.sort_by(f64::total_cmp);
     let sends: Vec<f64> = rows.iter().map(|r| r.send).collect();
     for (got, sent) in received.iter().zip(&sends) {
-        assert!((got - sent).abs() < 0.02, "received {got} vs sent {sent}");
+        // Within the 50 ms the schedule checks allow (the recorded pauses here are 50 ms and more apart).
+        assert!((got - sent).abs() < 0.05, "received {got} vs sent {sent}");
     }
     let mut out_tokens: Vec<u64> = truth.iter().skip(1).map(|t| t.completion_tokens).collect();
     let mut want_out: Vec<u64> = rows
