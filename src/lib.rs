@@ -30,6 +30,7 @@ pub mod reasoning;
 pub mod record;
 pub mod resources;
 pub(crate) mod runner;
+pub mod scenario;
 pub(crate) mod secret;
 pub mod server_metrics;
 pub mod shard;

@@ -7,6 +7,7 @@ pub mod arrival;
 pub mod compat;
 mod multi_turn;
 mod parsers;
+pub mod scenario;
 pub mod server_metrics;
 pub mod shard;
 pub mod sla;
@@ -451,6 +452,10 @@ pub struct Cli {
     /// `--shard`, `--shard-count`, `--start-at`.
     #[command(flatten)]
     pub sharding: shard::ShardArgs,
+
+    /// `--scenario`.
+    #[command(flatten)]
+    pub scenario: scenario::ScenarioArgs,
 }
 
 impl Cli {

@@ -5,6 +5,7 @@
 //! and [`Prompts`], which hands each run its inputs in order — file items cycled, synthetic ones generated
 //! per run in batches (so memory holds one batch of intermediate data, not the whole dataset).
 
+pub mod agentx;
 mod conversations;
 mod embedding;
 mod files;
@@ -295,6 +296,8 @@ impl Prompts {
                     limit,
                 )?)
             }
+            // `--scenario agentx` builds each session's prompts as it replays it.
+            PromptSource::Dataset { .. } if plan.agentx.is_some() => Source::Items(Vec::new()),
             PromptSource::Fixed(text) => Source::Items(vec![shaper.wrap(text)]),
             // Replayed by the runner from the plan's validated trace.
             PromptSource::Dataset {

@@ -8,6 +8,7 @@ pub mod client;
 mod closed_loop;
 pub mod conn_test;
 pub mod conversation;
+pub mod dag;
 pub mod hooks;
 pub mod http1;
 mod open_loop;

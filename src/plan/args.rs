@@ -74,7 +74,12 @@ fn endpoint_and_load(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec,
         },
     );
     put("no_test_connection", json!(!plan.test_connection));
-    put("scenario", Value::Null);
+    put(
+        "scenario",
+        plan.agentx
+            .as_ref()
+            .map_or(Value::Null, |a| a.scenario.to_json()),
+    );
     put("number", json!(spec.number));
     put("parallel", json!(spec.parallel));
     // An SLA probe sets the rate as evalscope does: an integer (-1 when searching parallel).
@@ -169,7 +174,13 @@ fn output_and_prompts(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec
     put("image_patch_size", json!(plan.image.patch_size));
     put("dataset", json!(plan.dataset_name()));
     put("dataset_path", json!(typed.dataset_path));
-    put("data_source", json!(typed.data_source));
+    put(
+        "data_source",
+        match (&typed.data_source, &plan.agentx) {
+            (Some(_), _) | (None, None) => json!(typed.data_source),
+            (None, Some(a)) => json!(a.provenance.source),
+        },
+    );
     put("dataset_offset", json!(spec.dataset_offset));
     put("dataset_args", json!(typed.dataset_args));
 }

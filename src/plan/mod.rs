@@ -6,6 +6,7 @@
 //! URL, headers, timeouts), [`load`] (runs of the sweep, warmup, duration), [`prompts`] (prompt source,
 //! template, chat template), and per-flag helpers in `parse`.
 
+mod agentx;
 pub mod args;
 mod endpoint;
 mod kinds;
@@ -29,6 +30,7 @@ use crate::cli::{ApiName, Cli, DatasetName};
 use crate::visualizer::{VisualizerKind, VisualizerSettings};
 
 pub use crate::error::UsageError;
+pub use agentx::{agentx_duration, AgentxPlan};
 pub use kinds::*;
 pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
@@ -160,6 +162,8 @@ pub struct RunPlan {
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
     pub sharding: Option<sharding::Sharding>,
+    /// `--scenario agentx`: the recorded agent sessions to replay (one run per `--parallel` value).
+    pub agentx: Option<std::sync::Arc<AgentxPlan>>,
 }
 
 /// Warmup requests before a run of `number` measured ones (the `--warmup-num` rule).
@@ -236,9 +240,19 @@ impl RunPlan {
         let local = local_settings(&cli, &model)?;
         let (mut url, appended) = request_url(&cli, api, local.as_ref())?;
         let headers = endpoint::headers(&cli)?;
-        let timeouts = endpoint::timeouts(&cli);
-        let (mode, mut runs) = load::runs(&cli)?;
-        let duration = load::duration(&cli)?;
+        let mut timeouts = endpoint::timeouts(&cli);
+        let (mode, mut runs) = match cli.scenario.scenario {
+            Some(_) => (LoadMode::Closed, Vec::new()),
+            None => load::runs(&cli)?,
+        };
+        let agentx = agentx::agentx_plan(&cli, &mut runs)?;
+        let mut duration = load::duration(&cli)?;
+        if let Some(a) = &agentx {
+            duration = Some(agentx::agentx_duration(a));
+            if let Some(t) = a.scenario.request_timeout_seconds {
+                timeouts.total = Duration::from_secs_f64(t);
+            }
+        }
         let max_tokens = prompts::max_tokens(&cli)?;
         let prompt_source = prompts::source(&cli)?;
         let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompt_source)?;
@@ -327,11 +341,17 @@ impl RunPlan {
             replay,
             server_side,
             sharding: None,
+            agentx,
         };
         plan.sharding = sharding::resolve(&plan, &shard_flags, &|k| std::env::var(k).ok())
             .map_err(UsageError)?;
         if let Some(s) = &plan.sharding {
             plan.output_root = sharding::output_root(&plan.output_root, s);
+        }
+        if plan.agentx.is_some() && plan.sharding.is_some() {
+            return usage(
+                "--scenario agentx replays its sessions in one process: drop --shard/--start-at",
+            );
         }
         if plan.sla.is_some() && plan.sharding.is_some() {
             return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");

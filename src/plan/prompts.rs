@@ -62,7 +62,8 @@ fn dataset_path(cli: &Cli, kind: DatasetKind) -> Result<Option<PathBuf>, UsageEr
                     path.display()
                 ));
             }
-            if path.is_dir() && !kind.reads_folders() {
+            // `--scenario agentx` reads the folder holding traces.jsonl.
+            if path.is_dir() && !kind.reads_folders() && cli.scenario.scenario.is_none() {
                 return usage(format!(
                     "--dataset-path {}: is a folder; --dataset {} reads one file, give that file",
                     path.display(),
@@ -71,7 +72,10 @@ fn dataset_path(cli: &Cli, kind: DatasetKind) -> Result<Option<PathBuf>, UsageEr
             }
             Ok(Some(path))
         }
-        None if kind.is_synthetic() || kind.has_hub_cache() => Ok(None),
+        // `--scenario agentx` finds its own data set in the hub caches.
+        None if kind.is_synthetic() || kind.has_hub_cache() || cli.scenario.scenario.is_some() => {
+            Ok(None)
+        }
         None => {
             let hub = kind
                 .hub_source()

@@ -1,6 +1,7 @@
 //! A whole invocation: the run root, logging, the simulator for `--api mock`, each run of the sweep in
 //! turn, and the end-of-sweep report. Ends as [`Error::Interrupted`] when a signal stopped it.
 
+mod agentx;
 mod aggregate;
 mod multi_turn;
 mod single;
@@ -54,7 +55,7 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         prefill_tok_per_s: mock.prefill_tok_per_s,
         decode_tok_per_s: mock.decode_tok_per_s,
         // Conversations resend their history, replayed traces repeat blocks: let the simulator report it cached.
-        prefix_cache: plan.multi_turn.is_some() || plan.replay.is_some(),
+        prefix_cache: plan.multi_turn.is_some() || plan.replay.is_some() || plan.agentx.is_some(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         ..SimConfig::default()
@@ -126,7 +127,12 @@ async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<(
         drop(sim);
         return outcome;
     }
-    let (results, failure) = run_each(&ctx, &mut tracker).await;
+    let (results, mut failure) = run_each(&ctx, &mut tracker).await;
+    if let Some(agentx) = &plan.agentx {
+        if let Err(e) = agentx::write_summaries(plan, agentx, &results) {
+            failure = failure.or(Some(e));
+        }
+    }
 
     let interrupted = shutdown.stopping();
     if let Some(t) = tracker.as_mut() {

@@ -133,6 +133,8 @@ pub async fn run_single(
     let seed = run_seed(plan, run_index);
     let started = std::time::Instant::now();
     let (requests, intended, conversations) = match &plan.multi_turn {
+        // AgentX sessions are built as they are replayed.
+        None if plan.agentx.is_some() => (Vec::new(), Vec::new(), None),
         Some(_) => (
             Vec::new(),
             Vec::new(),
@@ -172,7 +174,8 @@ pub async fn run_single(
     }
     if conversations.is_some() {
         super::multi_turn::log_warmup(spec);
-    } else {
+    } else if plan.agentx.is_none() {
+        // AgentX refuses --warmup-num (as evalscope): no advice to pass it.
         log_warmup(plan, spec);
     }
 
@@ -330,6 +333,12 @@ async fn dispatch(
         origin: shard.as_ref().and_then(|s| s.origin),
     };
     let outcome = match (&plan.multi_turn, conversations) {
+        (None, _) if plan.agentx.is_some() => match &plan.agentx {
+            Some(agentx) if !this.stopped_early => {
+                super::agentx::dispatch(ctx, agentx, client, spec, tx).await
+            }
+            _ => Ok(engine::DispatchOutcome::default()),
+        },
         (Some(settings), Some(convs)) if !this.stopped_early => {
             Ok(super::multi_turn::dispatch(ctx, settings, client, spec, seed, convs, tx).await)
         }

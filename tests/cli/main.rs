@@ -1,5 +1,6 @@
 //! End-to-end tests: the `llmperf` binary against the built-in simulator on 127.0.0.1 (port 0).
 
+mod agentx;
 mod arrivals;
 mod bad_input;
 mod commands;
