@@ -9,8 +9,8 @@
 use anyhow::Result;
 use serde_json::{Map, Value};
 
-use super::replay::prompt::{self, PromptShape};
-use super::replay::{Format, ReplayArgs, ReplayRecord, ReplayTrace};
+use super::replay_prompt::{self as prompt, PromptShape};
+use crate::traces::replay::{Format, ReplayArgs, ReplayRecord, ReplayTrace};
 use crate::scenario::Graph;
 
 /// Each call's body (before the flags fill the keys it lacks) and the prompt tokens a perfect prefix cache

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use super::single::{RunResult, SweepContext};
-use crate::dataset::replay::prompt::PromptShape;
+use crate::dataset::replay_prompt::PromptShape;
 use crate::dataset::Item;
 use crate::engine::dag::{self, BodiesFn, DagRun};
 use crate::engine::{DispatchOutcome, HttpClient};
