@@ -10,8 +10,8 @@ use anyhow::Result;
 use serde_json::{Map, Value};
 
 use super::replay_prompt::{self as prompt, PromptShape};
-use crate::traces::replay::{Format, ReplayArgs, ReplayRecord, ReplayTrace};
 use crate::scenario::Graph;
+use crate::traces::replay::{Format, ReplayArgs, ReplayRecord, ReplayTrace};
 
 /// Each call's body (before the flags fill the keys it lacks) and the prompt tokens a perfect prefix cache
 /// would serve within the session, in call order.
