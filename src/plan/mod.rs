@@ -343,20 +343,28 @@ impl RunPlan {
             sharding: None,
             agentx,
         };
-        plan.sharding = sharding::resolve(&plan, &shard_flags, &|k| std::env::var(k).ok())
-            .map_err(UsageError)?;
-        if let Some(s) = &plan.sharding {
-            plan.output_root = sharding::output_root(&plan.output_root, s);
-        }
-        if plan.agentx.is_some() && plan.sharding.is_some() {
+        plan.shard(&shard_flags)?;
+        Ok(plan)
+    }
+
+    /// `--shard` / `--start-at`: this process's part and its output root; refused for the searches and
+    /// replays that must run in one process.
+    fn shard(&mut self, flags: &crate::cli::shard::ShardArgs) -> Result<(), UsageError> {
+        self.sharding =
+            sharding::resolve(self, flags, &|k| std::env::var(k).ok()).map_err(UsageError)?;
+        let Some(s) = &self.sharding else {
+            return Ok(());
+        };
+        self.output_root = sharding::output_root(&self.output_root, s);
+        if self.agentx.is_some() {
             return usage(
                 "--scenario agentx replays its sessions in one process: drop --shard/--start-at",
             );
         }
-        if plan.sla.is_some() && plan.sharding.is_some() {
+        if self.sla.is_some() {
             return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");
         }
-        Ok(plan)
+        Ok(())
     }
 
     /// The dataset plugin, `None` with `--prompt`.
