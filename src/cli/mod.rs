@@ -142,8 +142,9 @@ pub struct Cli {
     #[arg(long, help_heading = "Prompts")]
     pub query_template: Option<String>,
 
-    /// Dataset plugin. File datasets read `--dataset-path` (`flickr8k`, `kontext_bench` and
-    /// `mmmu_multi_image` fall back to the hub cache); the synthetic `random*` need `--tokenizer-path`.
+    /// Dataset plugin. File datasets read `--dataset-path`; the hub datasets (`openqa`, `share_gpt_*`,
+    /// `longalpaca`, `trie_*`, the image sets, `swe_smith`) fall back to their hub copy; the synthetic
+    /// `random*` need `--tokenizer-path`.
     #[arg(
         long,
         default_value = "openqa",
@@ -156,9 +157,10 @@ pub struct Cli {
     #[arg(long, help_heading = "Prompts")]
     pub dataset_path: Option<String>,
 
-    /// Where a built-in dataset (`openqa`, `share_gpt_*`, `longalpaca`, `trie_*`) comes from when there is
-    /// no --dataset-path: its ModelScope copy (the default, as evalscope), its Hugging Face copy, or
-    /// `local` (the ModelScope id read as a folder). Looked up in that hub's cache, downloaded on first use.
+    /// Where a built-in dataset (`openqa`, `share_gpt_*`, `longalpaca`, `trie_*`, `kontext_bench`,
+    /// `mmmu_multi_image`, `flickr8k`, `swe_smith`) comes from when there is no --dataset-path: its
+    /// ModelScope copy (the default, as evalscope), its Hugging Face copy, or `local` (the ModelScope id
+    /// read as a folder). Looked up in that hub's cache, downloaded on first use.
     #[arg(long, value_name = "SOURCE", value_parser = ["modelscope", "huggingface", "local"], help_heading = "Prompts")]
     pub data_source: Option<String>,
 

@@ -18,7 +18,7 @@ use base64::Engine as _;
 use image::{DynamicImage, ExtendedColorType};
 use serde_json::{json, Value};
 
-use super::parquet_rows::{cached_copy, parquet_files, rows, split_files, Cell, Record};
+use super::parquet_rows::{parquet_files, rows, split_files, Cell, Record};
 use super::Item;
 
 /// MMMU's subjects, in the order evalscope round-robins them.
@@ -62,53 +62,15 @@ const MMMU_MIN_IMAGES: usize = 2;
 const MMMU_MAX_IMAGES: usize = 7;
 const JPEG_QUALITY: u8 = 75;
 
-/// Where the hub copy of `kontext_bench` / `mmmu_multi_image` sits in the local caches — downloaded from
-/// the Hugging Face hub into its cache first when it is in none and downloading is allowed
-/// ([`crate::hub`]) — or a usage message naming every place looked at and why nothing was downloaded.
-pub fn cached_dataset(kontext: bool) -> std::result::Result<std::path::PathBuf, String> {
-    let (name, hf, ms, pinned, keep): (_, _, _, _, fn(&str) -> bool) = if kontext {
-        (
-            "kontext_bench",
-            "black-forest-labs/kontext-bench",
-            "black-forest-labs/kontext-bench",
-            None,
-            kontext_file,
-        )
-    } else {
-        (
-            "mmmu_multi_image",
-            "MMMU/MMMU",
-            "AI-ModelScope/MMMU",
-            Some(MMMU_REVISION),
-            mmmu_file,
-        )
-    };
-    let looked = match cached_copy(hf, ms, pinned) {
-        Ok(found) => return Ok(found),
-        Err(looked) => looked,
-    };
-    let download = match crate::hub::try_download(|cache| {
-        tracing::info!("--dataset {name}: downloading {hf} from the Hugging Face hub");
-        crate::hub::download_dataset(hf, pinned.unwrap_or("main"), keep, cache)
-    }) {
-        Ok(dir) => return Ok(dir),
-        Err(why) => why,
-    };
-    Err(format!(
-        "--dataset {name}: no local copy of {hf} (parquet files) was found. Looked in:\n{}\n{download}. Download it first (e.g. `huggingface-cli download --repo-type dataset {hf}`) or point --dataset-path at the folder or a .parquet file",
-        crate::hub::bullet_list(&looked)
-    ))
-}
-
 /// A file of the hub copy of `kontext_bench` that evalscope reads: the `test` split's parquet files.
-fn kontext_file(path: &str) -> bool {
+pub(super) fn kontext_file(path: &str) -> bool {
     let base = path.rsplit('/').next().unwrap_or(path);
     path.ends_with(".parquet")
         && (path.split('/').any(|p| p == "test") || base.starts_with("test-"))
 }
 
 /// A file of the hub copy of `MMMU/MMMU` that evalscope reads: `<Subject>/validation-*.parquet`.
-fn mmmu_file(path: &str) -> bool {
+pub(super) fn mmmu_file(path: &str) -> bool {
     match path.split_once('/') {
         Some((subject, file)) => {
             MMMU_SUBJECTS.contains(&subject)

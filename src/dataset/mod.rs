@@ -18,6 +18,7 @@ mod parquet_rows;
 pub mod random;
 pub mod replay_prompt;
 mod swe_smith;
+mod swe_smith_live;
 mod synthetic;
 mod text_lines;
 mod trie;
@@ -226,18 +227,6 @@ enum Source {
     Synthetic(synthetic::Synthetic),
     /// Whole conversations (`--multi-turn`).
     Conversations(multi_turn::ConversationSource),
-}
-
-/// The local copy of an image dataset given without `--dataset-path` (looked up in the hub caches, or
-/// downloaded there when allowed); the error names every place looked at.
-fn cached_copy(kind: DatasetKind) -> Result<std::path::PathBuf> {
-    let found = match kind {
-        DatasetKind::Flickr8k => webdataset::cached_flickr8k(),
-        DatasetKind::KontextBench => hub_vision::cached_dataset(true),
-        DatasetKind::MmmuMultiImage => hub_vision::cached_dataset(false),
-        other => Err(format!("--dataset {} needs --dataset-path", other.name())),
-    };
-    found.map_err(anyhow::Error::msg)
 }
 
 /// `chat_template_kwargs` of `--extra-args` (the variables the server's template gets).

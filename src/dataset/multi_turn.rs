@@ -8,7 +8,9 @@
 //! * `share_gpt_zh_multi_turn` / `share_gpt_en_multi_turn`: one turn per non-empty `human` message of a
 //!   `swift/sharegpt` line (assistant text discarded), truncated to `--max-turns`; a conversation is kept
 //!   when its first user message passes the length filter.
-//! * `swe_smith`: a pre-built `agentic_dataset.json` (see [`super::swe_smith`]).
+//! * `swe_smith`: a pre-built `agentic_dataset.json` (see [`super::swe_smith`]), or without
+//!   `--dataset-path` conversations built per run from the SWE-smith trajectories (see
+//!   [`super::swe_smith_live`]).
 //! * `custom_multi_turn`: JSONL lines of message arrays; turns are the runs of non-assistant messages
 //!   between assistant messages; malformed lines are skipped with a warning, as evalscope.
 
@@ -61,6 +63,8 @@ pub enum ConversationSource {
     /// Every conversation of the file (empty ones included), rotated by the run's `--dataset-offset`
     /// before the empty ones are dropped and the run's are taken (`swe_smith`).
     Rotated(Vec<Conversation>),
+    /// Built per run from the hub's trajectories (`swe_smith` without `--dataset-path`).
+    Live(super::swe_smith_live::Live),
     /// Generated per run (`random_multi_turn`).
     Random {
         /// Token windows of the drawn lengths.
@@ -97,6 +101,10 @@ pub fn load(
             text,
             turns: (settings.min_turns, max),
         });
+    }
+    if kind == DatasetKind::SweSmith && path.is_none() {
+        let live = super::swe_smith_live::load(plan, settings, tokenizer)?;
+        return Ok(ConversationSource::Live(live));
     }
     let resolved;
     let path = match kind {
@@ -291,6 +299,7 @@ impl ConversationSource {
                     .cloned()
                     .collect())
             }
+            ConversationSource::Live(live) => live.for_run(total, dataset_offset, seed),
             ConversationSource::Random { text, turns } => {
                 let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7E57_C0DE);
                 let counts: Vec<u64> = (0..total)

@@ -1,19 +1,19 @@
-//! Rows of Hugging Face parquet datasets, read with the `parquet` crate's record API (no Arrow), and where
-//! their files are: a `--dataset-path` (one `.parquet` file, or a folder searched recursively) or, without
-//! one, the local Hugging Face / ModelScope cache of the hub copy evalscope downloads.
+//! Rows of Hugging Face parquet datasets, read with the `parquet` crate's record API (no Arrow), and the
+//! files of one split in a folder (a `--dataset-path`, or a hub copy's snapshot, searched recursively).
 //!
 //! Only the cell shapes the image datasets use are kept apart: strings, binary, `null`, and the
-//! `datasets.Image` struct `{bytes, path}`; any other value is kept as its display text.
+//! `datasets.Image` struct `{bytes, path}`; any other value is kept as its display text. One string
+//! column can also be read alone ([`text_column`]: SWE-smith's `messages`), the other columns left
+//! undecoded.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-use parquet::file::reader::SerializedFileReader;
+use anyhow::{bail, Context, Result};
+use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
-
-use crate::hub::{hf_hub_cache, modelscope_roots};
+use parquet::schema::types::Type;
 
 /// One cell of a row.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +106,61 @@ pub fn rows(files: Vec<PathBuf>) -> impl Iterator<Item = Result<Record>> {
     })
 }
 
+/// Rows decoded per batch by [`text_column`]: SWE-smith rows hold hundreds of kilobytes each.
+const TEXT_BATCH_ROWS: usize = 16;
+
+/// The values of the string column `name` of `files`, in file order (`None` for `null` or a value that
+/// is not a string), read lazily; a file without that column is an error naming it.
+pub fn text_column(
+    files: Vec<PathBuf>,
+    name: &'static str,
+) -> impl Iterator<Item = Result<Option<String>>> {
+    files.into_iter().flat_map(move |file| {
+        let iter: Box<dyn Iterator<Item = Result<Option<String>>>> = match projected(&file, name) {
+            Ok(rows) => {
+                let shown = file.display().to_string();
+                Box::new(rows.map(move |row| {
+                    let row = row.with_context(|| format!("{shown}: reading a row"))?;
+                    Ok(row.get_column_iter().next().and_then(|(_, f)| match f {
+                        Field::Str(s) => Some(s.clone()),
+                        _ => None,
+                    }))
+                }))
+            }
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        };
+        iter
+    })
+}
+
+/// The rows of `file` projected onto its top-level column `name`.
+fn projected(file: &Path, name: &str) -> Result<parquet::record::reader::RowIter<'static>> {
+    let reader = File::open(file)
+        .with_context(|| format!("reading {}", file.display()))
+        .and_then(|f| {
+            SerializedFileReader::new(f)
+                .with_context(|| format!("{}: not a readable parquet file", file.display()))
+        })?;
+    let schema = reader.metadata().file_metadata().schema();
+    let Some(field) = schema.get_fields().iter().find(|f| f.name() == name) else {
+        let columns: Vec<&str> = schema.get_fields().iter().map(|f| f.name()).collect();
+        bail!(
+            "{}: no column `{name}` (its columns: {})",
+            file.display(),
+            columns.join(", ")
+        );
+    };
+    let projection = Type::group_type_builder(schema.name())
+        .with_fields(vec![field.clone()])
+        .build()
+        .with_context(|| format!("{}: projecting column {name}", file.display()))?;
+    reader
+        .into_iter()
+        .project(Some(projection))
+        .map(|rows| rows.with_batch_size(TEXT_BATCH_ROWS))
+        .with_context(|| format!("{}: reading column {name}", file.display()))
+}
+
 /// Every `.parquet` file under `path` (or `path` itself when it is a file), sorted by path.
 pub fn parquet_files(path: &Path) -> Result<Vec<PathBuf>> {
     super::files::with_extension(path, "parquet")
@@ -143,45 +198,6 @@ pub fn split_files(root: &Path, files: Vec<PathBuf>, split: &str) -> Vec<PathBuf
         return files;
     }
     files.into_iter().filter(named).collect()
-}
-
-/// Where the hub copy of dataset `org/name` may sit in the local caches, best first: the Hugging Face
-/// cache's `datasets--org--name/snapshots/<rev>` (`pinned` revision, then `refs/main`, then newest first),
-/// then ModelScope's `datasets/org/name`. Returns the first folder holding parquet files, or every place
-/// looked at.
-pub fn cached_copy(
-    hf_id: &str,
-    ms_id: &str,
-    pinned: Option<&str>,
-) -> std::result::Result<PathBuf, Vec<PathBuf>> {
-    let has_parquet = |dir: &Path| dir.is_dir() && parquet_files(dir).is_ok_and(|f| !f.is_empty());
-    let mut looked = Vec::new();
-    if let Some(cache) = hf_hub_cache() {
-        let repo = cache.join(format!("datasets--{}", hf_id.replace('/', "--")));
-        if let Some(found) = crate::hub::snapshots(&repo, pinned)
-            .into_iter()
-            .find(|d| has_parquet(d))
-        {
-            return Ok(found);
-        }
-        looked.push(repo.join("snapshots"));
-    }
-    if let Some((org, name)) = ms_id.split_once('/') {
-        for root in modelscope_roots() {
-            let mut names = vec![name.to_string()];
-            if name.contains('.') {
-                names.push(name.replace('.', "___"));
-            }
-            for n in names {
-                let dir = root.join("datasets").join(org).join(n);
-                if has_parquet(&dir) {
-                    return Ok(dir);
-                }
-                looked.push(dir);
-            }
-        }
-    }
-    Err(looked)
 }
 
 #[cfg(test)]

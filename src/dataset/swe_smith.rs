@@ -6,9 +6,9 @@
 //! metadata); the first turn's optional `rid` becomes each request's `rid` (`<rid>_t<turn>`), as evalscope's
 //! multi-turn strategy does. No per-turn `max_tokens` or tool latency. A conversation without turns is
 //! skipped. The list is rotated by the run's `--dataset-offset` before it is taken (see
-//! [`super::multi_turn::ConversationSource::Rotated`]). evalscope builds the file itself from the hub when
-//! `--dataset-path` is missing; llmperf reads the pre-built file only. A file that is not this layout is an
-//! error naming the file and the line (JSON syntax) or the conversation/turn.
+//! [`super::multi_turn::ConversationSource::Rotated`]). Without `--dataset-path` the conversations are
+//! built from the hub's trajectories instead ([`super::swe_smith_live`]). A file that is not this layout is
+//! an error naming the file and the line (JSON syntax) or the conversation/turn.
 
 use std::path::Path;
 

@@ -74,41 +74,9 @@ pub fn tar_entries(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(out)
 }
 
-/// The hub copy of `flickr8k`.
-const FLICKR8K_REPO: &str = "clip-benchmark/wds_flickr8k";
-
 /// A file of the hub copy of `flickr8k` that evalscope reads: the `test` split's shards.
-fn flickr8k_file(path: &str) -> bool {
+pub(super) fn flickr8k_file(path: &str) -> bool {
     path.starts_with("test/") && path.ends_with(".tar")
-}
-
-/// The `test` shards folder of `flickr8k`'s hub copy in the Hugging Face cache (`refs/main`'s snapshot
-/// first, then the newest) — downloaded there first when it is in none and downloading is allowed — or a
-/// usage message naming where it looked and why nothing was downloaded.
-pub fn cached_flickr8k() -> std::result::Result<PathBuf, String> {
-    let mut looked = Vec::new();
-    if let Some(cache) = crate::hub::hf_hub_cache() {
-        let repo = cache.join(format!("datasets--{}", FLICKR8K_REPO.replace('/', "--")));
-        let with_shards = |d: &Path| shards(&d.join("test")).is_ok_and(|s| !s.is_empty());
-        if let Some(found) = crate::hub::snapshots(&repo, None)
-            .into_iter()
-            .find(|d| with_shards(d))
-        {
-            return Ok(found.join("test"));
-        }
-        looked.push(repo.join("snapshots"));
-    }
-    let download = match crate::hub::try_download(|cache| {
-        tracing::info!("--dataset flickr8k: downloading {FLICKR8K_REPO} from the Hugging Face hub");
-        crate::hub::download_dataset(FLICKR8K_REPO, "main", flickr8k_file, cache)
-    }) {
-        Ok(dir) => return Ok(dir.join("test")),
-        Err(why) => why,
-    };
-    Err(format!(
-        "--dataset flickr8k: no local copy of {FLICKR8K_REPO} (test/*.tar shards) was found. Looked in:\n{}\n{download}. Point --dataset-path at the shards folder (e.g. after `huggingface-cli download --repo-type dataset {FLICKR8K_REPO}`)",
-        crate::hub::bullet_list(&looked)
-    ))
 }
 
 /// The `.tar` shards under `path` (or `path` itself when it is a file), sorted by path.

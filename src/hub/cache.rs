@@ -100,8 +100,18 @@ pub fn legacy_dir(root: &Path, kind: RepoKind, repo: &str) -> Option<PathBuf> {
     .find(|p| non_empty_dir(p))
 }
 
-/// Where a download of `file` goes: the reused older folder, else
-/// `<root>/<type>s/<owner>--<name>/snapshots/<revision or master>/<file>`.
+/// The folder downloads of `repo` go to: the reused older folder, else
+/// `<root>/<type>s/<owner>--<name>/snapshots/<revision or master>`.
+pub fn download_dir(root: &Path, kind: RepoKind, repo: &str, revision: Option<&str>) -> PathBuf {
+    match legacy_dir(root, kind, repo) {
+        Some(dir) => dir,
+        None => repo_dir(root, kind, repo)
+            .join("snapshots")
+            .join(revision.unwrap_or("master")),
+    }
+}
+
+/// Where a download of `file` goes: `file` inside [`download_dir`].
 pub fn download_target(
     root: &Path,
     kind: RepoKind,
@@ -109,13 +119,7 @@ pub fn download_target(
     revision: Option<&str>,
     file: &str,
 ) -> PathBuf {
-    match legacy_dir(root, kind, repo) {
-        Some(dir) => dir.join(file),
-        None => repo_dir(root, kind, repo)
-            .join("snapshots")
-            .join(revision.unwrap_or("master"))
-            .join(file),
-    }
+    download_dir(root, kind, repo, revision).join(file)
 }
 
 /// `file` of `repo` in the ModelScope cache, found as the client finds it offline. `Err`: the places

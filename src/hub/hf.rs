@@ -1,6 +1,6 @@
-//! The Hugging Face hub, for what is in no local cache: tokenizer files ([`crate::tokenizer`]), single
-//! dataset files (`openqa`, ShareGPT, LongAlpaca with `--data-source huggingface`) and the parquet files of
-//! hub datasets (`kontext_bench`, `mmmu_multi_image`). Files land in the Hugging Face cache layout
+//! The Hugging Face hub, for what is in no local cache: tokenizer files ([`crate::tokenizer`]), and with
+//! `--data-source huggingface` single dataset files (`openqa`, ShareGPT, trie) and the files of one split
+//! (LongAlpaca, `kontext_bench`, `mmmu_multi_image`, `flickr8k`, SWE-smith's trajectories). Files land in the Hugging Face cache layout
 //! (`models--org--name/…`, `datasets--org--name/snapshots/<commit>/…` plus `refs/…`), so the next run — and
 //! the Python tools — find them offline.
 //!

@@ -1,5 +1,6 @@
 //! The ModelScope hub, spoken as its `modelscope` client (1.40) speaks it, for datasets (`openqa`,
-//! ShareGPT, LongAlpaca, the trie workloads) and tokenizers (`--tokenizer-path org/name`).
+//! ShareGPT, LongAlpaca, the trie workloads, the image datasets, SWE-smith's trajectories) and tokenizers
+//! (`--tokenizer-path org/name`).
 //!
 //! * Endpoint: `$MODELSCOPE_ENDPOINT`, else the deprecated `$MODELSCOPE_DOMAIN` (`https://` added when it
 //!   has no scheme), else `https://modelscope.cn` with `https://www.modelscope.ai` as the fallback for a
@@ -76,6 +77,26 @@ fn token() -> Option<String> {
 pub fn file_url(endpoint: &str, kind: RepoKind, repo: &str, revision: &str, file: &str) -> String {
     let base = format!("{endpoint}/api/v1/{}/{repo}/repo", kind.segment());
     reqwest::Url::parse_with_params(&base, [("Revision", revision), ("FilePath", file)])
+        .map(String::from)
+        .unwrap_or(base)
+}
+
+/// The URL of the first page of `repo`'s file listing on `endpoint` (datasets: the paged tree).
+pub fn listing_url(endpoint: &str, kind: RepoKind, repo: &str, revision: &str) -> String {
+    let seg = kind.segment();
+    let (base, paged) = match kind {
+        RepoKind::Model => (format!("{endpoint}/api/v1/{seg}/{repo}/repo/files"), false),
+        RepoKind::Dataset => (format!("{endpoint}/api/v1/{seg}/{repo}/repo/tree"), true),
+    };
+    let mut params = vec![
+        ("Revision", revision.to_string()),
+        ("Recursive", "True".to_string()),
+    ];
+    if paged {
+        params.push(("PageNumber", "1".to_string()));
+        params.push(("PageSize", PAGE_SIZE.to_string()));
+    }
+    reqwest::Url::parse_with_params(&base, &params)
         .map(String::from)
         .unwrap_or(base)
 }

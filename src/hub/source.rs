@@ -1,14 +1,16 @@
 //! evalscope's `DatasetSource` and its two loaders, `download_hub_file` (one named file of the dataset:
-//! `openqa`, ShareGPT, trie) and `load_hub_dataset` (the dataset's data files: `longalpaca`), with the
-//! same choices:
+//! `openqa`, ShareGPT, trie) and `load_hub_dataset` (the files of one split: `longalpaca`, the image
+//! datasets, SWE-smith's trajectories), with the same choices:
 //!
 //! * `--dataset-path` a file: that file. A folder: the file of that name inside it (else an error); for
 //!   `load_hub_dataset` the folder's data files.
 //! * Else `--data-source` (default `modelscope`): `huggingface` takes the Hugging Face id, revision and file
 //!   path when the source declares them (the ModelScope ones otherwise); `local` — or a ModelScope id that
 //!   exists as a local path — reads `<id>/<file>` relative to the working directory.
-//! * A hub file is looked up in that hub's cache first and downloaded there when it is missing; the error
-//!   says which files were looked for, where, and what was fetched from where.
+//! * A hub file is looked up in that hub's cache first and downloaded there when it is missing (of a
+//!   split, only its files: a snapshot missing a shard of a `-NNNNN-of-MMMMM` set counts as missing, and
+//!   only the missing files are fetched); the error says which files were looked for, where, and what was
+//!   fetched from where (offline: the URLs it would have fetched).
 
 use std::path::{Path, PathBuf};
 
@@ -163,42 +165,84 @@ fn local_file(what: &str, dir: &Path, file_name: &str) -> Result<PathBuf, String
     ))
 }
 
-/// The data files of `source` that `keep` selects (evalscope's `load_hub_dataset` for a dataset of JSON
-/// files): the folder `--dataset-path` names (its files, any depth), else the hub copy — the cached
-/// snapshot when there is one, else downloaded.
+/// Which files of a repository a dataset reads (one split of evalscope's `load_hub_dataset`).
+#[derive(Debug, Clone, Copy)]
+pub struct Selection {
+    /// Whether a repository path (`data/tool-00000-of-00004.parquet`) is one of them.
+    pub keep: fn(&str) -> bool,
+    /// The files in words, for errors (`its data files (*.json, *.jsonl)`).
+    pub describe: &'static str,
+}
+
+/// A dataset's local copy: its folder (a cache snapshot, or the folder given) and the selected files in
+/// it, sorted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubCopy {
+    /// The snapshot folder (the file itself when `--dataset-path` names one file).
+    pub root: PathBuf,
+    /// The selected files.
+    pub files: Vec<PathBuf>,
+}
+
+/// The data files of `source` that `selection` picks (evalscope's `load_hub_dataset`): the folder
+/// `--dataset-path` names (its files, any depth), else the hub copy — the cached snapshot when it holds
+/// them (every shard of a `-NNNNN-of-MMMMM` set), else downloaded (only the files still missing).
 pub fn hub_dataset_files(
     what: &str,
     source: &DatasetSource,
     dataset_path: Option<&Path>,
     data_source: DataSource,
-    keep: fn(&str) -> bool,
-) -> Result<Vec<PathBuf>, String> {
+    selection: &Selection,
+) -> Result<HubCopy, String> {
     if let Some(path) = dataset_path {
-        return local_files(what, path, keep);
+        return local_files(what, path, selection);
     }
     let (hub, id, revision) = source.resolve(data_source);
+    let found = |dir: &Path| {
+        let files = select(dir, selection.keep);
+        (!files.is_empty() && complete_shards(&files)).then(|| HubCopy {
+            root: dir.to_path_buf(),
+            files,
+        })
+    };
     match hub {
-        Resolved::Local => local_files(what, Path::new(id), keep),
+        Resolved::Local => local_files(what, Path::new(id), selection),
         Resolved::ModelScope => {
             let mut looked = Vec::new();
             if let Some(dir) = cache::cached_snapshot(RepoKind::Dataset, id, revision) {
-                let files = select(&dir, keep);
-                if !files.is_empty() {
-                    return Ok(files);
+                if let Some(copy) = found(&dir) {
+                    return Ok(copy);
                 }
                 looked.push(dir);
             } else if let Some(root) = cache::modelscope_root() {
                 looked.push(cache::repo_dir(&root, RepoKind::Dataset, id).join("snapshots"));
             }
-            let why = match modelscope::download_selected(RepoKind::Dataset, id, revision, keep) {
-                Ok(files) => return Ok(files),
+            let kind = RepoKind::Dataset;
+            let why = match modelscope::download_selected(kind, id, revision, selection.keep) {
+                Ok(files) => {
+                    let root = cache::modelscope_root()
+                        .map(|r| cache::download_dir(&r, kind, id, revision))
+                        .unwrap_or_default();
+                    return Ok(HubCopy { root, files });
+                }
+                Err(why) if super::offline() => {
+                    let rev = revision.unwrap_or("master");
+                    let urls: Vec<String> = modelscope::endpoints()
+                        .iter()
+                        .map(|e| modelscope::listing_url(e, kind, id, rev))
+                        .collect();
+                    format!(
+                        "{why} (it would list {} and fetch the files it names)",
+                        urls.join(" or ")
+                    )
+                }
                 Err(why) => why,
             };
             Err(not_found(
                 what,
                 "ModelScope",
                 id,
-                &["its data files (*.json, *.jsonl)"],
+                &[selection.describe],
                 &looked,
                 &why,
                 data_source,
@@ -208,24 +252,29 @@ pub fn hub_dataset_files(
             let mut looked = Vec::new();
             if let Some(cache) = hf::hf_hub_cache() {
                 let repo = hf::dataset_repo_dir(&cache, id);
-                for dir in hf::snapshots(&repo, revision) {
-                    let files = select(&dir, keep);
-                    if !files.is_empty() {
-                        return Ok(files);
-                    }
+                if let Some(copy) = hf::snapshots(&repo, revision).iter().find_map(|d| found(d)) {
+                    return Ok(copy);
                 }
                 looked.push(repo.join("snapshots"));
             }
             let rev = revision.unwrap_or("main");
+            let keep = selection.keep;
             let why = match hf::try_download(|cache| hf::download_dataset(id, rev, keep, cache)) {
-                Ok(dir) => return Ok(select(&dir, keep)),
+                Ok(dir) => {
+                    let files = select(&dir, keep);
+                    return Ok(HubCopy { root: dir, files });
+                }
+                Err(why) if super::offline() => format!(
+                    "{why} (it would list {}/api/datasets/{id}/revision/{rev} and fetch the files it names)",
+                    hf::endpoint()
+                ),
                 Err(why) => why,
             };
             Err(not_found(
                 what,
                 "Hugging Face",
                 id,
-                &["its data files (*.json, *.jsonl)"],
+                &[selection.describe],
                 &looked,
                 &why,
                 data_source,
@@ -234,18 +283,66 @@ pub fn hub_dataset_files(
     }
 }
 
-fn local_files(what: &str, dir: &Path, keep: fn(&str) -> bool) -> Result<Vec<PathBuf>, String> {
+fn local_files(what: &str, dir: &Path, selection: &Selection) -> Result<HubCopy, String> {
     if dir.is_file() {
-        return Ok(vec![dir.to_path_buf()]);
+        return Ok(HubCopy {
+            root: dir.to_path_buf(),
+            files: vec![dir.to_path_buf()],
+        });
     }
-    let files = select(dir, keep);
+    let files = select(dir, selection.keep);
     if files.is_empty() {
         return Err(format!(
-            "{what}: no data file (*.json, *.jsonl) in {}. Point --dataset-path at the file",
+            "{what}: none of {} is in {}. Point --dataset-path at the file",
+            selection.describe,
             dir.display()
         ));
     }
-    Ok(files)
+    Ok(HubCopy {
+        root: dir.to_path_buf(),
+        files,
+    })
+}
+
+/// Whether every numbered shard set among `files` (`name-00000-of-00004.parquet` …) is whole, as
+/// evalscope checks a cached snapshot before it reads it.
+fn complete_shards(files: &[PathBuf]) -> bool {
+    let mut sets: std::collections::BTreeMap<(PathBuf, String, String), (u64, Vec<u64>)> =
+        std::collections::BTreeMap::new();
+    for f in files {
+        let Some(base) = f.file_name().and_then(|b| b.to_str()) else {
+            continue;
+        };
+        let Some((index, count, prefix, suffix)) = shard_name(base) else {
+            continue;
+        };
+        let key = (f.parent().unwrap_or(f).to_path_buf(), prefix, suffix);
+        let entry = sets.entry(key).or_insert((count, Vec::new()));
+        if entry.0 != count || index >= count || entry.1.contains(&index) {
+            return false;
+        }
+        entry.1.push(index);
+    }
+    sets.values()
+        .all(|(count, seen)| seen.len() as u64 == *count)
+}
+
+/// `(index, count, prefix, suffix)` of a shard name `prefix-00001-of-00004.suffix`.
+fn shard_name(base: &str) -> Option<(u64, u64, String, String)> {
+    let dot = base.find('.')?;
+    let (stem, suffix) = base.split_at(dot);
+    let (rest, count) = stem.rsplit_once("-of-")?;
+    let (prefix, index) = rest.rsplit_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if prefix.is_empty() || !digits(index) || !digits(count) {
+        return None;
+    }
+    Some((
+        index.parse().ok()?,
+        count.parse().ok()?,
+        prefix.to_string(),
+        suffix.to_string(),
+    ))
 }
 
 /// The files under `dir` (relative paths, `/`-separated) that `keep` selects, sorted; hidden entries
@@ -296,4 +393,36 @@ fn not_found(
         "{what}: {} of the {hub} dataset {id} is in no local cache and could not be downloaded; download it first, or pass the file with --dataset-path (or try the other hub with {other}). Looked in:\n{looked}\n{why}",
         files.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_shards_must_all_be_there() {
+        let f = |names: &[&str]| -> Vec<PathBuf> { names.iter().map(PathBuf::from).collect() };
+        assert_eq!(
+            shard_name("tool-00001-of-00004.parquet"),
+            Some((1, 4, "tool".into(), ".parquet".into()))
+        );
+        assert_eq!(shard_name("LongAlpaca-12k.json"), None);
+        assert!(complete_shards(&f(&[
+            "d/data/tool-00000-of-00002.parquet",
+            "d/data/tool-00001-of-00002.parquet",
+            "d/README.json",
+        ])));
+        assert!(!complete_shards(&f(&[
+            "d/data/tool-00001-of-00002.parquet"
+        ])));
+        assert!(!complete_shards(&f(&[
+            "d/data/tool-00000-of-00002.parquet",
+            "d/data/tool-00000-of-00003.parquet",
+        ])));
+        // One set per folder: each subject's validation split is whole.
+        assert!(complete_shards(&f(&[
+            "d/Art/validation-00000-of-00001.parquet",
+            "d/Math/validation-00000-of-00001.parquet",
+        ])));
+    }
 }

@@ -265,11 +265,13 @@ impl DatasetKind {
         )
     }
 
-    /// Hub datasets whose local copy is looked up (or downloaded) when `--dataset-path` is left out.
+    /// Hub datasets whose local copy is looked up (or downloaded) when `--dataset-path` is left out
+    /// (`swe_smith`: the raw trajectories its conversations are built from).
     pub fn has_hub_cache(self) -> bool {
         matches!(
             self,
             DatasetKind::Flickr8k
+                | DatasetKind::SweSmith
                 | DatasetKind::KontextBench
                 | DatasetKind::MmmuMultiImage
                 | DatasetKind::OpenQa
@@ -320,7 +322,7 @@ impl DatasetKind {
         match self {
             DatasetKind::OpenQa => Some("AI-ModelScope/HC3-Chinese (open_qa.jsonl)"),
             DatasetKind::SweSmith => Some(
-                "SWE-bench/SWE-smith-trajectories (split tool) and builds conversations from it; llmperf reads the agentic_dataset.json that evalscope's examples/perf/build_swe_smith_dataset.py builds",
+                "SWE-bench/SWE-smith-trajectories (split tool, parquet) and builds conversations from it",
             ),
             DatasetKind::TrieAgenticCoding => {
                 Some("evalscope/trie-workloads (agentic_coding_8k.jsonl)")
@@ -336,7 +338,9 @@ impl DatasetKind {
             }
             DatasetKind::Flickr8k => Some("clip-benchmark/wds_flickr8k (test/*.tar shards)"),
             DatasetKind::KontextBench => Some("black-forest-labs/kontext-bench (parquet files)"),
-            DatasetKind::MmmuMultiImage => Some("MMMU/MMMU (<subject>/validation-*.parquet)"),
+            DatasetKind::MmmuMultiImage => {
+                Some("AI-ModelScope/MMMU (<subject>/validation-*.parquet)")
+            }
             _ => None,
         }
     }

@@ -142,6 +142,16 @@ pub(super) fn token_settings(
             ));
         }
     }
+    let live_swe_smith = matches!(
+        prompts,
+        PromptSource::Dataset {
+            kind: DatasetKind::SweSmith,
+            path: None
+        }
+    );
+    if live_swe_smith && tokenizer_path.is_none() {
+        return usage("--dataset swe_smith without --dataset-path builds its conversations from SWE-bench/SWE-smith-trajectories (live construction), which requires --tokenizer-path for accurate token counting. Please specify --tokenizer-path or provide a pre-built --dataset-path (agentic_dataset.json)");
+    }
     if cli.tokenize_prompt {
         if tokenizer_path.is_none() {
             return usage(

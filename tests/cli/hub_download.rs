@@ -1,402 +1,396 @@
-//! A tokenizer (`--tokenizer-path org/name`) or a hub dataset (`--dataset kontext_bench`) that is in no
-//! local cache: downloaded from the hub named by `HF_ENDPOINT` (here a small fake hub on 127.0.0.1) into the
-//! Hugging Face cache layout, then found there offline; a hub that refuses gives a clear error before any
-//! request. `HF_TOKEN` is sent to the hub and written nowhere.
+//! A tokenizer id in no local cache, and the image datasets (`kontext_bench`, `mmmu_multi_image`,
+//! `flickr8k`) without `--dataset-path`, downloaded from the fake hubs of `tests/common/fake_hub.rs`
+//! into each hub's cache layout — the image datasets from ModelScope by default (evalscope's
+//! `DatasetSource` ids), from the Hugging Face hub with `--data-source huggingface` — only the split
+//! evalscope loads, then found there offline; the offline error names what it tried; a hub that refuses
+//! gives a clear error before any request. `HF_TOKEN` is sent to the hub and written nowhere.
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::path::Path;
 
+use serde_json::Value;
+
+use crate::common::fake_hub::{FakeHub, HF_COMMIT};
 use crate::common::*;
+use crate::parquet_sets::{jpeg_size, kontext_fixture, mmmu_subject, png, text, MmmuRow};
 use crate::tokens::shared_dir;
 
 const REPO: &str = "HuggingFaceTB/SmolLM2-135M-Instruct";
-const COMMIT: &str = "0123abcdef";
-
-/// A fake Hugging Face hub: serves the bytes of each known path (404 for others), or answers every request
-/// with `status`; records each request's head. Stops when dropped.
-struct FakeHub {
-    port: u16,
-    requests: Arc<Mutex<Vec<String>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl FakeHub {
-    fn start(routes: HashMap<String, Vec<u8>>, status: u16) -> FakeHub {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (log, halt) = (requests.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            while !halt.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((conn, _)) => serve(conn, &routes, status, &log),
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        FakeHub {
-            port,
-            requests,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn requests(&self) -> Vec<String> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-impl Drop for FakeHub {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Answers one request (one per connection).
-fn serve(
-    mut conn: TcpStream,
-    routes: &HashMap<String, Vec<u8>>,
-    status: u16,
-    log: &Mutex<Vec<String>>,
-) {
-    conn.set_nonblocking(false).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match conn.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return,
-        }
-    }
-    let head = String::from_utf8_lossy(&head).to_string();
-    log.lock().unwrap().push(head.clone());
-    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
-    let body = routes.get(&path).cloned();
-    let (code, body) = match (status, body) {
-        (200, Some(b)) => (200, b),
-        (200, None) => (404, b"Entry not found".to_vec()),
-        (s, _) => (s, b"Access to this model is restricted".to_vec()),
-    };
-    let reply = format!(
-        "HTTP/1.1 {code} X\r\nContent-Length: {}\r\nX-Repo-Commit: {COMMIT}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = conn.write_all(reply.as_bytes());
-    let _ = conn.write_all(&body);
-}
-
-/// `llmperf` with `args`, downloads allowed from `hub` (HF_ENDPOINT), caching into `cache`.
-fn online(
-    out: &Path,
-    cache: &Path,
-    hub: &str,
-    extra_env: &[(&str, &str)],
-    args: &[&str],
-) -> std::process::Output {
-    llmperf_command(out, args)
-        .env_remove("HF_HUB_OFFLINE")
-        .env("HF_ENDPOINT", hub)
-        .env("HF_HUB_CACHE", cache)
-        .env("MODELSCOPE_CACHE", cache.join("modelscope"))
-        .envs(extra_env.iter().copied())
-        .output()
-        .expect("llmperf runs")
-}
-
-/// A `--dataset random` run whose tokenizer is the hub id [`REPO`].
-fn run(
-    out: &Path,
-    cache: &Path,
-    hub: &str,
-    extra_env: &[(&str, &str)],
-    url: &str,
-) -> std::process::Output {
-    let args = [
-        "--url",
-        url,
-        "--model",
-        "m",
-        "--dataset",
-        "random",
-        "--tokenizer-path",
-        REPO,
-        "--min-prompt-length",
-        "64",
-        "--max-prompt-length",
-        "64",
-        "--number",
-        "2",
-    ];
-    online(out, cache, hub, extra_env, &args)
-}
 
 /// Every file under `dir`, read as text where it is text.
 fn all_text(dir: &Path) -> String {
-    let mut text = String::new();
-    for entry in walk(dir) {
-        if let Ok(bytes) = std::fs::read(&entry) {
-            text.push_str(&String::from_utf8_lossy(&bytes));
-        }
-    }
-    text
+    files_under(dir)
+        .iter()
+        .filter_map(|p| std::fs::read(p).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect()
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
+/// A `--dataset random` run whose tokenizer is the hub id [`REPO`], caches under `cache`.
+fn tokenizer_run(sim: &llmperf::sim::SimServer, cache: &Path) -> Run {
+    Run::at(sim, "/v1/chat/completions")
+        .online(cache)
+        .flags("--dataset random --min-prompt-length 64 --max-prompt-length 64 --number 2")
+        .flag("--tokenizer-path", REPO)
+}
+
+fn bodies(sim: &llmperf::sim::SimServer) -> Vec<Value> {
+    sim.requests()
+        .iter()
+        .map(|r| serde_json::from_str(&r.1).unwrap())
+        .collect()
 }
 
 #[test]
 fn a_hub_tokenizer_is_downloaded_into_the_cache_then_used_offline() {
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
     let source = shared_dir().join("tokenizers/smollm2-135m-instruct");
-    let routes = ["tokenizer.json", "tokenizer_config.json"]
-        .map(|f| {
-            (
-                format!("/{REPO}/resolve/main/{f}"),
-                std::fs::read(source.join(f)).unwrap(),
-            )
-        })
-        .into_iter()
-        .collect();
-    let hub = FakeHub::start(routes, 200);
+    let hub = FakeHub::huggingface();
+    for f in ["tokenizer.json", "tokenizer_config.json"] {
+        hub.model_file(REPO, f, &std::fs::read(source.join(f)).unwrap());
+    }
     let cache = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
     let secret = "hf_secret_token_4711";
-    ok(&run(
-        out.path(),
-        cache.path(),
-        &hub.endpoint(),
-        &[("HF_TOKEN", secret)],
-        &url,
-    ));
+    let first = tokenizer_run(&sim, cache.path())
+        .hub(&hub)
+        .env("HF_TOKEN", secret);
+    first.ok();
     let repo = cache
         .path()
-        .join("models--HuggingFaceTB--SmolLM2-135M-Instruct");
-    let snapshot = repo.join("snapshots").join(COMMIT);
-    assert_eq!(
-        std::fs::read(snapshot.join("tokenizer.json")).unwrap(),
-        std::fs::read(source.join("tokenizer.json")).unwrap(),
-        "tokenizer.json cached byte for byte"
-    );
-    assert_eq!(
-        std::fs::read(snapshot.join("tokenizer_config.json")).unwrap(),
-        std::fs::read(source.join("tokenizer_config.json")).unwrap()
-    );
+        .join("hf/models--HuggingFaceTB--SmolLM2-135M-Instruct");
+    let snapshot = repo.join("snapshots").join(HF_COMMIT);
+    for f in ["tokenizer.json", "tokenizer_config.json"] {
+        assert_eq!(
+            std::fs::read(snapshot.join(f)).unwrap(),
+            std::fs::read(source.join(f)).unwrap(),
+            "{f} cached byte for byte"
+        );
+    }
     assert_eq!(
         std::fs::read_to_string(repo.join("refs/main")).unwrap(),
-        COMMIT
+        HF_COMMIT
     );
     let seen = hub.requests();
     assert!(
         seen.iter()
-            .any(|h| h.starts_with(&format!("GET /{REPO}/resolve/main/tokenizer.json "))),
+            .any(|r| r.target == format!("/{REPO}/resolve/main/tokenizer.json")),
         "{seen:?}"
     );
     assert!(
-        seen.iter().all(|h| h
-            .to_ascii_lowercase()
-            .contains(&format!("authorization: bearer {secret}"))),
+        seen.iter()
+            .all(|r| r.header("authorization") == Some(format!("Bearer {secret}"))),
         "the token goes to the hub: {seen:?}"
     );
     assert!(
-        !all_text(out.path()).contains(secret),
+        !all_text(first.out()).contains(secret),
         "the token is written nowhere"
     );
     assert_eq!(sim.requests().len(), 2 + 1, "measured + connection test");
 
     // Offline, with the hub gone: found in the cache.
     drop(hub);
-    let out2 = tempfile::tempdir().unwrap();
-    ok(&run(
-        out2.path(),
-        cache.path(),
-        "http://127.0.0.1:9",
-        &[("HF_HUB_OFFLINE", "1")],
-        &url,
-    ));
+    tokenizer_run(&sim, cache.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .ok();
 }
 
 #[test]
 fn a_hub_that_refuses_is_a_clear_error_before_any_request() {
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let hub = FakeHub::start(HashMap::new(), 401);
+    let hub = FakeHub::huggingface();
+    hub.require_token("a-token-this-run-does-not-have");
     let cache = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let o = run(out.path(), cache.path(), &hub.endpoint(), &[], &url);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let run = tokenizer_run(&sim, cache.path()).hub(&hub);
+    let err = run.fails(2);
     assert!(err.contains("HTTP 401"), "{err}");
     assert!(err.contains("HF_TOKEN"), "{err}");
     assert!(err.contains("Looked in"), "{err}");
+    assert!(!hub.requests().is_empty(), "the hub was asked");
     assert!(sim.requests().is_empty());
+    assert_eq!(run.out_entries(), 0);
     assert!(
-        !cache
-            .path()
-            .join("models--HuggingFaceTB--SmolLM2-135M-Instruct/snapshots")
-            .join(COMMIT)
-            .join("tokenizer.json")
-            .exists(),
+        files_under(&cache.path().join("hf")).is_empty(),
         "nothing half-written"
     );
 }
 
-#[test]
-fn a_hub_dataset_is_downloaded_into_the_cache_then_used_offline() {
-    // The hub copy of kontext-bench: a test split to read, a train split and a README to leave alone.
-    let fixture = tempfile::tempdir().unwrap();
-    crate::parquet_sets::kontext_fixture(fixture.path());
-    let test_split =
-        std::fs::read(fixture.path().join("data/test-00000-of-00001.parquet")).unwrap();
-    let repo = "black-forest-labs/kontext-bench";
-    let sha = "feedbeef01";
-    let listing = serde_json::json!({
-        "sha": sha,
-        "siblings": [
-            {"rfilename": "README.md"},
-            {"rfilename": "data/test-00000-of-00001.parquet"},
-            {"rfilename": "data/train-00000-of-00001.parquet"},
-        ],
-    });
-    let routes: HashMap<String, Vec<u8>> = [
-        (
-            format!("/api/datasets/{repo}/revision/main"),
-            listing.to_string().into_bytes(),
-        ),
-        (
-            format!("/datasets/{repo}/resolve/{sha}/data/test-00000-of-00001.parquet"),
-            test_split.clone(),
-        ),
-    ]
-    .into_iter()
-    .collect();
-    let hub = FakeHub::start(routes, 200);
-    let cache = tempfile::tempdir().unwrap();
-    let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let dataset_run = |env: &[(&str, &str)], hub_url: &str| {
-        let out = tempfile::tempdir().unwrap();
-        let args = ["--url", &url, "--model", "vl", "--dataset", "kontext_bench"];
-        let args = [&args[..], &["--number", "2", "--no-test-connection"]].concat();
-        online(out.path(), cache.path(), hub_url, env, &args)
-    };
-    ok(&dataset_run(&[], &hub.endpoint()));
-    let snapshot = cache
-        .path()
-        .join("datasets--black-forest-labs--kontext-bench/snapshots")
-        .join(sha);
-    assert_eq!(
-        std::fs::read(snapshot.join("data/test-00000-of-00001.parquet")).unwrap(),
-        test_split
-    );
-    assert!(!snapshot.join("data/train-00000-of-00001.parquet").exists());
-    assert!(!snapshot.join("README.md").exists());
-    let seen = hub.requests();
-    assert_eq!(seen.len(), 2, "the listing and the one test file: {seen:?}");
-    let bodies = sim.requests();
-    assert_eq!(bodies.len(), 2);
-    let first: serde_json::Value = serde_json::from_str(&bodies[0].1).unwrap();
-    assert_eq!(
-        first["messages"][0]["content"][0]["text"],
-        "Make the sky purple"
-    );
-    // Offline, with the hub gone: read from the cache.
-    drop(hub);
-    ok(&dataset_run(
-        &[("HF_HUB_OFFLINE", "1")],
-        "http://127.0.0.1:9",
-    ));
-    assert_eq!(sim.requests().len(), 4);
-}
+/// A repository's files: `(path, bytes)`.
+type RepoFiles = Vec<(String, Vec<u8>)>;
 
-#[test]
-fn flickr8k_shards_are_downloaded_from_the_hub() {
+/// The parquet/tar files of the three image datasets' hub copies (the same layout on both hubs; MMMU's
+/// id differs), each with files of another split and a README that are not to be fetched.
+fn image_repos() -> Vec<(&'static str, RepoFiles)> {
+    let dir = tempfile::tempdir().unwrap();
+    let read = |rel: &str| std::fs::read(dir.path().join(rel)).unwrap();
+    kontext_fixture(&dir.path().join("kontext"));
+    let kontext_test = read("kontext/data/test-00000-of-00001.parquet");
+    let two_images = |id, question| MmmuRow {
+        id,
+        question,
+        options: "['A', 'B']",
+        images: vec![Some(png(4, 3)), Some(png(5, 6))],
+    };
+    let mmmu = dir.path().join("mmmu");
+    mmmu_subject(
+        &mmmu,
+        "Art",
+        "validation",
+        vec![two_images("v_Art_1", "Art <image 1> <image 2>")],
+    );
+    mmmu_subject(
+        &mmmu,
+        "Math",
+        "validation",
+        vec![two_images("v_Math_1", "Math <image 1> <image 2>")],
+    );
+    mmmu_subject(
+        &mmmu,
+        "Art",
+        "dev",
+        vec![two_images("dev_Art_1", "DEV <image 1> <image 2>")],
+    );
     let mut tar = Vec::new();
     crate::media::tar_entry(&mut tar, "s000.jpg", b"\xff\xd8\xff\xe0fakejpeg");
     crate::media::tar_entry(&mut tar, "s000.txt", b"A dog runs on the grass.");
     tar.extend(vec![0u8; 1024]);
-    let repo = "clip-benchmark/wds_flickr8k";
-    let sha = "c0ffee42";
-    let listing = serde_json::json!({
-        "sha": sha,
-        "siblings": [
-            {"rfilename": "README.md"},
-            {"rfilename": "test/0.tar"},
-            {"rfilename": "train/0.tar"},
-        ],
-    });
-    let routes: HashMap<String, Vec<u8>> = [
+    let file = |p: &str, b: Vec<u8>| (p.to_string(), b);
+    vec![
         (
-            format!("/api/datasets/{repo}/revision/main"),
-            listing.to_string().into_bytes(),
+            "black-forest-labs/kontext-bench",
+            vec![
+                file("README.md", b"# kontext".to_vec()),
+                file("data/test-00000-of-00001.parquet", kontext_test.clone()),
+                file("data/train-00000-of-00001.parquet", kontext_test),
+            ],
         ),
         (
-            format!("/datasets/{repo}/resolve/{sha}/test/0.tar"),
-            tar.clone(),
+            "MMMU",
+            vec![
+                file("README.md", b"# MMMU".to_vec()),
+                file(
+                    "Art/validation-00000-of-00001.parquet",
+                    read("mmmu/Art/validation-00000-of-00001.parquet"),
+                ),
+                file(
+                    "Math/validation-00000-of-00001.parquet",
+                    read("mmmu/Math/validation-00000-of-00001.parquet"),
+                ),
+                file(
+                    "Art/dev-00000-of-00001.parquet",
+                    read("mmmu/Art/dev-00000-of-00001.parquet"),
+                ),
+            ],
+        ),
+        (
+            "clip-benchmark/wds_flickr8k",
+            vec![
+                file("README.md", b"# flickr".to_vec()),
+                file("test/0.tar", tar.clone()),
+                file("train/0.tar", tar),
+            ],
         ),
     ]
-    .into_iter()
-    .collect();
-    let hub = FakeHub::start(routes, 200);
+}
+
+/// The first text part each image request sent, in order.
+fn first_texts(sim: &llmperf::sim::SimServer) -> Vec<String> {
+    bodies(sim)
+        .iter()
+        .map(|b| text(&b["messages"][0]["content"][0]).to_string())
+        .collect()
+}
+
+#[test]
+fn image_datasets_are_downloaded_from_modelscope_then_reused_from_its_cache() {
+    let hub = FakeHub::modelscope();
+    for (repo, files) in image_repos() {
+        let repo = if repo == "MMMU" {
+            "AI-ModelScope/MMMU"
+        } else {
+            repo
+        };
+        for (path, bytes) in files {
+            hub.dataset_file(repo, &path, &bytes);
+        }
+    }
     let cache = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let o = online(
-        out.path(),
-        cache.path(),
-        &hub.endpoint(),
-        &[],
-        &[
-            "--url",
-            &url,
-            "--model",
-            "vl",
-            "--dataset",
-            "flickr8k",
-            "--number",
-            "2",
-            "--no-test-connection",
-        ],
-    );
-    ok(&o);
-    let snapshot = cache
-        .path()
-        .join("datasets--clip-benchmark--wds_flickr8k/snapshots")
-        .join(sha);
-    assert_eq!(std::fs::read(snapshot.join("test/0.tar")).unwrap(), tar);
-    assert!(!snapshot.join("train/0.tar").exists());
-    let first: serde_json::Value = serde_json::from_str(&sim.requests()[0].1).unwrap();
+    let cases = [
+        (
+            "kontext_bench",
+            "black-forest-labs/kontext-bench",
+            "data/test-00000-of-00001.parquet",
+        ),
+        (
+            "mmmu_multi_image",
+            "AI-ModelScope/MMMU",
+            "Art/validation-00000-of-00001.parquet",
+        ),
+        ("flickr8k", "clip-benchmark/wds_flickr8k", "test/0.tar"),
+    ];
+    for (dataset, repo, wanted) in cases {
+        let run = || {
+            Run::at(&sim, "/v1/chat/completions")
+                .model("vl")
+                .online(cache.path())
+                .hub(&hub)
+                .flag("--dataset", dataset)
+                .flags("--number 2 --no-test-connection")
+        };
+        let before = hub.requests().len();
+        run().ok();
+        let seen: Vec<String> = hub.requests()[before..]
+            .iter()
+            .map(|r| r.target.clone())
+            .collect();
+        let prefix = format!("/api/v1/datasets/{repo}/repo");
+        assert_eq!(
+            seen[0],
+            format!("{prefix}/tree?Revision=master&Recursive=True&PageNumber=1&PageSize=200"),
+            "{dataset}: the listing first"
+        );
+        let fetched: Vec<&str> = seen
+            .iter()
+            .filter_map(|t| t.split("&FilePath=").nth(1))
+            .collect();
+        let expected: Vec<String> = match dataset {
+            "mmmu_multi_image" => vec![
+                "Art%2Fvalidation-00000-of-00001.parquet".into(),
+                "Math%2Fvalidation-00000-of-00001.parquet".into(),
+            ],
+            _ => vec![wanted.replace('/', "%2F")],
+        };
+        assert_eq!(fetched, expected, "{dataset}: only the split's files");
+        let snapshot = cache
+            .path()
+            .join("modelscope/datasets")
+            .join(repo.replace('/', "--"))
+            .join("snapshots/master");
+        assert!(snapshot.join(wanted).is_file(), "{dataset}: cached");
+        assert!(!snapshot.join("README.md").exists());
+        // Again, offline: from the cache, the hub not asked.
+        let now = hub.requests().len();
+        run().env("HF_HUB_OFFLINE", "1").ok();
+        assert_eq!(hub.requests().len(), now, "{dataset}: no request");
+    }
+    let texts = first_texts(&sim);
     assert_eq!(
-        first["messages"][0]["content"][0]["text"],
-        "A dog runs on the grass."
+        texts,
+        [
+            "Make the sky purple",
+            "Describe the image",
+            "Make the sky purple",
+            "Describe the image",
+            "Art ",
+            "Math ",
+            "Art ",
+            "Math ",
+            "A dog runs on the grass.",
+            "A dog runs on the grass.",
+            "A dog runs on the grass.",
+            "A dog runs on the grass.",
+        ]
     );
+    let mmmu = &bodies(&sim)[4]["messages"][0]["content"];
+    assert_eq!(jpeg_size(&mmmu[1]), (4, 3));
+}
+
+#[test]
+fn image_datasets_with_data_source_huggingface_read_the_hugging_face_copy() {
+    let hf = FakeHub::huggingface();
+    for (repo, files) in image_repos() {
+        let repo = if repo == "MMMU" { "MMMU/MMMU" } else { repo };
+        for (path, bytes) in files {
+            hf.dataset_file(repo, &path, &bytes);
+        }
+    }
+    let ms = FakeHub::modelscope();
+    let cache = tempfile::tempdir().unwrap();
+    let sim = fast_sim();
+    let cases = [
+        (
+            "kontext_bench",
+            "black-forest-labs/kontext-bench",
+            "main",
+            "data/test-00000-of-00001.parquet",
+        ),
+        (
+            "mmmu_multi_image",
+            "MMMU/MMMU",
+            "21d1d90a93c7450d30bddb579d7b510c00b8a9ab",
+            "Math/validation-00000-of-00001.parquet",
+        ),
+        (
+            "flickr8k",
+            "clip-benchmark/wds_flickr8k",
+            "main",
+            "test/0.tar",
+        ),
+    ];
+    for (dataset, repo, revision, wanted) in cases {
+        let run = || {
+            Run::at(&sim, "/v1/chat/completions")
+                .model("vl")
+                .online(cache.path())
+                .hub(&ms)
+                .hub(&hf)
+                .flag("--dataset", dataset)
+                .flags("--data-source huggingface --number 2 --no-test-connection")
+        };
+        let before = hf.requests().len();
+        run().ok();
+        let seen: Vec<String> = hf.requests()[before..]
+            .iter()
+            .map(|r| r.target.clone())
+            .collect();
+        assert_eq!(
+            seen[0],
+            format!("/api/datasets/{repo}/revision/{revision}"),
+            "{dataset}: evalscope's revision"
+        );
+        assert!(
+            seen[1..]
+                .iter()
+                .all(|t| !t.contains("train") && !t.contains("dev-") && !t.contains("README")),
+            "{dataset}: {seen:?}"
+        );
+        let snapshot = cache
+            .path()
+            .join("hf")
+            .join(format!("datasets--{}", repo.replace('/', "--")))
+            .join("snapshots")
+            .join(HF_COMMIT);
+        assert!(snapshot.join(wanted).is_file(), "{dataset}: cached");
+        let now = hf.requests().len();
+        run().env("HF_HUB_OFFLINE", "1").ok();
+        assert_eq!(hf.requests().len(), now, "{dataset}: no request");
+    }
+    assert!(ms.requests().is_empty(), "ModelScope is not asked");
+    let texts = first_texts(&sim);
+    assert_eq!(texts[0], "Make the sky purple");
+    assert_eq!(texts[4], "Art ");
+    assert_eq!(texts[8], "A dog runs on the grass.");
+}
+
+#[test]
+fn an_image_dataset_offline_names_the_files_the_cache_and_the_urls() {
+    let cache = tempfile::tempdir().unwrap();
+    let run = Run::with_url("http://127.0.0.1:9/v1/chat/completions")
+        .online(cache.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .flags("--dataset kontext_bench --number 1");
+    let err = run.fails(2);
+    for needle in [
+        "--dataset kontext_bench",
+        "the test split's parquet files (data/test-*.parquet)",
+        "ModelScope dataset black-forest-labs/kontext-bench",
+        "Looked in",
+        "modelscope/datasets/black-forest-labs--kontext-bench/snapshots",
+        "HF_HUB_OFFLINE",
+        "http://127.0.0.1:9/api/v1/datasets/black-forest-labs/kontext-bench/repo/tree?Revision=master&Recursive=True&PageNumber=1&PageSize=200",
+        "--dataset-path",
+        "--data-source huggingface",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    assert_eq!(run.out_entries(), 0, "no output folder");
 }

@@ -38,6 +38,7 @@ mod shards;
 mod sla;
 mod slurm;
 mod swe_smith;
+mod swe_smith_live;
 mod tls;
 mod tokens;
 mod visualizer;

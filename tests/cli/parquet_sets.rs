@@ -1,85 +1,15 @@
 //! `kontext_bench` and `mmmu_multi_image` from parquet files laid out as their hub copies (written here
 //! with the `parquet` crate: `datasets.Image` struct columns `{bytes, path}`, snappy, as pyarrow writes
-//! them), from `--dataset-path` and from the Hugging Face cache; and their errors.
+//! them), from `--dataset-path` and from the Hugging Face cache; and their errors. Downloads from the hubs
+//! are in `hub_download.rs`.
 
-use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
 use base64::Engine as _;
-use parquet::basic::Compression;
-use parquet::data_type::{ByteArray, ByteArrayType};
-use parquet::file::properties::WriterProperties;
-use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::parser::parse_message_type;
 use serde_json::Value;
 
+use crate::common::parquet::{write_parquet, Col};
 use crate::common::*;
-
-/// One top-level column of a fixture file.
-enum Col<'a> {
-    /// A string column.
-    Text(&'a str, Vec<Option<&'a str>>),
-    /// A `datasets.Image` column: encoded bytes, or a null image.
-    Image(&'a str, Vec<Option<Vec<u8>>>),
-}
-
-fn write_parquet(path: &Path, cols: &[Col]) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let fields: Vec<String> = cols
-        .iter()
-        .map(|c| match c {
-            Col::Text(n, _) => format!("optional binary {n} (STRING);"),
-            Col::Image(n, _) => format!(
-                "optional group {n} {{ optional binary bytes; optional binary path (STRING); }}"
-            ),
-        })
-        .collect();
-    let schema = Arc::new(
-        parse_message_type(&format!("message schema {{ {} }}", fields.join(" "))).unwrap(),
-    );
-    let props = Arc::new(
-        WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .build(),
-    );
-    // Each leaf: its values and definition levels.
-    let mut leaves: Vec<(Vec<ByteArray>, Vec<i16>)> = Vec::new();
-    for c in cols {
-        match c {
-            Col::Text(_, v) => leaves.push((
-                v.iter().flatten().map(|s| ByteArray::from(*s)).collect(),
-                v.iter().map(|s| i16::from(s.is_some())).collect(),
-            )),
-            Col::Image(_, v) => {
-                leaves.push((
-                    v.iter()
-                        .flatten()
-                        .map(|b| ByteArray::from(b.clone()))
-                        .collect(),
-                    v.iter().map(|b| if b.is_some() { 2 } else { 0 }).collect(),
-                ));
-                // `path` is null inside a present struct (level 1), absent with a null image (0).
-                leaves.push((
-                    Vec::new(),
-                    v.iter().map(|b| i16::from(b.is_some())).collect(),
-                ));
-            }
-        }
-    }
-    let mut writer = SerializedFileWriter::new(File::create(path).unwrap(), schema, props).unwrap();
-    let mut group = writer.next_row_group().unwrap();
-    let mut leaf = leaves.iter();
-    while let Some(mut col) = group.next_column().unwrap() {
-        let (values, defs) = leaf.next().unwrap();
-        col.typed::<ByteArrayType>()
-            .write_batch(values, Some(defs), None)
-            .unwrap();
-        col.close().unwrap();
-    }
-    group.close().unwrap();
-    writer.close().unwrap();
-}
 
 fn encoded(w: u32, h: u32, format: image::ImageFormat, rgba: bool) -> Vec<u8> {
     let img = if rgba {
@@ -97,7 +27,7 @@ fn encoded(w: u32, h: u32, format: image::ImageFormat, rgba: bool) -> Vec<u8> {
     out
 }
 
-fn png(w: u32, h: u32) -> Vec<u8> {
+pub fn png(w: u32, h: u32) -> Vec<u8> {
     encoded(w, h, image::ImageFormat::Png, false)
 }
 
@@ -110,7 +40,7 @@ fn jpeg(w: u32, h: u32) -> Vec<u8> {
 }
 
 /// The size of a `data:image/jpeg;base64,` URL's picture, checking it is a baseline JPEG.
-fn jpeg_size(part: &Value) -> (u32, u32) {
+pub fn jpeg_size(part: &Value) -> (u32, u32) {
     assert_eq!(part["type"], "image_url", "{part}");
     let url = part["image_url"]["url"].as_str().unwrap();
     let b64 = url
@@ -125,7 +55,7 @@ fn jpeg_size(part: &Value) -> (u32, u32) {
     (img.width(), img.height())
 }
 
-fn text(part: &Value) -> &str {
+pub fn text(part: &Value) -> &str {
     assert_eq!(part["type"], "text", "{part}");
     part["text"].as_str().unwrap()
 }
@@ -148,7 +78,7 @@ pub fn kontext_fixture(root: &Path) {
     );
 }
 
-fn run(dataset: &str, path: Option<&Path>, number: &str, env: &[(&str, &str)]) -> Vec<Value> {
+fn run(dataset: &str, path: Option<&Path>, number: &str) -> Vec<Value> {
     let sim = fast_sim();
     let mut run = Run::at(&sim, "/v1/chat/completions")
         .model("vl")
@@ -156,11 +86,9 @@ fn run(dataset: &str, path: Option<&Path>, number: &str, env: &[(&str, &str)]) -
     if let Some(p) = path {
         run = run.flag("--dataset-path", p);
     }
-    run = run.flag("--number", number).flags("--no-test-connection");
-    for (key, value) in env {
-        run = run.env(key, value);
-    }
-    run.ok();
+    run.flag("--number", number)
+        .flags("--no-test-connection")
+        .ok();
     bodies(&sim)
 }
 
@@ -169,7 +97,7 @@ fn kontext_bench_sends_each_row_as_text_and_a_jpeg() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("kontext-bench");
     kontext_fixture(&root);
-    let bodies = run("kontext_bench", Some(&root), "3", &[]);
+    let bodies = run("kontext_bench", Some(&root), "3");
     assert_eq!(bodies.len(), 3);
     let first = bodies[0]["messages"].as_array().unwrap();
     assert_eq!(first.len(), 1);
@@ -189,16 +117,19 @@ fn kontext_bench_is_found_in_the_hugging_face_cache() {
     let cache = tempfile::tempdir().unwrap();
     let repo = cache
         .path()
-        .join("datasets--black-forest-labs--kontext-bench");
+        .join("hf/datasets--black-forest-labs--kontext-bench");
     kontext_fixture(&repo.join("snapshots/0123abcd"));
     std::fs::create_dir_all(repo.join("refs")).unwrap();
     std::fs::write(repo.join("refs/main"), "0123abcd").unwrap();
-    let empty = tempfile::tempdir().unwrap();
-    let env = [
-        ("HF_HUB_CACHE", cache.path().to_str().unwrap()),
-        ("MODELSCOPE_CACHE", empty.path().to_str().unwrap()),
-    ];
-    let bodies = run("kontext_bench", None, "2", &env);
+    let sim = fast_sim();
+    // Offline: the cached snapshot `refs/main` names, no hub asked.
+    Run::at(&sim, "/v1/chat/completions")
+        .model("vl")
+        .online(cache.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .flags("--dataset kontext_bench --data-source huggingface --number 2 --no-test-connection")
+        .ok();
+    let bodies = bodies(&sim);
     assert_eq!(bodies.len(), 2);
     assert_eq!(
         text(&bodies[0]["messages"][0]["content"][0]),
@@ -206,7 +137,7 @@ fn kontext_bench_is_found_in_the_hugging_face_cache() {
     );
 }
 
-fn mmmu_subject(root: &Path, subject: &str, split: &str, rows: Vec<MmmuRow>) {
+pub fn mmmu_subject(root: &Path, subject: &str, split: &str, rows: Vec<MmmuRow>) {
     let mut images: Vec<Vec<Option<Vec<u8>>>> = vec![Vec::new(); 7];
     for r in &rows {
         for (n, col) in images.iter_mut().enumerate() {
@@ -234,11 +165,11 @@ fn mmmu_subject(root: &Path, subject: &str, split: &str, rows: Vec<MmmuRow>) {
     );
 }
 
-struct MmmuRow {
-    id: &'static str,
-    question: &'static str,
-    options: &'static str,
-    images: Vec<Option<Vec<u8>>>,
+pub struct MmmuRow {
+    pub id: &'static str,
+    pub question: &'static str,
+    pub options: &'static str,
+    pub images: Vec<Option<Vec<u8>>>,
 }
 
 #[test]
@@ -293,7 +224,7 @@ fn mmmu_multi_image_round_robins_subjects_and_places_images() {
             images: vec![Some(jpeg(10, 10)), Some(rgba_png(16, 8))],
         }],
     );
-    let bodies = run("mmmu_multi_image", Some(&root), "4", &[]);
+    let bodies = run("mmmu_multi_image", Some(&root), "4");
     assert_eq!(bodies.len(), 4);
     let content = |i: usize| -> Vec<Value> {
         let m = bodies[i]["messages"].as_array().unwrap();
@@ -339,6 +270,16 @@ fn parquet_datasets_fail_clearly_before_any_request() {
     let cases: Vec<(Vec<&str>, Option<i32>, &str)> = vec![
         (
             vec!["--dataset", "mmmu_multi_image"],
+            Some(2),
+            "datasets/AI-ModelScope--MMMU",
+        ),
+        (
+            vec![
+                "--dataset",
+                "mmmu_multi_image",
+                "--data-source",
+                "huggingface",
+            ],
             Some(2),
             "datasets--MMMU--MMMU",
         ),

@@ -3,6 +3,7 @@
 //! one `llmperf` invocation in a fresh output folder, and the run folders it wrote.
 
 pub mod fake_hub;
+pub mod parquet;
 pub mod run;
 pub mod tls;
 

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use llmperf::sim::SimServer;
 use serde_json::Value;
 
+use super::fake_hub::FakeHub;
 use super::{json_file, ok, rows, run_root, stderr, Row};
 
 /// One `llmperf` invocation: its flags, its environment, the folder it writes under (`--outputs-dir`,
@@ -111,6 +112,30 @@ impl Run {
     pub fn env_remove(mut self, key: &str) -> Run {
         self.env.push((key.to_string(), None));
         self
+    }
+
+    /// Downloads allowed (`HF_HUB_OFFLINE` and the test's own `MODELSCOPE_API_TOKEN` removed), into caches
+    /// under `cache`: ModelScope's `cache/modelscope` (its saved login in `cache/ms-home`), Hugging Face's
+    /// `cache/hf`. Both endpoints stay closed local ports unless [`Run::hub`] names a fake hub.
+    pub fn online(self, cache: &Path) -> Run {
+        let hf_set = self.env.iter().any(|(k, _)| k == "HF_ENDPOINT");
+        let run = self
+            .env_remove("HF_HUB_OFFLINE")
+            .env_remove("MODELSCOPE_API_TOKEN")
+            .env("MODELSCOPE_CACHE", cache.join("modelscope"))
+            .env("MODELSCOPE_HOME", cache.join("ms-home"))
+            .env("HF_HUB_CACHE", cache.join("hf"));
+        if hf_set {
+            run
+        } else {
+            run.env("HF_ENDPOINT", "http://127.0.0.1:9")
+        }
+    }
+
+    /// Points the run at a fake hub (`MODELSCOPE_ENDPOINT` or `HF_ENDPOINT`).
+    pub fn hub(self, hub: &FakeHub) -> Run {
+        let (key, value) = hub.env();
+        self.env(key, value)
     }
 
     /// Writes an input file `name` (outside the output folder) and returns its path.
