@@ -4,8 +4,7 @@
 //! fake Hugging Face hub; a cache hit with no hub at all; the offline error; tokenizer ids from ModelScope;
 //! the token sent as the `modelscope` client sends it and written nowhere.
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 
 use crate::common::fake_hub::{FakeHub, HF_COMMIT};
 use crate::common::*;
@@ -13,19 +12,13 @@ use crate::tokens::shared_dir;
 
 const SECRET: &str = "ms-secret-token-0815";
 
-/// `llmperf` with downloads allowed, ModelScope at `ms`, its cache (and the HF cache) under `cache`.
-fn online(out: &Path, cache: &Path, ms: &str, extra_env: &[(&str, &str)], args: &[&str]) -> Output {
-    llmperf_command(out, args)
-        .env_remove("HF_HUB_OFFLINE")
-        .env_remove("MODELSCOPE_API_TOKEN")
-        .env("MODELSCOPE_ENDPOINT", ms)
-        .env("MODELSCOPE_CACHE", cache.join("modelscope"))
-        .env("MODELSCOPE_HOME", cache.join("ms-home"))
-        .env("HF_HUB_CACHE", cache.join("hf"))
-        .env("HF_ENDPOINT", "http://127.0.0.1:9")
-        .envs(extra_env.iter().copied())
-        .output()
-        .expect("llmperf runs")
+/// A run against `sim`'s chat endpoint with downloads allowed, its caches under `cache`, ModelScope at
+/// `ms`, and no connection test.
+fn online(sim: &llmperf::sim::SimServer, cache: &Path, ms: &FakeHub) -> Run {
+    Run::at(sim, "/v1/chat/completions")
+        .online(cache)
+        .hub(ms)
+        .flags("--no-test-connection")
 }
 
 fn openqa_lines() -> Vec<u8> {
@@ -82,21 +75,6 @@ fn contents(sim: &llmperf::sim::SimServer) -> Vec<String> {
         .collect()
 }
 
-fn the_args_file(out: &Path) -> serde_json::Value {
-    let mut stack = vec![out.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().unwrap() == "benchmark_args.json" {
-                return json_file(&p);
-            }
-        }
-    }
-    panic!("no benchmark_args.json under {}", out.display())
-}
-
 #[test]
 fn openqa_the_default_dataset_is_downloaded_from_modelscope_then_reused_from_the_cache() {
     let hub = FakeHub::modelscope();
@@ -107,27 +85,13 @@ fn openqa_the_default_dataset_is_downloaded_from_modelscope_then_reused_from_the
     )
     .dataset_file("AI-ModelScope/HC3-Chinese", "README.md", b"# HC3");
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
     let cache = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
     // No --dataset: evalscope's quick start.
-    let args = [
-        "--url",
-        &url,
-        "--model",
-        "m",
-        "--number",
-        "2",
-        "--no-test-connection",
-    ];
-    let o = online(
-        out.path(),
-        cache.path(),
-        &hub.endpoint(),
-        &[("MODELSCOPE_API_TOKEN", SECRET)],
-        &args,
-    );
-    ok(&o);
+    let first = online(&sim, cache.path(), &hub)
+        .flags("--number 2")
+        .env("MODELSCOPE_API_TOKEN", SECRET);
+    let o = first.output();
+    let printed = format!("{}{}", ok(&o), stderr(&o));
     let cached = cache
         .path()
         .join("modelscope/datasets/AI-ModelScope--HC3-Chinese/snapshots/master/open_qa.jsonl");
@@ -147,28 +111,16 @@ fn openqa_the_default_dataset_is_downloaded_from_modelscope_then_reused_from_the
         Some(format!("m_session_id={SECRET}"))
     );
     assert_eq!(contents(&sim), ["什么是机器学习？", "为什么天空是蓝色的？"]);
-    let args_json = the_args_file(out.path());
+    let args_json = first.single_run().args();
     assert_eq!(args_json["dataset"], "openqa");
     assert_eq!(args_json["data_source"], serde_json::Value::Null);
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
     assert!(
-        !printed.contains(SECRET) && !all_text(out.path()).contains(SECRET),
+        !printed.contains(SECRET) && !all_text(first.out()).contains(SECRET),
         "the token is written nowhere"
     );
 
     // Second run: the cache answers, the hub sees nothing.
-    let out2 = tempfile::tempdir().unwrap();
-    ok(&online(
-        out2.path(),
-        cache.path(),
-        &hub.endpoint(),
-        &[],
-        &args,
-    ));
+    online(&sim, cache.path(), &hub).flags("--number 2").ok();
     assert_eq!(hub.requests().len(), 1, "no second request");
     assert_eq!(contents(&sim).len(), 4);
 }
@@ -190,78 +142,44 @@ fn sharegpt_longalpaca_and_trie_are_downloaded_then_reused() {
             br#"{"input_prompt_length": 12, "num_turns": 1, "assistant_response_length": [4], "tool_call_output_length": [6], "tool_call_latency": [0.0], "final_assistant_response_length": 3}"#,
         );
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
     let cache = tempfile::tempdir().unwrap();
     let tokenizer = shared_dir().join("tokenizers/smollm2-135m-instruct");
-    let tok = tokenizer.to_str().unwrap();
-    let base = ["--url", &url, "--model", "m", "--no-test-connection"];
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    let cases: Vec<(String, &str)> = vec![
         (
-            vec!["--dataset", "share_gpt_en", "--number", "2"],
+            "--dataset share_gpt_en --number 2".into(),
             "swift/sharegpt/repo?Revision=master&FilePath=common_en_70k.jsonl",
         ),
         (
-            vec!["--dataset", "longalpaca", "--number", "2"],
+            "--dataset longalpaca --number 2".into(),
             "AI-ModelScope/LongAlpaca-12k/repo/tree?",
         ),
         (
-            vec![
-                "--dataset",
-                "share_gpt_zh_multi_turn",
-                "--multi-turn",
-                "--number",
-                "1",
-                "--max-turns",
-                "2",
-            ],
+            "--dataset share_gpt_zh_multi_turn --multi-turn --number 1 --max-turns 2".into(),
             "swift/sharegpt/repo?Revision=master&FilePath=common_zh_70k.jsonl",
         ),
         (
-            vec![
-                "--dataset",
-                "trie_code_qa",
-                "--multi-turn",
-                "--number",
-                "1",
-                "--tokenizer-path",
-                tok,
-            ],
+            format!(
+                "--dataset trie_code_qa --multi-turn --number 1 --tokenizer-path '{}'",
+                tokenizer.display()
+            ),
             "evalscope/trie-workloads/repo?Revision=master&FilePath=code_qa_8k.jsonl",
         ),
     ];
-    for (extra, expected) in &cases {
-        let args = [&base[..], extra].concat();
+    for (flags, expected) in &cases {
         let before = hub.requests().len();
-        let out = tempfile::tempdir().unwrap();
-        ok(&online(
-            out.path(),
-            cache.path(),
-            &hub.endpoint(),
-            &[],
-            &args,
-        ));
+        online(&sim, cache.path(), &hub).flags(flags).ok();
         let new: Vec<String> = hub.requests()[before..]
             .iter()
             .map(|r| r.target.clone())
             .collect();
-        assert!(
-            new.iter().any(|t| t.contains(expected)),
-            "{extra:?}: {new:?}"
-        );
+        assert!(new.iter().any(|t| t.contains(expected)), "{flags}: {new:?}");
         // Again: from the cache.
-        let out2 = tempfile::tempdir().unwrap();
         let now = hub.requests().len();
-        ok(&online(
-            out2.path(),
-            cache.path(),
-            &hub.endpoint(),
-            &[],
-            &args,
-        ));
+        online(&sim, cache.path(), &hub).flags(flags).ok();
         assert_eq!(
             hub.requests().len(),
             now,
-            "{extra:?}: no request the second time"
+            "{flags}: no request the second time"
         );
     }
     let ms = cache.path().join("modelscope/datasets");
@@ -300,31 +218,10 @@ fn data_source_huggingface_reads_the_hugging_face_copy() {
     );
     let ms = FakeHub::modelscope();
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
     let cache = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let args = [
-        "--url",
-        &url,
-        "--model",
-        "m",
-        "--dataset",
-        "share_gpt_zh",
-        "--data-source",
-        "huggingface",
-        "--number",
-        "2",
-        "--no-test-connection",
-    ];
-    let hf_env = [("HF_ENDPOINT", hf.endpoint())];
-    let env: Vec<(&str, &str)> = hf_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    ok(&online(
-        out.path(),
-        cache.path(),
-        &ms.endpoint(),
-        &env,
-        &args,
-    ));
+    let flags = "--dataset share_gpt_zh --data-source huggingface --number 2";
+    let first = online(&sim, cache.path(), &ms).hub(&hf).flags(flags);
+    first.ok();
     let file = cache
         .path()
         .join("hf/datasets--shareAI--ShareGPT-Chinese-English-90k/snapshots")
@@ -336,18 +233,14 @@ fn data_source_huggingface_reads_the_hugging_face_copy() {
         format!("/datasets/{repo}/resolve/main/sharegpt_jsonl/common_zh_70k.jsonl")
     );
     assert!(ms.requests().is_empty(), "ModelScope is not asked");
-    assert_eq!(the_args_file(out.path())["data_source"], "huggingface");
+    assert_eq!(first.single_run().args()["data_source"], "huggingface");
     assert!(contents(&sim).contains(&"hf second question".to_string()));
     // Again, with the hub gone: from the Hugging Face cache.
     drop(hf);
-    let out2 = tempfile::tempdir().unwrap();
-    ok(&online(
-        out2.path(),
-        cache.path(),
-        &ms.endpoint(),
-        &[("HF_HUB_OFFLINE", "1")],
-        &args,
-    ));
+    online(&sim, cache.path(), &ms)
+        .flags(flags)
+        .env("HF_HUB_OFFLINE", "1")
+        .ok();
 }
 
 #[test]
@@ -363,28 +256,14 @@ fn cached_copies_need_no_hub() {
     std::fs::create_dir_all(&old).unwrap();
     std::fs::write(old.join("common_en_70k.jsonl"), sharegpt_lines("old")).unwrap();
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
     for dataset in ["openqa", "share_gpt_en"] {
-        let out = tempfile::tempdir().unwrap();
-        let args = [
-            "--url",
-            &url,
-            "--model",
-            "m",
-            "--dataset",
-            dataset,
-            "--number",
-            "1",
-            "--no-test-connection",
-        ];
         // Offline, and the endpoint is a closed port.
-        ok(&online(
-            out.path(),
-            cache.path(),
-            "http://127.0.0.1:9",
-            &[("HF_HUB_OFFLINE", "1")],
-            &args,
-        ));
+        Run::at(&sim, "/v1/chat/completions")
+            .online(cache.path())
+            .env("HF_HUB_OFFLINE", "1")
+            .flags("--number 1 --no-test-connection")
+            .flag("--dataset", dataset)
+            .ok();
     }
     let sent = contents(&sim);
     assert_eq!(sent.len(), 2, "{sent:?}");
@@ -399,40 +278,17 @@ fn data_source_local_reads_the_dataset_id_as_a_folder() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("open_qa.jsonl"), openqa_lines()).unwrap();
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let out = tempfile::tempdir().unwrap();
-    let args = [
-        "--url",
-        &url,
-        "--model",
-        "m",
-        "--data-source",
-        "local",
-        "--number",
-        "1",
-        "--no-test-connection",
-    ];
-    ok(&llmperf_command(out.path(), &args)
-        .current_dir(cwd.path())
-        .output()
-        .unwrap());
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--data-source local --number 1 --no-test-connection");
+    ok(&run.command().current_dir(cwd.path()).output().unwrap());
     assert_eq!(contents(&sim), ["什么是机器学习？"]);
 }
 
 #[test]
 fn offline_the_error_names_the_files_and_where_they_were_fetched_from() {
     let cache = tempfile::tempdir().unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let results = out.path().join("results");
-    let args = [
-        "--url",
-        "http://127.0.0.1:9/v1/chat/completions",
-        "--model",
-        "m",
-    ];
-    let o = online(&results, cache.path(), "http://127.0.0.1:9", &[], &args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let run = Run::with_url("http://127.0.0.1:9/v1/chat/completions").online(cache.path());
+    let err = run.fails(2);
     for needle in [
         "--dataset openqa",
         "open_qa.jsonl",
@@ -444,7 +300,7 @@ fn offline_the_error_names_the_files_and_where_they_were_fetched_from() {
     ] {
         assert!(err.contains(needle), "{needle}: {err}");
     }
-    assert!(!results.exists(), "no output folder");
+    assert_eq!(run.out_entries(), 0, "no output folder");
 }
 
 #[test]
@@ -467,28 +323,11 @@ fn a_tokenizer_id_is_downloaded_from_modelscope_with_the_saved_login() {
     )
     .unwrap();
     let sim = fast_sim();
-    let url = format!("{}/v1/chat/completions", sim.base_url());
-    let out = tempfile::tempdir().unwrap();
-    let args = [
-        "--url",
-        &url,
-        "--model",
-        "m",
-        "--dataset",
-        "random",
-        "--tokenizer-path",
-        repo,
-        "--min-prompt-length",
-        "32",
-        "--max-prompt-length",
-        "32",
-        "--number",
-        "2",
-        "--no-test-connection",
-    ];
-    let o = online(out.path(), cache.path(), &hub.endpoint(), &[], &args);
-    ok(&o);
-    let snapshot: PathBuf = cache
+    let run = online(&sim, cache.path(), &hub)
+        .flags("--dataset random --min-prompt-length 32 --max-prompt-length 32 --number 2")
+        .flag("--tokenizer-path", repo);
+    run.ok();
+    let snapshot = cache
         .path()
         .join("modelscope/models/AI-ModelScope--SmolLM2-135M-Instruct/snapshots/master");
     assert_eq!(
@@ -504,7 +343,7 @@ fn a_tokenizer_id_is_downloaded_from_modelscope_with_the_saved_login() {
     assert!(seen.contains(&format!(
         "/api/v1/models/{repo}/repo?Revision=master&FilePath=tokenizer.json"
     )));
-    assert!(!all_text(out.path()).contains("ms-saved-login-token"));
+    assert!(!all_text(run.out()).contains("ms-saved-login-token"));
     assert_eq!(sim.requests().len(), 2);
 }
 
@@ -526,26 +365,11 @@ fn a_private_repo_without_a_valid_login_is_a_clear_error() {
         home.join("cookies"),
     )
     .unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let o = llmperf_command(
-        out.path(),
-        &[
-            "--url",
-            "http://127.0.0.1:9/v1/chat/completions",
-            "--model",
-            "m",
-        ],
-    )
-    .env_remove("HF_HUB_OFFLINE")
-    .env_remove("MODELSCOPE_API_TOKEN")
-    .env_remove("MODELSCOPE_ENDPOINT")
-    .env("MODELSCOPE_DOMAIN", hub.endpoint())
-    .env("MODELSCOPE_CACHE", cache.path().join("modelscope"))
-    .env("MODELSCOPE_HOME", cache.path().join("ms-home"))
-    .output()
-    .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = Run::with_url("http://127.0.0.1:9/v1/chat/completions")
+        .online(cache.path())
+        .env_remove("MODELSCOPE_ENDPOINT")
+        .env("MODELSCOPE_DOMAIN", hub.endpoint())
+        .fails(2);
     assert!(
         err.contains("HTTP 401") && err.contains("MODELSCOPE_API_TOKEN"),
         "{err}"
