@@ -268,6 +268,13 @@ fn run_entry(entry: &Entry, hub: &FakeHub, standins: &Path) -> Result<(), String
     let _port = inv
         .local()
         .then(|| LOCAL_PORT.lock().unwrap_or_else(|p| p.into_inner()));
+    if inv.local() && std::net::TcpListener::bind("127.0.0.1:8877").is_err() {
+        return Err(
+            "127.0.0.1:8877 is taken by another process: the --api local commands start their \
+                    server on evalscope's default --port 8877"
+                .into(),
+        );
+    }
     let mut child = cmd.spawn().expect("the command starts");
     let t0 = Instant::now();
     let status = loop {
