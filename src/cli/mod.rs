@@ -2,6 +2,10 @@
 //!
 //! This is the raw form: values as typed, with only per-value parsing. Every rule that involves more than
 //! one flag lives in [`crate::plan`].
+//!
+//! As in argparse, a flag given twice keeps its last occurrence (`--min-tokens 128 … --min-tokens 16` is 16),
+//! values and all for the list flags (`--parallel 1 2 --parallel 4` is `[4]`); only llmperf's own
+//! list flags (`--mock-fault`, `--goodput`, `--server-metrics`) add up.
 
 pub mod arrival;
 pub mod compat;
@@ -27,7 +31,8 @@ pub use values::{ApiName, DatasetName, NameParser};
     name = "llmperf",
     version,
     max_term_width = 110,
-    infer_long_args = true
+    infer_long_args = true,
+    args_override_self = true
 )]
 pub struct Cli {
     // ── Endpoint ─────────────────────────────────────────────────────────────────────────────────────
@@ -54,7 +59,7 @@ pub struct Cli {
     pub url: String,
 
     /// Extra HTTP headers, each `KEY=VALUE` (e.g. `--headers X-Team=infra Authorization='Bearer x'`).
-    #[arg(long, num_args = 1.., value_name = "KEY=VALUE", value_parser = parse_header, help_heading = "Endpoint")]
+    #[arg(long, num_args = 1.., action = ArgAction::Set, value_name = "KEY=VALUE", value_parser = parse_header, help_heading = "Endpoint")]
     pub headers: Vec<HeaderPair>,
 
     /// API key, sent as `Authorization: Bearer <KEY>` (overrides an Authorization header). Never written
@@ -90,16 +95,16 @@ pub struct Cli {
     // ── Load ─────────────────────────────────────────────────────────────────────────────────────────
     /// Requests per run, warmup excluded. Several values make a sweep, paired with `--parallel` (closed
     /// loop) or `--rate` (open loop).
-    #[arg(short = 'n', long, num_args = 1.., default_values_t = [1000], value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Load")]
+    #[arg(short = 'n', long, num_args = 1.., action = ArgAction::Set, default_values_t = [1000], value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Load")]
     pub number: Vec<u64>,
 
     /// Requests in flight at once (closed loop). Several values make a sweep, one run per value.
-    #[arg(long, num_args = 1.., default_values_t = [1], allow_negative_numbers = true, help_heading = "Load")]
+    #[arg(long, num_args = 1.., action = ArgAction::Set, default_values_t = [1], allow_negative_numbers = true, help_heading = "Load")]
     pub parallel: Vec<i64>,
 
     /// Requests per second. Closed loop: Poisson pacing with the first value (−1 = none). Open loop: the
     /// sweep variable, one run per value (each > 0).
-    #[arg(long, num_args = 1.., default_values_t = [-1.0], allow_negative_numbers = true, help_heading = "Load")]
+    #[arg(long, num_args = 1.., action = ArgAction::Set, default_values_t = [-1.0], allow_negative_numbers = true, help_heading = "Load")]
     pub rate: Vec<f64>,
 
     /// Open loop: send on a Poisson schedule at `--rate`, whatever the number in flight.
@@ -247,7 +252,7 @@ pub struct Cli {
 
     // ── Generation parameters (request body) ────────────────────────────────────────────────────────
     /// `max_tokens`: one value, or two (`MIN MAX`) to draw each request's value uniformly.
-    #[arg(long, num_args = 1.., default_values_t = [2048], value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
+    #[arg(long, num_args = 1.., action = ArgAction::Set, default_values_t = [2048], value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub max_tokens: Vec<u64>,
 
     /// `min_tokens` (vLLM also needs `ignore_eos` to force a length).
@@ -276,11 +281,11 @@ pub struct Cli {
     pub seed: Option<u64>,
 
     /// `stop` sequences.
-    #[arg(long, num_args = 0.., help_heading = "Generation")]
+    #[arg(long, num_args = 0.., action = ArgAction::Set, help_heading = "Generation")]
     pub stop: Option<Vec<String>>,
 
     /// `stop_token_ids` (sent as integers).
-    #[arg(long, num_args = 0.., help_heading = "Generation")]
+    #[arg(long, num_args = 0.., action = ArgAction::Set, help_heading = "Generation")]
     pub stop_token_ids: Option<Vec<i64>>,
 
     /// Stream the response (`"stream": true` with `stream_options.include_usage`) [default].
@@ -479,92 +484,4 @@ impl Cli {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn clap_definition_is_consistent() {
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn parses_the_seed_recipe_shape() {
-        let cli = Cli::try_parse_from([
-            "llmperf",
-            "--model",
-            "m",
-            "--parallel",
-            "1",
-            "4",
-            "8",
-            "--number",
-            "100",
-            "200",
-            "400",
-            "--rate",
-            "-1",
-            "--max-tokens",
-            "128",
-            "--stream",
-            "--extra-args",
-            r#"{"ignore_eos": true}"#,
-            "--stop",
-            "a",
-            "b",
-            "--headers",
-            "X-A=1",
-            "X-B=x=y",
-        ])
-        .unwrap();
-        assert_eq!(cli.parallel, vec![1, 4, 8]);
-        assert_eq!(cli.number, vec![100, 200, 400]);
-        assert_eq!(cli.rate, vec![-1.0]);
-        assert!(cli.stream_enabled());
-        assert_eq!(cli.extra_args["ignore_eos"], serde_json::json!(true));
-        assert_eq!(cli.stop, Some(vec!["a".into(), "b".into()]));
-        assert_eq!(cli.headers[1].value, "x=y");
-    }
-
-    #[test]
-    fn defaults_match_evalscope() {
-        let cli = Cli::try_parse_from(["llmperf", "--model", "m"]).unwrap();
-        assert_eq!(cli.number, vec![1000]);
-        assert_eq!(cli.parallel, vec![1]);
-        assert_eq!(cli.max_tokens, vec![2048]);
-        assert_eq!(cli.temperature, 0.0);
-        assert_eq!(cli.total_timeout, 21600);
-        assert_eq!(cli.url, "http://127.0.0.1:8877/v1/chat/completions");
-        assert!(cli.stream_enabled());
-        assert_eq!(cli.apply_chat_template_flag(), None);
-    }
-
-    #[test]
-    fn last_of_stream_and_no_stream_wins() {
-        let cli = Cli::try_parse_from(["llmperf", "--stream", "--no-stream"]).unwrap();
-        assert!(!cli.stream_enabled());
-        let cli = Cli::try_parse_from(["llmperf", "--no-stream", "--stream"]).unwrap();
-        assert!(cli.stream_enabled());
-    }
-
-    #[test]
-    fn mock_fault_help_lists_every_fault() {
-        let help = Cli::command().render_long_help().to_string();
-        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
-        for f in crate::sim::Fault::ALL {
-            assert!(help.contains(f.name()), "{} missing from --help", f.name());
-        }
-        let cli = Cli::try_parse_from(["llmperf", "--mock-fault", "reset:7", "hang"]).unwrap();
-        assert_eq!(cli.mock_fault.len(), 2);
-        assert_eq!(cli.mock_fault[0].every, 7);
-    }
-
-    #[test]
-    fn bad_values_name_the_flag() {
-        let err = Cli::try_parse_from(["llmperf", "--extra-args", "{oops"]).unwrap_err();
-        assert!(err.to_string().contains("--extra-args"), "{err}");
-        // Malformed headers are rejected by the plan, which does not echo them (they may hold a secret).
-        let cli = Cli::try_parse_from(["llmperf", "--headers", "novalue"]).unwrap();
-        assert!(cli.headers[0].malformed);
-    }
-}
+mod tests;

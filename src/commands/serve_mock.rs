@@ -46,6 +46,11 @@ struct ServeMockArgs {
     #[arg(long, value_name = "KIND[:EVERY]", num_args = 1.., value_parser = crate::sim::fault::parse_fault_rule)]
     mock_fault: Vec<FaultRule>,
 
+    /// Port to listen on, on 127.0.0.1 (0: any free port). A fixed port stands in for a server a client
+    /// expects at a known address (evalscope's `--api local` on `--port`, default 8877).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+
     /// Also write the base URL to this file (written whole once the server listens), for scripts.
     #[arg(long, value_name = "PATH")]
     url_file: Option<PathBuf>,
@@ -90,7 +95,8 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
     };
     crate::clock::init();
     let _ = crate::resources::ensure_file_limit(u64::MAX);
-    let sim = SimServer::start(cfg).context("cannot start the simulator")?;
+    let sim = SimServer::start_on(cfg, args.port)
+        .with_context(|| format!("cannot start the simulator on 127.0.0.1:{}", args.port))?;
     let url = format!("{}/v1", sim.base_url());
     if let Some(path) = &args.url_file {
         let staging = path.with_extension("partial");

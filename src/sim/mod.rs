@@ -273,6 +273,11 @@ fn launch(shared: &Arc<Shared>, addr: SocketAddr) -> std::io::Result<Launched> {
 impl SimServer {
     /// Binds `127.0.0.1:0`, starts the server on its own thread and runtime, and returns once it listens.
     pub fn start(cfg: SimConfig) -> std::io::Result<SimServer> {
+        SimServer::start_on(cfg, 0)
+    }
+
+    /// [`SimServer::start`] on `127.0.0.1:port` (0: any free port).
+    pub fn start_on(cfg: SimConfig, port: u16) -> std::io::Result<SimServer> {
         let capacity = Arc::new(capacity::Capacity::new(
             cfg.max_batch,
             cfg.prefill_tok_per_s,
@@ -288,7 +293,7 @@ impl SimServer {
             prefix: prefix_cache::PrefixCache::default(),
             metrics: Arc::default(),
         });
-        let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+        let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, port)))?;
         Ok(SimServer {
             addr,
             shared,

@@ -1,6 +1,7 @@
 //! Request routing: chat / completions / Responses (answered by [`super::generate`]), embeddings,
 //! rerank, `/metrics`, `/v1/models`, `/health`, and JSON errors (404 unknown path, 405 wrong method, 400
-//! bad body).
+//! bad body). A `/v1/…` endpoint behind a gateway prefix (`/compatible-mode/v1/chat/completions`) is
+//! served as the plain one.
 //!
 //! Faults ([`super::fault`]) are chosen once the body is parsed: HTTP errors and `hang` answer here; content
 //! faults are written into the body; transport faults wrap it.
@@ -170,7 +171,18 @@ enum Route {
     Answer(Response<SimBody>),
 }
 
+/// The path a route is matched on: from the last `/v1/` on, so that an endpoint behind a gateway prefix
+/// (DashScope's `/compatible-mode/v1/chat/completions`, `/compatible-api/v1/reranks`, a proxy's
+/// `/openai/v1/...`) is served as the plain one; other paths as they are.
+fn route_path(path: &str) -> &str {
+    match path.rfind("/v1/") {
+        Some(i) if i > 0 => &path[i..],
+        _ => path,
+    }
+}
+
 fn route(shared: &Shared, path: &str, method: &Method) -> Route {
+    let path = route_path(path);
     match (path, method) {
         ("/v1/chat/completions", &Method::POST) => Route::Generate(Api::Chat),
         ("/v1/completions", &Method::POST) => Route::Generate(Api::Completion),

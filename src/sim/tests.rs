@@ -280,6 +280,36 @@ async fn embeddings_models_health_and_errors() {
 }
 
 #[tokio::test]
+async fn endpoints_behind_a_gateway_prefix_are_served() {
+    let sim = SimServer::start(cfg(0, 0)).unwrap();
+    let (status, _, text) = post(
+        &sim,
+        "/compatible-mode/v1/embeddings",
+        r#"{"input": ["a b"], "model": "emb"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["data"].as_array().unwrap().len(), 1);
+    let (status, _, text) = post(
+        &sim,
+        "/compatible-api/v1/reranks",
+        r#"{"query": "q", "documents": ["a", "b c"], "model": "rr"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 2);
+    let body = chat_body(json!({"stream": false, "max_tokens": 3}));
+    let (status, _, text) = post(&sim, "/compatible-mode/v1/chat/completions", &body).await;
+    assert_eq!(status, 200, "{text}");
+    // The captured request keeps the path as sent; an unknown path under the prefix is still a 404.
+    assert_eq!(sim.requests()[0].0, "/compatible-mode/v1/embeddings");
+    let (status, v) = get(&sim, "/compatible-mode/v1/nope").await;
+    assert_eq!((status, &v["error"]["type"]), (404, &json!("not_found")));
+}
+
+#[tokio::test]
 async fn models_defaults_to_mock_model() {
     let sim = SimServer::start(cfg(0, 0)).unwrap();
     let (_, v) = get(&sim, "/v1/models").await;

@@ -1,4 +1,5 @@
-//! evalscope flags that only exist for compatibility, and argparse-style prefixes of long flags.
+//! evalscope flags that only exist for compatibility, argparse-style prefixes of long flags, and argparse's
+//! last-one-wins for a flag given twice.
 
 use crate::common::*;
 
@@ -54,4 +55,33 @@ fn local_server_flags_need_a_local_api_and_a_server_to_start() {
         "{err}"
     );
     assert_eq!(run.out_entries(), 0, "no output folder");
+}
+
+#[test]
+fn a_repeated_flag_keeps_its_last_value_as_in_argparse() {
+    let sim = fast_sim();
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt hello --min-tokens 128 --max-tokens 256 --min-tokens 2 --max-tokens 3")
+        .flags("--parallel 1 2 --number 4 5 --parallel 2 --number 3");
+    let dir = run.ok_dir("parallel_2_number_3");
+    assert_eq!(dir.rows().len(), 3);
+    let args = dir.args();
+    assert_eq!(
+        (args["min_tokens"].clone(), args["max_tokens"].clone()),
+        (2.into(), 3.into())
+    );
+    assert_eq!(
+        (args["parallel"].clone(), args["number"].clone()),
+        (2.into(), 3.into())
+    );
+    let body: serde_json::Value = serde_json::from_str(&sim.requests()[1].1).unwrap();
+    assert_eq!(
+        (&body["min_tokens"], &body["max_tokens"]),
+        (&2.into(), &3.into())
+    );
+    let runs = std::fs::read_dir(run.root())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(runs, 1, "one run: the last --parallel/--number only");
 }

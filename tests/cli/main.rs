@@ -9,6 +9,7 @@ mod common;
 mod compat;
 mod diagnostics;
 mod dispatch;
+mod documented_commands;
 mod embeddings;
 mod errors;
 mod examples;

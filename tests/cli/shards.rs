@@ -507,3 +507,32 @@ fn serve_mock_serves_until_stdin_closes() {
     let status = child.wait().unwrap();
     assert!(status.success());
 }
+
+#[test]
+fn serve_mock_listens_on_the_port_asked() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (mut child, base) = serve_mock(&["--port", &port.to_string(), "--ttft-ms", "0"]);
+    assert_eq!(base, format!("http://127.0.0.1:{port}/v1"));
+    let r = Run::with_url(&format!("{base}/chat/completions"))
+        .flags("--prompt hi --number 2 --max-tokens 3")
+        .ok_dir("parallel_1_number_2")
+        .rows();
+    assert!(r.iter().all(|r| r.success), "{r:?}");
+    // A second simulator on the same port: a clear error naming it, not a silent other port.
+    let second = std::process::Command::new(env!("CARGO_BIN_EXE_llmperf"))
+        .args(["serve-mock", "--port", &port.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    assert!(
+        stderr(&second).contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        stderr(&second)
+    );
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+}
