@@ -1,4 +1,4 @@
-//! Drop-in for real: every `evalscope perf` command of evalscope 1.14.1's documentation (the stress-test,
+//! Drop-in for real: every `evalscope perf` command of evalscope's documentation (the stress-test,
 //! best-practice, FAQ and speed-benchmark pages, en and zh) and every recipe of llmperf's README and
 //! `examples/*.sh` runs through the llmperf binary, each from its own empty folder, and must exit 0 and write
 //! the run folders it asks for, each with `Total Requests` as asked and no failed request. The commands and
@@ -25,7 +25,8 @@
 //!
 //! Not run (the fixture's `skip` lines, listed when the test runs): the fragments that are not a command
 //! (`evalscope perf ... --dataset X`: multi_turn.md's trie line, the FAQ's kontext_bench and openqa lines), and
-//! multi_turn.md's `swe_smith` live construction (no `--dataset-path`), waiting for branch `swe-hub`.
+//! multi_turn.md's `swe_smith` live construction (no `--dataset-path`), which `tests/cli/swe_smith_live.rs`
+//! runs as documented against a fake hub serving SWE-smith-trajectories, checking every conversation.
 
 mod fixture;
 mod world;
