@@ -53,12 +53,21 @@ pub enum ServerKind {
     LlamaCpp,
 }
 
-/// The attention implementations `--attn-implementation` takes: the transformers name evalscope passes on,
-/// vLLM's `VLLM_ATTENTION_BACKEND`, llama.cpp's `--flash-attn`.
-pub const ATTN_IMPLEMENTATIONS: [(&str, &str, &str); 2] = [
-    ("flash_attention_2", "FLASH_ATTN", "on"),
-    ("sdpa", "TORCH_SDPA", "off"),
+/// The attention implementations `--attn-implementation` takes: every name transformers accepts (evalscope
+/// passes the value on to transformers for `--api local`), with vLLM's `VLLM_ATTENTION_BACKEND` (`None`: vLLM has
+/// no such backend and keeps its default) and llama.cpp's `--flash-attn` for each.
+pub const ATTN_IMPLEMENTATIONS: [(&str, Option<&str>, &str); 5] = [
+    ("eager", None, "off"),
+    ("sdpa", Some("TORCH_SDPA"), "off"),
+    ("flash_attention_2", Some("FLASH_ATTN"), "on"),
+    ("flash_attention_3", Some("FLASH_ATTN"), "on"),
+    ("flex_attention", Some("FLEX_ATTENTION"), "off"),
 ];
+
+/// The names of [`ATTN_IMPLEMENTATIONS`], for the flag's value parser.
+pub fn attn_implementation_names() -> impl Iterator<Item = &'static str> {
+    ATTN_IMPLEMENTATIONS.iter().map(|(name, _, _)| *name)
+}
 
 /// The Python that runs vLLM: `$LLMPERF_PYTHON`, else `python3`.
 fn python() -> String {
@@ -116,7 +125,7 @@ pub fn choose(settings: &LocalSettings) -> Result<ServerKind, String> {
     ))
 }
 
-fn attn(settings: &LocalSettings) -> Option<(&'static str, &'static str)> {
+fn attn(settings: &LocalSettings) -> Option<(Option<&'static str>, &'static str)> {
     let name = settings.attn_implementation.as_deref()?;
     ATTN_IMPLEMENTATIONS
         .iter()
@@ -142,7 +151,7 @@ pub fn command(kind: ServerKind, settings: &LocalSettings) -> Command {
                 .env("VLLM_USE_MODELSCOPE", "True")
                 .env("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
                 .env("VLLM_WORKER_MULTIPROC_METHOD", "spawn");
-            if let Some((backend, _)) = attn(settings) {
+            if let Some((Some(backend), _)) = attn(settings) {
                 cmd.env("VLLM_ATTENTION_BACKEND", backend);
             }
             cmd
@@ -299,5 +308,56 @@ impl Drop for LocalServer {
         );
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(attn: &str) -> LocalSettings {
+        LocalSettings {
+            api: LocalApi::Local,
+            model: "m.gguf".into(),
+            port: 8877,
+            attn_implementation: Some(attn.into()),
+        }
+    }
+
+    fn env(cmd: &Command, key: &str) -> Option<String> {
+        cmd.get_envs()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    fn flash_attn(cmd: &Command) -> Option<String> {
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let i = args.iter().position(|a| a == "--flash-attn")?;
+        args.get(i + 1).cloned()
+    }
+
+    #[test]
+    fn every_transformers_attention_name_maps_to_the_servers_setting() {
+        let cases = [
+            ("eager", None, "off"),
+            ("sdpa", Some("TORCH_SDPA"), "off"),
+            ("flash_attention_2", Some("FLASH_ATTN"), "on"),
+            ("flash_attention_3", Some("FLASH_ATTN"), "on"),
+            ("flex_attention", Some("FLEX_ATTENTION"), "off"),
+        ];
+        assert_eq!(cases.len(), ATTN_IMPLEMENTATIONS.len());
+        for (name, backend, flash) in cases {
+            let vllm = command(ServerKind::Vllm, &settings(name));
+            assert_eq!(
+                env(&vllm, "VLLM_ATTENTION_BACKEND").as_deref(),
+                backend,
+                "{name}"
+            );
+            let llama = command(ServerKind::LlamaCpp, &settings(name));
+            assert_eq!(flash_attn(&llama).as_deref(), Some(flash), "{name}");
+        }
     }
 }

@@ -38,9 +38,11 @@ pub struct LocalFlags {
     #[arg(long, value_name = "PORT", help_heading = LOCAL_HEADING)]
     pub port: Option<u16>,
 
-    /// Attention implementation of the local server: `flash_attention_2` or `sdpa` (vLLM's
-    /// `VLLM_ATTENTION_BACKEND` FLASH_ATTN / TORCH_SDPA; llama.cpp's `--flash-attn on` / `off`).
-    #[arg(long, value_name = "NAME", value_parser = ["flash_attention_2", "sdpa"], help_heading = LOCAL_HEADING)]
+    /// Attention implementation of the local server, as transformers names it: `eager`, `sdpa`,
+    /// `flash_attention_2`, `flash_attention_3` or `flex_attention` (vLLM's `VLLM_ATTENTION_BACKEND`
+    /// TORCH_SDPA / FLASH_ATTN / FLEX_ATTENTION, `eager` keeps vLLM's default; llama.cpp's `--flash-attn on`
+    /// for the flash ones, else `off`).
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(crate::local_server::attn_implementation_names()), help_heading = LOCAL_HEADING)]
     pub attn_implementation: Option<String>,
 }
 

@@ -87,6 +87,22 @@ fn bad_values_name_the_flag() {
     // Malformed headers are rejected by the plan, which does not echo them (they may hold a secret).
     let cli = Cli::try_parse_from(["llmperf", "--headers", "novalue"]).unwrap();
     assert!(cli.headers[0].malformed);
+    let err = Cli::try_parse_from(["llmperf", "--attn-implementation", "fast"]).unwrap_err();
+    assert!(err.to_string().contains("--attn-implementation"), "{err}");
+}
+
+#[test]
+fn attn_implementation_takes_every_transformers_name() {
+    for name in [
+        "eager",
+        "sdpa",
+        "flash_attention_2",
+        "flash_attention_3",
+        "flex_attention",
+    ] {
+        let cli = Cli::try_parse_from(["llmperf", "--attn-implementation", name]).unwrap();
+        assert_eq!(cli.local.attn_implementation.as_deref(), Some(name));
+    }
 }
 
 /// evalscope 1.14.1's `evalscope perf` flags with the number of values argparse takes (`0`, `1`, `+`, `*`).
