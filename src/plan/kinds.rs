@@ -231,23 +231,10 @@ impl DatasetKind {
         )
     }
 
-    /// Datasets that also take a local copy of the hub dataset as a folder (image shards, ShareGPT files).
+    /// Datasets that also take a local copy of the hub dataset as a folder (image shards, ShareGPT files):
+    /// every hub dataset but `swe_smith`, whose `--dataset-path` is one pre-built JSON file.
     pub fn reads_folders(self) -> bool {
-        matches!(
-            self,
-            DatasetKind::Flickr8k
-                | DatasetKind::KontextBench
-                | DatasetKind::MmmuMultiImage
-                | DatasetKind::OpenQa
-                | DatasetKind::LongAlpaca
-                | DatasetKind::ShareGptZh
-                | DatasetKind::ShareGptEn
-                | DatasetKind::ShareGptZhMultiTurn
-                | DatasetKind::ShareGptEnMultiTurn
-                | DatasetKind::TrieAgenticCoding
-                | DatasetKind::TrieCodeQa
-                | DatasetKind::TrieOfficeWork
-        )
+        self.has_hub_cache() && self != DatasetKind::SweSmith
     }
 
     /// Yields whole conversations (runs only with `--multi-turn`).
