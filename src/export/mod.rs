@@ -12,5 +12,3 @@ pub mod speed_benchmark;
 
 #[cfg(test)]
 mod golden_tests;
-#[cfg(test)]
-mod report_tests;

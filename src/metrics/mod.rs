@@ -11,19 +11,13 @@ pub mod replay;
 mod samples;
 mod spill;
 mod summary;
-#[cfg(test)]
-mod summary_tests;
 pub mod trace;
-#[cfg(test)]
-mod trace_golden_tests;
 mod workload;
 
 #[cfg(test)]
 mod golden_tests;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod workload_tests;
 
 pub use accumulator::{Accumulator, SummaryContext};
 pub use client::{

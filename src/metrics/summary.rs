@@ -341,3 +341,6 @@ impl BenchmarkSummary {
         pyjson::dumps_indent4(self)
     }
 }
+
+#[cfg(test)]
+mod tests;

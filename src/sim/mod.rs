@@ -85,8 +85,6 @@ mod bench;
 mod capacity;
 mod conn;
 pub mod fault;
-#[cfg(test)]
-mod fault_tests;
 mod generate;
 pub mod join;
 pub mod metrics;

@@ -298,3 +298,6 @@ fn embedding_table(mut rows: Vec<Vec<String>>) -> RichTable {
     }
     table
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::*;
+use crate::sim::*;
 
 fn sim(faults: Vec<FaultRule>) -> SimServer {
     SimServer::start(SimConfig {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::workload::{WorkloadTimeline, WORKLOAD_METRICS};
+use crate::metrics::workload::{WorkloadTimeline, WORKLOAD_METRICS};
 
 use crate::test_support::golden_root;
 
@@ -34,7 +34,7 @@ fn workload_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Feeds the stored rows, in insertion (= completion) order, as evalscope's consumer fed them.
 fn replay(run: &Path) -> WorkloadTimeline {
-    replay_spilling(run, super::workload::POINTS_IN_MEMORY)
+    replay_spilling(run, crate::metrics::workload::POINTS_IN_MEMORY)
 }
 
 /// [`replay`] holding at most `cap` points in memory (the rest spilled to disk and read back).

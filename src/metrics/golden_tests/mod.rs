@@ -5,6 +5,9 @@
 //! The goldens live in `<shared>/reference/evalscope-golden`, where `<shared>` is `$LLMPERF_SHARED_DIR` or
 //! else `$CARGO_MANIFEST_DIR/../shared`.
 
+mod trace;
+mod workload;
+
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};

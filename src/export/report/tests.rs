@@ -1,6 +1,6 @@
 //! Tests of `performance_summary` beyond the goldens: llmperf's extras, the alias row, empty reports.
 
-use super::report::{performance_summary, ReportInfo, RunReport};
+use crate::export::report::{performance_summary, ReportInfo, RunReport};
 use crate::metrics::SummaryExtras;
 use crate::metrics::{BenchmarkSummary, PercentileTable};
 

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::client::{ClientDiagnostics, FromSchedule};
-use super::goodput::{GoodputSummary, SloMetric};
-use super::summary::*;
+use crate::metrics::client::{ClientDiagnostics, FromSchedule};
+use crate::metrics::goodput::{GoodputSummary, SloMetric};
+use crate::metrics::summary::*;
 
 #[test]
 fn pynum_keeps_python_int_sentinels() {

@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
-use super::samples::Sample;
-use super::trace::{TraceAccumulator, TraceTurn};
-use super::{Accumulator, SummaryContext};
+use crate::metrics::samples::Sample;
+use crate::metrics::trace::{TraceAccumulator, TraceTurn};
+use crate::metrics::{Accumulator, SummaryContext};
 
 fn fixture_runs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/evalscope-golden");

@@ -1,5 +1,7 @@
 //! End-to-end tests of the simulator over real loopback HTTP (reqwest, and raw TCP for disconnects).
 
+mod faults;
+
 use std::time::Duration;
 
 use serde_json::{json, Value};
