@@ -118,7 +118,7 @@ pub struct RequestRecord {
     pub response_bytes: Vec<u8>,
     /// Byte ranges of the individual payloads inside `response_bytes`.
     pub response_spans: Vec<(u32, u32)>,
-    /// Prompt tokens llmperf meant the server to count (token-exact datasets), set by the aggregator.
+    /// Prompt tokens llmperf meant the server to count (token-exact datasets), from the prepared request.
     pub intended_prompt_tokens: Option<u64>,
     /// The longest time bytes of this response waited in the socket before the client read them (kernel
     /// receive stamp to read); zero where the kernel gives no stamps. Not a timing error — chunks are

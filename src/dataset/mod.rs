@@ -2,8 +2,9 @@
 //!
 //! One file per plugin; this file owns the shared item type, the length filter, the cycling rule for
 //! file datasets (items produced up-front, capped at the largest run's request count, then cycled; spec §3)
-//! and [`Prompts`], which hands each run its inputs in order — file items cycled, synthetic ones generated
-//! per run in batches (so memory holds one batch of intermediate data, not the whole dataset).
+//! and [`Prompts`], which hands each run its inputs in order, one at a time, to a sink that may stop it —
+//! file items cycled, synthetic ones generated per run in batches (so memory holds one batch of
+//! intermediate data and no per-request entry, whatever the run's length).
 
 pub mod agentx;
 mod conversations;
@@ -24,6 +25,7 @@ mod text_lines;
 mod trie;
 mod webdataset;
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -363,20 +365,22 @@ impl Prompts {
         }
     }
 
-    /// Hands the `total` inputs of one run to `sink`, in request order. `dataset_offset` and `seed` steer
-    /// the synthetic datasets.
+    /// Hands the `total` inputs of one run to `sink`, in request order, until it breaks. `dataset_offset`
+    /// and `seed` steer the synthetic datasets.
     pub fn for_run(
         &self,
         total: usize,
         dataset_offset: u64,
         seed: u64,
-        sink: &mut dyn FnMut(Prepared),
+        sink: &mut dyn FnMut(Prepared) -> ControlFlow<()>,
     ) -> Result<()> {
         match &self.source {
             Source::Items(items) => {
                 for i in 0..total {
                     let item = cycled(items, i).clone();
-                    sink(self.tokenized(item)?);
+                    if sink(self.tokenized(item)?).is_break() {
+                        break;
+                    }
                 }
                 Ok(())
             }

@@ -15,7 +15,11 @@
 //! Determinism: one ChaCha8 stream per run (seeded from `--seed` and the run index) draws, in evalscope's
 //! order, the prefix pool, the lengths, the offsets and one seed per request; each request's corrections use
 //! its own seed, so batches can be generated on several threads with the same result as one thread.
+//! [`DrawStream`] hands the same draws out a window at a time (three copies of the generator, positioned
+//! at the start of the lengths, the offsets and the seeds by one pass over the draws), so a run holds no
+//! per-request entry: [`RandomText::draws`] is the whole run at once, kept as the reference.
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -129,12 +133,60 @@ pub struct RandomText {
     corpus: Option<Arc<corpus::Corpus>>,
 }
 
-/// What one run's generation needs.
+/// What generating requests `base..base + len` of one run needs.
 pub struct RunDraws {
-    pool: Vec<Vec<u32>>,
+    pool: Arc<Vec<Vec<u32>>>,
+    /// The run index of the first request drawn here.
+    base: usize,
     input_lens: Vec<u64>,
     offsets: Vec<u64>,
     seeds: Vec<u64>,
+}
+
+impl RunDraws {
+    /// Requests drawn here.
+    pub fn len(&self) -> usize {
+        self.input_lens.len()
+    }
+
+    /// Whether no request is drawn here.
+    pub fn is_empty(&self) -> bool {
+        self.input_lens.is_empty()
+    }
+}
+
+/// One run's draws, a window at a time, the same values as [`RandomText::draws`].
+pub struct DrawStream {
+    pool: Arc<Vec<Vec<u32>>>,
+    lens: ChaCha8Rng,
+    offsets: ChaCha8Rng,
+    seeds: ChaCha8Rng,
+    lo: u64,
+    hi: u64,
+    /// Allowed vocabulary size.
+    n: u64,
+    dataset_offset: u64,
+    next: usize,
+    total: usize,
+}
+
+impl DrawStream {
+    /// The draws of the next `count` requests (fewer at the end of the run).
+    pub fn window(&mut self, count: usize) -> RunDraws {
+        let count = count.min(self.total - self.next);
+        let base = self.next;
+        self.next += count;
+        let (lo, hi, n, off) = (self.lo, self.hi, self.n, self.dataset_offset);
+        RunDraws {
+            pool: self.pool.clone(),
+            base,
+            input_lens: (0..count).map(|_| self.lens.random_range(lo..hi)).collect(),
+            offsets: (0..count)
+                .map(|_| (self.offsets.random_range(0..n) + off % n) % n)
+                .collect(),
+            seeds: (0..count).map(|_| self.seeds.random::<u64>()).collect(),
+        }
+    }
 }
 
 impl RandomText {
@@ -216,7 +268,39 @@ impl RandomText {
     /// The prefix pool, then per request: input length, window offset (shifted by `dataset_offset`) and
     /// seed, all from one stream seeded with `seed`.
     pub fn draws(&self, total: usize, dataset_offset: u64, seed: u64) -> RunDraws {
+        self.draw_stream(total, dataset_offset, seed).window(total)
+    }
+
+    /// [`Self::draws`] a window at a time: the prefix pool is drawn here, and the stream is positioned at
+    /// the start of each per-request section by drawing (and dropping) the lengths and the offsets once.
+    pub fn draw_stream(&self, total: usize, dataset_offset: u64, seed: u64) -> DrawStream {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let n = self.vocab.allowed.len() as u64;
+        let pool = self.prefix_pool(&mut rng);
+        let lens = rng.clone();
+        for _ in 0..total {
+            rng.random_range(self.lo..self.hi);
+        }
+        let offsets = rng.clone();
+        for _ in 0..total {
+            rng.random_range(0..n);
+        }
+        DrawStream {
+            pool: Arc::new(pool),
+            lens,
+            offsets,
+            seeds: rng,
+            lo: self.lo,
+            hi: self.hi,
+            n,
+            dataset_offset,
+            next: 0,
+            total,
+        }
+    }
+
+    /// `--prefix-count` distinct prefixes of `--prefix-length` allowed ids.
+    fn prefix_pool(&self, rng: &mut ChaCha8Rng) -> Vec<Vec<u32>> {
         let n = self.vocab.allowed.len() as u64;
         let mut pool: Vec<Vec<u32>> = Vec::new();
         if self.prefix_length > 0 {
@@ -244,22 +328,10 @@ impl RandomText {
                 );
             }
         }
-        let input_lens = (0..total)
-            .map(|_| rng.random_range(self.lo..self.hi))
-            .collect();
-        let offsets = (0..total)
-            .map(|_| (rng.random_range(0..n) + dataset_offset % n) % n)
-            .collect();
-        let seeds = (0..total).map(|_| rng.random::<u64>()).collect();
-        RunDraws {
-            pool,
-            input_lens,
-            offsets,
-            seeds,
-        }
+        pool
     }
 
-    /// Request `i` of a run.
+    /// Request `i` of a run (`d` holds its draws).
     pub fn item(&self, d: &RunDraws, i: usize) -> Result<Generated> {
         let allowed = &self.vocab.allowed;
         let n = allowed.len() as u64;
@@ -268,8 +340,9 @@ impl RandomText {
         } else {
             &d.pool[i % d.pool.len()]
         };
-        let len = d.input_lens[i];
-        let start = (d.offsets[i] + i as u64 % n) % n;
+        let j = i - d.base;
+        let len = d.input_lens[j];
+        let start = (d.offsets[j] + i as u64 % n) % n;
         let mut ids = Vec::with_capacity(prefix.len() + len as usize);
         ids.extend_from_slice(prefix);
         ids.extend((0..len).map(|k| allowed[((start + k % n) % n) as usize]));
@@ -281,7 +354,7 @@ impl RandomText {
                 mismatch: 0,
             });
         }
-        let mut rng = ChaCha8Rng::seed_from_u64(d.seeds[i]);
+        let mut rng = ChaCha8Rng::seed_from_u64(d.seeds[j]);
         let (text, mismatch) = match &self.corpus {
             Some(c) => c.converge(prefix, start as usize, len as usize, target, &mut rng)?,
             None => self.vocab.converge(ids, target, &mut rng)?,
@@ -304,12 +377,29 @@ pub fn generate_batched<T: Send>(
     make: impl Fn(usize) -> Result<T> + Sync,
     mut sink: impl FnMut(usize, T),
 ) -> Result<()> {
+    generate_batched_until(total, threads, make, |i, t| {
+        sink(i, t);
+        ControlFlow::Continue(())
+    })
+    .map(|_| ())
+}
+
+/// [`generate_batched`] with a sink that can stop it: once it breaks, nothing more is handed over and the
+/// threads stop after the item each has under way. Returns whether it broke.
+pub fn generate_batched_until<T: Send>(
+    total: usize,
+    threads: usize,
+    make: impl Fn(usize) -> Result<T> + Sync,
+    mut sink: impl FnMut(usize, T) -> ControlFlow<()>,
+) -> Result<ControlFlow<()>> {
     let threads = threads.max(1);
     if threads == 1 || total <= 1 {
         for i in 0..total {
-            sink(i, make(i)?);
+            if sink(i, make(i)?).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
         }
-        return Ok(());
+        return Ok(ControlFlow::Continue(()));
     }
     let mut ready: Vec<T> = Vec::new();
     let mut ready_start = 0;
@@ -317,7 +407,7 @@ pub fn generate_batched<T: Send>(
     while start < total {
         let end = (start + BATCH * threads).min(total);
         let next = AtomicUsize::new(start);
-        let batch: Result<Vec<T>> = std::thread::scope(|s| {
+        let batch: Result<Option<Vec<T>>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|_| {
                     let (make, next) = (&make, &next);
@@ -333,8 +423,14 @@ pub fn generate_batched<T: Send>(
                     })
                 })
                 .collect();
+            let mut stopped = false;
             for (k, item) in std::mem::take(&mut ready).into_iter().enumerate() {
-                sink(ready_start + k, item);
+                if sink(ready_start + k, item).is_break() {
+                    // The threads stop after the item each has under way.
+                    next.store(end, Ordering::Relaxed);
+                    stopped = true;
+                    break;
+                }
             }
             let mut slots: Vec<Option<T>> = (start..end).map(|_| None).collect();
             for h in handles {
@@ -345,19 +441,28 @@ pub fn generate_batched<T: Send>(
                     slots[i - start] = Some(item);
                 }
             }
+            if stopped {
+                return Ok(None);
+            }
             slots
                 .into_iter()
                 .collect::<Option<Vec<T>>>()
+                .map(Some)
                 .ok_or_else(|| anyhow::anyhow!("a generated item went missing"))
         });
-        ready = batch?;
+        let Some(batch) = batch? else {
+            return Ok(ControlFlow::Break(()));
+        };
+        ready = batch;
         ready_start = start;
         start = end;
     }
     for (k, item) in ready.into_iter().enumerate() {
-        sink(ready_start + k, item);
+        if sink(ready_start + k, item).is_break() {
+            return Ok(ControlFlow::Break(()));
+        }
     }
-    Ok(())
+    Ok(ControlFlow::Continue(()))
 }
 
 /// Worker threads for generation: the machine's cores.

@@ -1,7 +1,7 @@
-//! Closed loop: one ordered list (warmup first) and one concurrency limit shared by warmup and measured
-//! requests, as evalscope; optional Poisson pacing by rate on an absolute timeline.
+//! Closed loop: one ordered feed of requests (warmup first) and one concurrency limit shared by warmup and
+//! measured requests, as evalscope; optional Poisson pacing by rate on an absolute timeline.
 //!
-//! `parallel` worker tasks each take the next request in order, send it, deliver its record and take the
+//! `parallel` worker tasks each take the next request in order (one at a time from the feed), send it, deliver its record and take the
 //! next: no task spawned and no semaphore per request. A request's intended send time is the moment its
 //! worker's previous response had been read (and its paced time had come), so the send lag measures only
 //! the client's own delay (delivering the previous record, picking the next one). With pacing, workers take
@@ -14,16 +14,23 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinSet;
 
-use super::schedule::seeded_offsets_s;
 use super::timer::PreciseTimer;
-use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
+use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest, RequestFeed};
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
 
+/// The feed and, in paced runs, the origin of the requests' arrival offsets and the timer: taken by one
+/// worker at a time.
+struct Taker {
+    feed: RequestFeed,
+    pacing: Option<(Instant, PreciseTimer)>,
+}
+
 /// What the workers share.
 struct Shared {
-    requests: Vec<PreparedRequest>,
-    next: AtomicUsize,
+    taker: Mutex<Taker>,
+    /// Requests the run sends.
+    len: usize,
     /// Set when `--duration` has passed: no worker takes another request.
     done: AtomicBool,
     hit_duration: AtomicBool,
@@ -32,36 +39,32 @@ struct Shared {
     /// End of the measured phase (`--duration` after the first measured request was scheduled).
     deadline: OnceLock<Instant>,
     duration: Option<Duration>,
-    /// Paced runs: the arrival offsets, their origin, and the timer workers take in turn.
-    pacing: Option<(Vec<f64>, Instant, Mutex<PreciseTimer>)>,
 }
 
 impl Shared {
-    /// The next request's index and its intended send time (`free_at`, or its paced time if later), or
+    /// The next request, its index and its intended send time (`free_at`, or its paced time if later), or
     /// `None` when the run is over.
-    async fn take(&self, free_at: Instant, shutdown: &Shutdown) -> Option<(usize, Instant)> {
-        match &self.pacing {
-            None => {
-                let i = self.next.fetch_add(1, Ordering::Relaxed);
-                (i < self.requests.len()).then_some((i, free_at))
-            }
-            Some((offsets, t0, timer)) => {
-                let mut timer = timer.lock().await;
-                if self.done.load(Ordering::Relaxed) || shutdown.stopping() {
-                    return None;
-                }
-                let i = self.next.fetch_add(1, Ordering::Relaxed);
-                if i >= self.requests.len() {
-                    return None;
-                }
-                let at = *t0 + Duration::from_secs_f64(offsets[i]);
-                tokio::select! {
-                    _ = timer.sleep_until(at) => {}
-                    _ = shutdown.stopped() => return None,
-                }
-                Some((i, at.max(free_at)))
-            }
+    async fn take(
+        &self,
+        free_at: Instant,
+        shutdown: &Shutdown,
+    ) -> Option<(usize, PreparedRequest, Instant)> {
+        let mut guard = self.taker.lock().await;
+        let Taker { feed, pacing } = &mut *guard;
+        let Some((t0, timer)) = pacing else {
+            let (i, request) = feed.next().await?;
+            return Some((i, request, free_at));
+        };
+        if self.done.load(Ordering::Relaxed) || shutdown.stopping() {
+            return None;
         }
+        let (i, request) = feed.next().await?;
+        let at = *t0 + Duration::from_secs_f64(request.offset_s.unwrap_or(0.0));
+        tokio::select! {
+            _ = timer.sleep_until(at) => {}
+            _ = shutdown.stopped() => return None,
+        }
+        Some((i, request, at.max(free_at)))
     }
 
     /// Whether a measured request scheduled at `at` may still go (`--duration`).
@@ -91,10 +94,9 @@ async fn worker(
         if shared.done.load(Ordering::Relaxed) || shutdown.stopping() {
             return;
         }
-        let Some((index, scheduled_at)) = shared.take(free_at, &shutdown).await else {
+        let Some((index, request, scheduled_at)) = shared.take(free_at, &shutdown).await else {
             return;
         };
-        let request = shared.requests[index].clone();
         if !shared.within_duration(&request, scheduled_at) {
             return;
         }
@@ -119,29 +121,25 @@ async fn worker(
 pub(super) async fn run(
     client: &HttpClient,
     dispatch: &Dispatch,
-    requests: Vec<PreparedRequest>,
+    requests: RequestFeed,
     records: mpsc::Sender<RequestRecord>,
     shutdown: &Shutdown,
 ) -> DispatchOutcome {
     let began = Instant::now();
-    let workers = dispatch.parallel.max(1).min(requests.len().max(1));
-    let pacing = (dispatch.rate > 0.0).then(|| {
-        let offsets = match &dispatch.offsets_s {
-            Some(given) => given.clone(),
-            None => seeded_offsets_s(requests.len(), dispatch.rate, dispatch.shape, dispatch.seed),
-        };
-        (offsets, Instant::now(), Mutex::new(PreciseTimer::new()))
-    });
+    let len = requests.len();
+    let workers = dispatch.parallel.max(1).min(len.max(1));
     let shared = Arc::new(Shared {
-        requests,
-        next: AtomicUsize::new(0),
+        taker: Mutex::new(Taker {
+            feed: requests,
+            pacing: (dispatch.rate > 0.0).then(|| (Instant::now(), PreciseTimer::new())),
+        }),
+        len,
         done: AtomicBool::new(false),
         hit_duration: AtomicBool::new(false),
         dispatched: AtomicUsize::new(0),
         abandoned: AtomicUsize::new(0),
         deadline: OnceLock::new(),
         duration: dispatch.duration,
-        pacing,
     });
     let mut set = JoinSet::new();
     for _ in 0..workers {
@@ -161,7 +159,7 @@ pub(super) async fn run(
         abandoned: shared.abandoned.load(Ordering::Relaxed),
         hit_duration,
         // Workers only stop before the list is done for `--duration` or a signal.
-        interrupted: !hit_duration && dispatched < shared.requests.len() && shutdown.stopping(),
+        interrupted: !hit_duration && dispatched < shared.len && shutdown.stopping(),
         began: Some(began),
     }
 }

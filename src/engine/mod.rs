@@ -1,7 +1,8 @@
 //! The load engine: dispatchers that decide *when* each request is sent (closed loop with a concurrency
 //! cap, open loop on an absolute schedule), the client that sends it, and the connection test.
 //!
-//! Requests are prepared before dispatch (bodies serialised once). Each finished request becomes a
+//! Requests come from a [`RequestFeed`]: prepared ahead of the dispatcher (bodies serialised once, by a
+//! producer thread, into a bounded look-ahead), taken in order. Each finished request becomes a
 //! [`RequestRecord`] sent over a channel to the one aggregator that owns the statistics.
 
 pub mod client;
@@ -9,6 +10,7 @@ mod closed_loop;
 pub mod conn_test;
 pub mod conversation;
 pub mod dag;
+pub mod feed;
 pub mod hooks;
 pub mod http1;
 mod open_loop;
@@ -26,6 +28,7 @@ use crate::plan::LoadMode;
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
 pub use client::HttpClient;
+pub use feed::RequestFeed;
 
 /// One prepared request.
 #[derive(Debug, Clone)]
@@ -34,8 +37,12 @@ pub struct PreparedRequest {
     pub body: Arc<str>,
     /// Warmup requests are not measured.
     pub is_warmup: bool,
-    /// A replayed trace's arrival offset, seconds after the run starts (open loop).
+    /// Its arrival offset on the run's schedule, seconds after the schedule's origin: set on every
+    /// measured request of an open-loop run (a replayed trace's own offsets, else the seeded schedule) and
+    /// on every request of a paced closed-loop run; `None` when unpaced.
     pub offset_s: Option<f64>,
+    /// The prompt tokens llmperf means the server to count, when the dataset knows it.
+    pub intended_prompt_tokens: Option<u64>,
     /// Stored in the `request_id` column.
     pub request_id: Option<Arc<str>>,
     /// Header lines sent with this request only (`Name: value\r\n` each).
@@ -49,6 +56,7 @@ impl PreparedRequest {
             body,
             is_warmup,
             offset_s: None,
+            intended_prompt_tokens: None,
             request_id: None,
             extra_headers: None,
         }
@@ -59,6 +67,7 @@ impl PreparedRequest {
         let mut r = RequestRecord::new(index, self.is_warmup, self.body, scheduled_at);
         r.request_id = self.request_id;
         r.extra_headers = self.extra_headers;
+        r.intended_prompt_tokens = self.intended_prompt_tokens;
         r
     }
 }
@@ -70,17 +79,11 @@ pub struct Dispatch {
     pub mode: LoadMode,
     /// Concurrency cap (closed loop).
     pub parallel: usize,
-    /// Rate in req/s; ≤ 0 means unpaced.
+    /// Rate in req/s; ≤ 0 means unpaced. A paced run's requests carry their offsets
+    /// ([`PreparedRequest::offset_s`]).
     pub rate: f64,
     /// Soft time limit for the measured phase.
     pub duration: Option<Duration>,
-    /// Seed for the arrival schedule.
-    pub seed: u64,
-    /// Gap distribution and rate ramp of a paced schedule.
-    pub shape: schedule::ArrivalShape,
-    /// Arrival offsets given by the plan split (`--shard`) instead of drawn from `seed`: open loop, one per
-    /// measured request; paced closed loop, one per request.
-    pub offsets_s: Option<Vec<f64>>,
     /// Open loop: the origin of the measured schedule (`--start-at`), if later than the warmup's end.
     pub origin: Option<Instant>,
 }
@@ -100,7 +103,7 @@ pub struct DispatchOutcome {
     pub began: Option<Instant>,
 }
 
-/// Sends `requests` (warmup first) per `dispatch`, delivering every finished record to `records`. Returns
+/// Sends the requests of `feed` (warmup first) per `dispatch`, delivering every finished record to `records`. Returns
 /// once every dispatched request has finished or was abandoned; an error when the dispatcher could not run
 /// (its thread could not start, or its task was cancelled): a run that sent nothing never passes for done.
 ///
@@ -109,7 +112,7 @@ pub struct DispatchOutcome {
 pub async fn run(
     client: &HttpClient,
     dispatch: &Dispatch,
-    requests: Vec<PreparedRequest>,
+    requests: RequestFeed,
     records: mpsc::Sender<RequestRecord>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<DispatchOutcome> {

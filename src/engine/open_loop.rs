@@ -1,6 +1,6 @@
 //! Open loop: the warmup requests run as a phase of their own first; then measured requests are sent on a
-//! Poisson schedule fixed in advance on an absolute timeline (`t0 + offset_i`), whatever the number in
-//! flight. Each record keeps its intended send time, so latency can also be read from it.
+//! Poisson schedule fixed in advance on an absolute timeline (`t0 + offset_i`, each request carrying its
+//! offset), whatever the number in flight. Each record keeps its intended send time, so latency can also be read from it.
 //!
 //! The schedule is kept by a dedicated OS thread, not a runtime task: a task woken by a timer waits behind
 //! whatever the busy workers are running (measured: send lag p99 ~2 ms at 1,000 req/s with 200 streams in
@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinSet;
 
-use super::schedule::seeded_offsets_s;
-use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest};
+use super::{send_one, Dispatch, DispatchOutcome, HttpClient, RequestFeed};
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
 
@@ -89,9 +88,6 @@ struct Schedule {
     shutdown: Shutdown,
     runtime: tokio::runtime::Handle,
     in_flight: Arc<InFlight>,
-    /// Index of the first measured request.
-    first_index: usize,
-    offsets: Vec<f64>,
     duration: Option<Duration>,
     /// `--start-at`: the schedule's origin, unless the warmup ran past it.
     origin: Option<Instant>,
@@ -108,8 +104,8 @@ struct ThreadOutcome {
     began: Option<Instant>,
 }
 
-/// The dispatcher thread.
-fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome {
+/// The dispatcher thread: takes each measured request (its body ready) before waiting for its slot.
+fn dispatch_thread(s: Schedule, mut measured: RequestFeed) -> ThreadOutcome {
     // Sleeps end within microseconds of their deadline (the default timer slack is 50 µs).
     crate::sys::set_timer_slack_ns(1);
     let t0 = s
@@ -120,8 +116,8 @@ fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome
         began: Some(t0),
         ..ThreadOutcome::default()
     };
-    for (i, request) in measured.into_iter().enumerate() {
-        let at = t0 + Duration::from_secs_f64(s.offsets[i]);
+    while let Some((index, request)) = measured.blocking_next() {
+        let at = t0 + Duration::from_secs_f64(request.offset_s.unwrap_or(0.0));
         if deadline.is_some_and(|d| at >= d) {
             out.hit_duration = true;
             return out;
@@ -130,7 +126,7 @@ fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome
             out.interrupted = true;
             break;
         }
-        let mut record = request.into_record(s.first_index + i, at);
+        let mut record = request.into_record(index, at);
         let started = s.client.try_start_now(&mut record);
         s.in_flight.count.fetch_add(1, Ordering::AcqRel);
         let guard = Guard(s.in_flight.clone());
@@ -155,19 +151,18 @@ fn dispatch_thread(s: Schedule, measured: Vec<PreparedRequest>) -> ThreadOutcome
 pub(super) async fn run(
     client: &HttpClient,
     dispatch: &Dispatch,
-    requests: Vec<PreparedRequest>,
+    mut requests: RequestFeed,
     records: mpsc::Sender<RequestRecord>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<DispatchOutcome> {
     let mut outcome = DispatchOutcome::default();
-    let split = requests.iter().take_while(|r| r.is_warmup).count();
-    let mut requests = requests;
-    let measured = requests.split_off(split);
-    let warmup = requests;
 
     // Warmup phase: all at once, then wait for every one.
     let mut warm = JoinSet::new();
-    for (index, request) in warmup.into_iter().enumerate() {
+    for _ in 0..requests.warmup() {
+        let Some((index, request)) = requests.next().await else {
+            break;
+        };
         let (client, records, shutdown) = (client.clone(), records.clone(), shutdown.clone());
         warm.spawn(async move {
             let at = Instant::now();
@@ -191,19 +186,7 @@ pub(super) async fn run(
         }
     }
 
-    // A replayed trace brings its own arrival offsets; then a shard's given ones; else a seeded schedule.
-    let own = measured
-        .iter()
-        .map(|r| r.offset_s)
-        .collect::<Option<Vec<f64>>>()
-        .filter(|o| !o.is_empty());
-    let offsets = match (own, &dispatch.offsets_s) {
-        (Some(own), _) => own,
-        (None, Some(given)) => given.clone(),
-        (None, None) => {
-            seeded_offsets_s(measured.len(), dispatch.rate, dispatch.shape, dispatch.seed)
-        }
-    };
+    // The measured requests carry their offsets: a replayed trace's own, else the seeded schedule.
     let in_flight = Arc::new(InFlight::default());
     let schedule = Schedule {
         client: client.clone(),
@@ -211,14 +194,12 @@ pub(super) async fn run(
         shutdown: shutdown.clone(),
         runtime: tokio::runtime::Handle::current(),
         in_flight: in_flight.clone(),
-        first_index: split,
-        offsets,
         duration: dispatch.duration,
         origin: dispatch.origin,
     };
     let thread = start_dispatcher(
         std::thread::Builder::new().name("llmperf-dispatch".into()),
-        move || dispatch_thread(schedule, measured),
+        move || dispatch_thread(schedule, requests),
     )?;
     // The thread sleeps between slots; wait for it without blocking a worker.
     let thread_outcome = match tokio::task::spawn_blocking(move || thread.join()).await {

@@ -37,19 +37,16 @@ pub struct Observers {
     pub reasoning: crate::reasoning::ReasoningStats,
 }
 
-/// What the aggregator completes on each record before counting it: the intended prompt length, and token
-/// counts for responses that carried no usage (counted here once per finished request, never on the
-/// request path).
+/// What the aggregator completes on each record before counting it: token counts for responses that
+/// carried no usage (counted here once per finished request, never on the request path), and the
+/// reasoning split. (The intended prompt length comes with the record, from its prepared request.)
 pub struct Completion {
-    /// `intended[i]`: request `i`'s intended prompt length.
-    pub intended: Vec<Option<u64>>,
     /// Counts tokens with the tokenizer when the server sent no usage.
     pub counter: UsageFallback,
 }
 
 impl Completion {
     fn apply(&self, record: &mut RequestRecord) {
-        record.intended_prompt_tokens = self.intended.get(record.index).copied().flatten();
         self.counter.fill(record);
         record.reasoning = crate::reasoning::split(record, self.counter.tokenizer.as_deref());
     }

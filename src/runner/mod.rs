@@ -4,11 +4,12 @@
 mod agentx;
 mod aggregate;
 mod multi_turn;
+mod requests;
 mod single;
 mod sla;
-mod trace;
 mod tracker;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -78,7 +79,7 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
         return Err(Error::Interrupted { signal });
     }
     plan.check_output_is_free()?;
-    sweep(&plan, &items, &shutdown).await?;
+    sweep(&plan, &Arc::new(items), &shutdown).await?;
     match shutdown.signal() {
         Some(signal) => Err(Error::Interrupted { signal }),
         None => Ok(()),
@@ -86,7 +87,7 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
 }
 
 /// The sweep proper: the tracker, the run root, the simulator, each run, the report.
-async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<()> {
+async fn sweep(plan: &RunPlan, items: &Arc<Prompts>, shutdown: &Shutdown) -> Result<()> {
     // The tracker's SDK must import before anything is created or sent.
     let mut visualizer = match plan.visualizer.clone() {
         Some(settings) => Some(
@@ -110,7 +111,7 @@ async fn sweep(plan: &RunPlan, items: &Prompts, shutdown: &Shutdown) -> Result<(
     let ctx = SweepContext {
         plan,
         url: url.clone(),
-        prompts: items,
+        prompts: items.clone(),
         composer: BodyComposer::new(
             &plan.model,
             plan.params.clone(),

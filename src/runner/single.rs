@@ -1,7 +1,10 @@
-//! One run of a sweep: prepare every body, test the connection, dispatch, aggregate, and write the run's
-//! files as soon as it ends (so a later failure cannot lose them).
+//! One run of a sweep: start preparing the bodies (ahead of the dispatcher, see [`super::requests`]),
+//! test the connection, dispatch, aggregate, and write the run's files as soon as it ends (so a later
+//! failure cannot lose them).
 
 use std::path::{Path, PathBuf};
+
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use rand::SeedableRng;
@@ -12,12 +15,13 @@ use super::tracker::ProgressTracker;
 use crate::api::openai::BodyComposer;
 use crate::api::usage_fallback::UsageFallback;
 use crate::dataset::Prompts;
-use crate::engine::{self, conn_test, Dispatch, HttpClient, PreparedRequest};
+use crate::engine::feed::Producer;
+use crate::engine::{self, conn_test, Dispatch, HttpClient, RequestFeed};
 use crate::export;
 use crate::metrics::{
     Accumulator, BenchmarkSummary, PercentileTable, SummaryContext, WorkloadThroughput,
 };
-use crate::plan::{DatasetKind, LoadMode, PromptSource, RunPlan, RunSpec};
+use crate::plan::{DatasetKind, LoadMode, RunPlan, RunSpec};
 use crate::pyjson;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
@@ -29,8 +33,8 @@ pub struct SweepContext<'a> {
     pub plan: &'a RunPlan,
     /// The endpoint actually used (the simulator's for `--api mock`).
     pub url: reqwest::Url,
-    /// The inputs of every run.
-    pub prompts: &'a Prompts,
+    /// The inputs of every run (shared with each run's request producer).
+    pub prompts: Arc<Prompts>,
     /// Body builder.
     pub composer: BodyComposer,
     /// Stop state.
@@ -72,42 +76,53 @@ fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
         .wrapping_add(run_index as u64)
 }
 
-/// Every body of the run, serialised once, and each request's intended prompt tokens.
-fn prepare(
+/// The dispatcher's concurrency cap: more workers than requests would only idle (an SLA rate probe caps at
+/// --sla-upper-bound).
+fn dispatcher_cap(spec: &RunSpec) -> usize {
+    if spec.parallel > 0 {
+        (spec.parallel as usize).min(spec.total().max(1) as usize)
+    } else {
+        1024
+    }
+}
+
+/// This process's share of the run's requests, as a feed whose producer is started and has filled its
+/// look-ahead (so a run that fits in it is wholly prepared before the first request, and a dataset that
+/// fails at once fails before it).
+async fn prepare(
     ctx: &SweepContext<'_>,
     spec: &RunSpec,
     seed: u64,
-) -> Result<(Vec<PreparedRequest>, Vec<Option<u64>>)> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let total = spec.total() as usize;
-    let mut bodies = Vec::with_capacity(total);
-    let mut intended = Vec::with_capacity(total);
-    if let Some(trace) = &ctx.plan.trace {
-        return Ok(super::trace::prepare(ctx, trace, spec, &mut rng));
+) -> Result<(crate::shard::ShardWork, RequestFeed, Producer)> {
+    let plan = ctx.plan;
+    let started = std::time::Instant::now();
+    let requests = super::requests::RunRequests::new(ctx, spec, seed);
+    let work = crate::shard::split(
+        plan.sharding.as_ref(),
+        plan.mode,
+        spec,
+        requests.len(),
+        dispatcher_cap(spec),
+    );
+    debug_assert_eq!(work.pick.warmup, requests.warmup());
+    let (mut feed, producer) = requests.start(work.pick)?;
+    let ready = feed.prime().await;
+    if ready < feed.len() && !feed.producing() {
+        // The producer ended early: its error says why.
+        drop(feed);
+        producer.finish().await?;
+        anyhow::bail!("the request producer stopped after {ready} requests");
     }
-    if let Some(built) = &ctx.prompts.replay {
-        return Ok(super::trace::prepare(ctx, &built.requests, spec, &mut rng));
+    let elapsed = started.elapsed().as_secs_f64();
+    if ready < feed.len() {
+        tracing::info!(
+            "Prepared the first {ready} of {} request bodies in {elapsed:.2} s (the rest are prepared while the run goes on)",
+            feed.len()
+        );
+    } else {
+        tracing::info!("Prepared {ready} request bodies in {elapsed:.2} s");
     }
-    // A fixed prompt builds one body reused by every request (evalscope samples max_tokens once, too).
-    let fixed = matches!(ctx.plan.prompts, PromptSource::Fixed(_));
-    let n = if fixed { 1 } else { total };
-    let dataset_seed = seed.rotate_left(17) ^ 0xDA7A_5E7D_0F5E_ED00;
-    ctx.prompts
-        .for_run(n, spec.dataset_offset, dataset_seed, &mut |p| {
-            bodies.push(ctx.composer.compose(&p.item, &mut rng));
-            intended.push(p.intended_prompt_tokens);
-        })?;
-    if fixed {
-        let (body, i) = (bodies[0].clone(), intended[0]);
-        bodies = vec![body; total];
-        intended = vec![i; total];
-    }
-    let requests = bodies
-        .into_iter()
-        .enumerate()
-        .map(|(i, body)| PreparedRequest::new(body, (i as u64) < spec.warmup))
-        .collect();
-    Ok((requests, intended))
+    Ok((work, feed, producer))
 }
 
 /// Runs `spec` and writes its files under `<root>/<dir_name>`. `tracker` (`--enable-progress-tracker`) is
@@ -131,47 +146,42 @@ pub async fn run_single(
     )?;
 
     let seed = run_seed(plan, run_index);
-    let started = std::time::Instant::now();
-    let (requests, intended, conversations) = match &plan.multi_turn {
+    let (work, feed, conversations) = match &plan.multi_turn {
         // AgentX sessions are built as they are replayed.
-        None if plan.agentx.is_some() => (Vec::new(), Vec::new(), None),
+        None if plan.agentx.is_some() => (None, None, None),
         Some(_) => (
-            Vec::new(),
-            Vec::new(),
+            None,
+            None,
             Some(super::multi_turn::conversations(ctx, spec, seed)?),
         ),
         None => {
-            let (requests, intended) = prepare(ctx, spec, seed)?;
-            tracing::info!(
-                "Prepared {} request bodies in {:.2} s",
-                requests.len(),
-                started.elapsed().as_secs_f64()
-            );
-            (requests, intended, None)
+            let (work, feed, producer) = prepare(ctx, spec, seed).await?;
+            (Some(work), Some((feed, producer)), None)
         }
     };
-    // More workers than requests would only idle (an SLA rate probe caps at --sla-upper-bound).
-    let parallel = if spec.parallel > 0 {
-        (spec.parallel as usize).min(spec.total().max(1) as usize)
-    } else {
-        1024
-    };
-    let mut work = crate::shard::split(
-        plan.sharding.as_ref(),
-        plan.mode,
-        spec,
-        (seed, plan.server_side.arrival),
-        requests,
-        intended,
-        parallel,
-    );
+    // Multi-turn and AgentX runs send no prepared requests: only the dispatcher cap matters.
+    let work = work.unwrap_or_else(|| {
+        crate::shard::split(
+            plan.sharding.as_ref(),
+            plan.mode,
+            spec,
+            0,
+            dispatcher_cap(spec),
+        )
+    });
     let client = HttpClient::new(plan, ctx.url.clone(), work.parallel)?;
     // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
     // interrupted, so every run folder is complete.
     let stopped_early = ctx.shutdown.stopping() || !test_connection(ctx, &client, seed).await?;
-    if stopped_early {
-        work.requests = Vec::new();
-    }
+    let feed = feed.map(|(feed, producer)| {
+        // Nothing is sent: the producer stops at its next hand-over.
+        let feed = if stopped_early {
+            RequestFeed::empty()
+        } else {
+            feed
+        };
+        (feed, producer)
+    });
     if conversations.is_some() {
         super::multi_turn::log_warmup(spec);
     } else if plan.agentx.is_none() {
@@ -187,7 +197,12 @@ pub async fn run_single(
         args: &args,
         stopped_early,
     };
-    let measured = dispatch(ctx, &this, &client, work, conversations, tracker).await?;
+    let sent = Sending {
+        work,
+        feed,
+        conversations,
+    };
+    let measured = dispatch(ctx, &this, &client, sent, tracker).await?;
     let mut speed_rows = None;
     if matches!(
         plan.dataset_kind(),
@@ -274,25 +289,30 @@ struct ThisRun<'a> {
     stopped_early: bool,
 }
 
+/// What a run sends: its share of the plan, and its prepared requests (single requests) or its
+/// conversations (`--multi-turn`); AgentX runs have neither.
+struct Sending {
+    work: crate::shard::ShardWork,
+    feed: Option<(RequestFeed, Producer)>,
+    conversations: Option<Vec<crate::dataset::multi_turn::Conversation>>,
+}
+
 /// Creates the run's database, starts the aggregator, sends this process's share of the requests (all of
 /// them unless sharded), and finishes the store.
 async fn dispatch(
     ctx: &SweepContext<'_>,
     this: &ThisRun<'_>,
     client: &HttpClient,
-    work: crate::shard::ShardWork,
-    conversations: Option<Vec<crate::dataset::multi_turn::Conversation>>,
+    sent: Sending,
     tracker: &mut Option<ProgressTracker>,
 ) -> Result<Measured> {
-    let (spec, run_dir, seed) = (this.spec, this.dir, this.seed);
+    let (spec, run_dir) = (this.spec, this.dir);
+    let Sending {
+        work,
+        feed,
+        conversations,
+    } = sent;
     let counts = (work.measured, work.slots);
-    let crate::shard::ShardWork {
-        requests,
-        intended,
-        parallel,
-        offsets_s,
-        ..
-    } = work;
     let plan = ctx.plan;
     let db_path = run_dir.join("benchmark_data.db");
     let mut store = Store::create(&db_path, plan.db_commit_interval)?;
@@ -304,16 +324,8 @@ async fn dispatch(
     } else {
         counts.0
     };
-    let (tx, rx) = mpsc::channel(parallel.clamp(64, 8192));
-    let aggregator = start_aggregator(
-        ctx,
-        this,
-        store,
-        rx,
-        intended,
-        progress_total,
-        tracker.take(),
-    );
+    let (tx, rx) = mpsc::channel(work.parallel.clamp(64, 8192));
+    let aggregator = start_aggregator(ctx, this, store, rx, progress_total, tracker.take());
     let scrape =
         crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
     let cpu_start = crate::resources::client_cpu();
@@ -324,30 +336,12 @@ async fn dispatch(
         crate::shard::begin(plan, this.index, counts, run_dir, this.args, &ctx.shutdown).await?;
     let dispatch = Dispatch {
         mode: plan.mode,
-        parallel,
+        parallel: work.parallel,
         rate: spec.rate,
         duration: plan.duration,
-        seed,
-        shape: plan.server_side.arrival,
-        offsets_s,
         origin: shard.as_ref().and_then(|s| s.origin),
     };
-    let outcome = match (&plan.multi_turn, conversations) {
-        (None, _) if plan.agentx.is_some() => match &plan.agentx {
-            Some(agentx) if !this.stopped_early => {
-                super::agentx::dispatch(ctx, agentx, client, spec, tx).await
-            }
-            _ => Ok(engine::DispatchOutcome::default()),
-        },
-        (Some(settings), Some(convs)) if !this.stopped_early => {
-            Ok(super::multi_turn::dispatch(ctx, settings, client, spec, seed, convs, tx).await)
-        }
-        (Some(_), _) => {
-            drop(tx);
-            Ok(engine::DispatchOutcome::default())
-        }
-        (None, _) => engine::run(client, &dispatch, requests, tx, &ctx.shutdown).await,
-    };
+    let (outcome, produced) = send(ctx, this, client, &dispatch, feed, conversations, tx).await;
     let mut done = aggregator.await.context("the aggregator task failed")?;
     *tracker = done.observers.tracker.take();
     let outcome = outcome?;
@@ -359,6 +353,8 @@ async fn dispatch(
     let rows = tokio::task::spawn_blocking(move || store.finish())
         .await
         .context("the store thread failed")??;
+    // What was sent is stored; a producer that failed mid-run fails the run.
+    produced.context("preparing the run's requests")?;
     if outcome.hit_duration {
         tracing::info!(
             "--duration reached: stopped sending after {} requests",
@@ -391,13 +387,48 @@ async fn dispatch(
     })
 }
 
+/// Sends the run's requests (or conversations, or AgentX sessions) to `tx`; with a feed, waits for its
+/// producer too and hands back its result.
+async fn send(
+    ctx: &SweepContext<'_>,
+    this: &ThisRun<'_>,
+    client: &HttpClient,
+    dispatch: &Dispatch,
+    feed: Option<(RequestFeed, Producer)>,
+    conversations: Option<Vec<crate::dataset::multi_turn::Conversation>>,
+    tx: mpsc::Sender<crate::record::RequestRecord>,
+) -> (Result<engine::DispatchOutcome>, Result<()>) {
+    let (plan, spec) = (ctx.plan, this.spec);
+    if let Some((feed, producer)) = feed {
+        let outcome = engine::run(client, dispatch, feed, tx, &ctx.shutdown).await;
+        // The feed is gone: the producer stops at its next hand-over, if it has not ended.
+        return (outcome, producer.finish().await);
+    }
+    let outcome = match (&plan.multi_turn, conversations) {
+        (None, _) => match &plan.agentx {
+            Some(agentx) if !this.stopped_early => {
+                super::agentx::dispatch(ctx, agentx, client, spec, tx).await
+            }
+            _ => Ok(engine::DispatchOutcome::default()),
+        },
+        (Some(settings), Some(convs)) if !this.stopped_early => Ok(super::multi_turn::dispatch(
+            ctx, settings, client, spec, this.seed, convs, tx,
+        )
+        .await),
+        (Some(_), _) => {
+            drop(tx);
+            Ok(engine::DispatchOutcome::default())
+        }
+    };
+    (outcome, Ok(()))
+}
+
 /// Starts the run's aggregator on the records `rx` receives, owning the store and lent the tracker.
 fn start_aggregator(
     ctx: &SweepContext<'_>,
     this: &ThisRun<'_>,
     store: Store,
     rx: mpsc::Receiver<crate::record::RequestRecord>,
-    intended: Vec<Option<u64>>,
     progress_total: u64,
     mut tracker: Option<ProgressTracker>,
 ) -> tokio::task::JoinHandle<super::aggregate::Aggregated> {
@@ -431,7 +462,6 @@ fn start_aggregator(
         plan.log_every_n,
         observers,
         Completion {
-            intended,
             counter: UsageFallback {
                 tokenizer: ctx.prompts.tokenizer.clone(),
                 input_only: plan.api.input_only(),

@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::plan::sharding::Sharding;
 pub use run::{begin, finish, ShardStart};
-pub use split::{split, ShardWork};
+pub use split::{split, Pick, ShardWork};
 
 /// The `benchmark_args.json` key holding this process's shard record (after evalscope's keys).
 pub const ARGS_KEY: &str = "llmperf_shard";

@@ -1,44 +1,77 @@
-//! The plan split: which of a run's prepared requests this shard sends, with how many slots, and at which
-//! offsets of the one global schedule.
+//! The plan split: which of a run's requests this shard sends (by global index), and with how many slots.
+//! The requests themselves, and their offsets on the one global schedule, are produced lazily by the
+//! runner ([`Pick`] says which to keep).
 
-use crate::engine::schedule::{seeded_offsets_s, ArrivalShape};
-use crate::engine::PreparedRequest;
 use crate::plan::{LoadMode, RunSpec};
 
 use crate::plan::sharding::{slots, Sharding};
 
+/// Which requests of a run, by global index (warmup first, then the measured ones in global order), this
+/// process sends: every warmup request, and the measured requests whose index i satisfies
+/// i mod N = K.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pick {
+    /// Requests of the whole plan's run, warmup included.
+    pub len: usize,
+    /// The first `warmup` of them are warmup requests (sent by every shard).
+    pub warmup: usize,
+    /// K.
+    pub index: usize,
+    /// N (1: every request).
+    pub count: usize,
+}
+
+impl Pick {
+    /// Every request of a run of `len` (the first `warmup` of them warmup).
+    pub fn all(len: usize, warmup: usize) -> Pick {
+        Pick {
+            len,
+            warmup: warmup.min(len),
+            index: 0,
+            count: 1,
+        }
+    }
+
+    /// Whether this process sends request `i` (global index).
+    pub fn keeps(&self, i: usize) -> bool {
+        i < self.warmup || (i - self.warmup) % self.count == self.index
+    }
+
+    /// Measured requests this process sends.
+    pub fn measured(&self) -> usize {
+        let m = self.len - self.warmup;
+        (m + self.count - 1 - self.index) / self.count
+    }
+
+    /// Requests this process sends, warmup included.
+    pub fn kept(&self) -> usize {
+        self.warmup + self.measured()
+    }
+}
+
 /// What one shard sends in one run.
 #[derive(Debug)]
 pub struct ShardWork {
-    /// Warmup first (all of the plan's warmup requests), then this shard's measured requests in global
-    /// order.
-    pub requests: Vec<PreparedRequest>,
-    /// Intended prompt tokens, parallel to `requests`.
-    pub intended: Vec<Option<u64>>,
+    /// Which of the run's requests it sends.
+    pub pick: Pick,
     /// Concurrency cap of the dispatcher (closed loop: this shard's share of `--parallel`).
     pub parallel: usize,
     /// Closed loop: this shard's share of `--parallel`; open loop: −1.
     pub slots: i64,
     /// Measured requests this shard sends.
     pub measured: u64,
-    /// The arrival offsets (seconds) of `requests` taken from the global schedule (open loop: of the
-    /// measured ones); `None` when the engine's own schedule is the plan's (one shard, or no pacing).
-    pub offsets_s: Option<Vec<f64>>,
 }
 
-/// Splits a run's prepared requests (`spec.warmup` warmup requests, then the measured ones in global
-/// order) for `sharding`; `parallel` is the plan's dispatcher cap, `seed` and `shape` the run's schedule.
+/// Splits a run of `len` requests (`spec.warmup` warmup requests, then the measured ones in global order)
+/// for `sharding`; `parallel` is the plan's dispatcher cap.
 pub fn split(
     sharding: Option<&Sharding>,
     mode: LoadMode,
     spec: &RunSpec,
-    (seed, shape): (u64, ArrivalShape),
-    requests: Vec<PreparedRequest>,
-    intended: Vec<Option<u64>>,
+    len: usize,
     parallel: usize,
 ) -> ShardWork {
-    let warmup = (spec.warmup as usize).min(requests.len());
-    let measured_total = requests.len() - warmup;
+    let mut pick = Pick::all(len, spec.warmup as usize);
     let slots_of_plan = if mode == LoadMode::Closed {
         parallel as i64
     } else {
@@ -46,41 +79,14 @@ pub fn split(
     };
     let Some(s) = sharding.filter(|s| s.is_split()) else {
         return ShardWork {
-            requests,
-            intended,
+            measured: pick.measured() as u64,
+            pick,
             parallel,
             slots: slots_of_plan,
-            measured: measured_total as u64,
-            offsets_s: None,
         };
     };
-    let (k, n) = (s.index as usize, s.count as usize);
-    let keep = |i: usize| i < warmup || (i - warmup) % n == k;
-    let kept: Vec<usize> = (0..requests.len()).filter(|&i| keep(i)).collect();
-    let offsets_s = match mode {
-        LoadMode::Open => {
-            let global = seeded_offsets_s(measured_total, spec.rate, shape, seed);
-            Some(kept[warmup..].iter().map(|&i| global[i - warmup]).collect())
-        }
-        LoadMode::Closed if spec.rate > 0.0 => {
-            let global = seeded_offsets_s(requests.len(), spec.rate, shape, seed);
-            Some(kept.iter().map(|&i| global[i]).collect())
-        }
-        LoadMode::Closed => None,
-    };
-    let pick = |i: &usize| keep(*i);
-    let intended = intended
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| pick(i))
-        .map(|(_, v)| v)
-        .collect();
-    let requests: Vec<PreparedRequest> = requests
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| pick(i))
-        .map(|(_, r)| r)
-        .collect();
+    pick.index = s.index as usize;
+    pick.count = s.count as usize;
     let (parallel, slots) = match mode {
         LoadMode::Closed => {
             let share = slots(parallel as u64, s.index, s.count).max(1) as usize;
@@ -89,11 +95,9 @@ pub fn split(
         LoadMode::Open => (parallel, -1),
     };
     ShardWork {
-        measured: (requests.len() - warmup) as u64,
-        requests,
-        intended,
+        measured: pick.measured() as u64,
+        pick,
         parallel,
         slots,
-        offsets_s,
     }
 }

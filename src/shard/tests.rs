@@ -1,13 +1,10 @@
 //! Unit tests of shard resolution, the plan split and the clock helpers.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use clap::Parser;
+use std::collections::HashMap;
 
 use super::*;
 use crate::cli::Cli;
-use crate::engine::PreparedRequest;
 use crate::plan::sharding::*;
 use crate::plan::{LoadMode, RunPlan};
 
@@ -155,12 +152,6 @@ fn every_shard_has_the_same_fingerprint_and_seed_and_its_own_root() {
     assert!(alone.output_root.ends_with("m"));
 }
 
-fn prepared(n: usize, warmup: usize) -> Vec<PreparedRequest> {
-    (0..n)
-        .map(|i| PreparedRequest::new(Arc::from(format!("{i}")), i < warmup))
-        .collect()
-}
-
 #[test]
 fn the_split_is_a_partition_of_the_plan() {
     for mode in [LoadMode::Closed, LoadMode::Open] {
@@ -178,8 +169,6 @@ fn the_split_is_a_partition_of_the_plan() {
         }
         .unwrap();
         let spec = &p.runs[0];
-        let shape = crate::engine::schedule::ArrivalShape::default();
-        let global = crate::engine::schedule::seeded_offsets_s(11, 50.0, shape, 9);
         let mut seen = Vec::new();
         let mut slots_total = 0;
         for k in 0..3 {
@@ -191,49 +180,41 @@ fn the_split_is_a_partition_of_the_plan() {
                 fingerprint: String::new(),
                 seed: 0,
             };
-            let intended = (0..13).map(|i| Some(i as u64)).collect();
-            let w = split(
-                Some(&s),
-                mode,
-                spec,
-                (9, shape),
-                prepared(13, 2),
-                intended,
-                5,
-            );
-            assert!(
-                w.requests[..2].iter().all(|r| r.is_warmup),
-                "every shard warms up"
-            );
-            let bodies: Vec<usize> = w.requests[2..]
-                .iter()
-                .map(|r| r.body.parse().unwrap())
-                .collect();
-            assert!(bodies.iter().all(|b| (b - 2) % 3 == k as usize));
-            assert_eq!(
-                w.intended[2..]
-                    .iter()
-                    .map(|v| v.unwrap() as usize)
-                    .collect::<Vec<_>>(),
-                bodies
-            );
-            if mode == LoadMode::Open {
-                let offsets = w.offsets_s.as_ref().unwrap();
-                let want: Vec<f64> = bodies.iter().map(|b| global[b - 2]).collect();
-                assert_eq!(offsets, &want, "open loop keeps the global offsets");
-            } else {
+            let w = split(Some(&s), mode, spec, 13, 5);
+            assert!((0..2).all(|i| w.pick.keeps(i)), "every shard warms up");
+            let kept: Vec<usize> = (2..13).filter(|&i| w.pick.keeps(i)).collect();
+            assert!(kept.iter().all(|b| (b - 2) % 3 == k as usize));
+            assert_eq!(w.measured as usize, kept.len());
+            assert_eq!(w.pick.kept(), kept.len() + 2);
+            if mode == LoadMode::Closed {
                 slots_total += w.slots;
-                assert!(w.offsets_s.is_none());
+            } else {
+                assert_eq!(w.slots, -1);
             }
-            assert_eq!(w.measured as usize, bodies.len());
-            seen.extend(bodies);
+            seen.extend(kept);
         }
         seen.sort_unstable();
         assert_eq!(seen, (2..13).collect::<Vec<_>>(), "every request once");
         if mode == LoadMode::Closed {
             assert_eq!(slots_total, 5);
         }
+        let alone = split(None, mode, spec, 13, 5);
+        assert_eq!((alone.measured, alone.pick.kept()), (11, 13));
     }
+    // More shards than measured requests: the last ones send only the warmup.
+    let p = plan(&["--number", "2"]).unwrap();
+    let s = |index| Sharding {
+        index,
+        count: 4,
+        source: "flag",
+        start_at: None,
+        fingerprint: String::new(),
+        seed: 0,
+    };
+    let measured: Vec<u64> = (0..4)
+        .map(|k| split(Some(&s(k)), LoadMode::Closed, &p.runs[0], 2, 4).measured)
+        .collect();
+    assert_eq!(measured, vec![1, 1, 0, 0]);
 }
 
 #[test]

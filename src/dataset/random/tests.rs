@@ -147,3 +147,75 @@ fn batches_reach_the_sink_in_index_order() {
         "nothing past the failing batch is sunk: {sunk}"
     );
 }
+
+/// The draws as they were made before the stream: the whole run at once, from one generator.
+fn old_draws(r: &RandomText, total: usize, dataset_offset: u64, seed: u64) -> RunDraws {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let n = r.vocab.allowed.len() as u64;
+    let pool = r.prefix_pool(&mut rng);
+    let input_lens = (0..total).map(|_| rng.random_range(r.lo..r.hi)).collect();
+    let offsets = (0..total)
+        .map(|_| (rng.random_range(0..n) + dataset_offset % n) % n)
+        .collect();
+    let seeds = (0..total).map(|_| rng.random::<u64>()).collect();
+    RunDraws {
+        pool: Arc::new(pool),
+        base: 0,
+        input_lens,
+        offsets,
+        seeds,
+    }
+}
+
+/// The windows of the stream are the old whole-run draws, value for value, whatever the window size;
+/// and the prompts made from them are the same.
+#[test]
+fn the_draw_stream_is_the_whole_run_of_draws() {
+    let vocab = Vocab::new(qwen3()).unwrap();
+    let r = RandomText::new(vocab, (3, 900), 0, 4, 5, true).unwrap();
+    for (total, offset, seed) in [(0, 0, 1), (1, 3, 2), (1000, 77, 3), (5000, 1 << 40, 4)] {
+        let old = old_draws(&r, total, offset, seed);
+        for window in [1, 7, 4096, total.max(1)] {
+            let mut stream = r.draw_stream(total, offset, seed);
+            let (mut lens, mut offs, mut seeds) = (Vec::new(), Vec::new(), Vec::new());
+            let mut base = 0;
+            loop {
+                let w = stream.window(window);
+                if w.is_empty() {
+                    break;
+                }
+                assert_eq!(w.base, base);
+                assert_eq!(w.pool, old.pool);
+                for i in base..base + w.len() {
+                    assert_eq!(r.item(&w, i).unwrap(), r.item(&old, i).unwrap());
+                }
+                base += w.len();
+                lens.extend(w.input_lens);
+                offs.extend(w.offsets);
+                seeds.extend(w.seeds);
+            }
+            assert_eq!(lens, old.input_lens, "total {total} window {window}");
+            assert_eq!(offs, old.offsets);
+            assert_eq!(seeds, old.seeds);
+        }
+    }
+}
+
+/// A sink that breaks stops the generation: nothing more is handed over.
+#[test]
+fn a_breaking_sink_stops_the_batches() {
+    for threads in [1, 2] {
+        let mut seen = 0;
+        let flow = generate_batched_until(BATCH * 10, threads, Ok, |i, _| {
+            seen += 1;
+            if i == BATCH + 1 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        assert!(flow.is_break());
+        assert_eq!(seen, BATCH + 2, "threads {threads}");
+    }
+}
