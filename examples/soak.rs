@@ -34,11 +34,16 @@ struct Sample {
 }
 
 fn rss_kib() -> u64 {
+    status_kib("VmRSS:")
+}
+
+/// A `/proc/self/status` value in KiB (`VmRSS:`, or `VmHWM:` for the peak so far).
+fn status_kib(key: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(key))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
@@ -371,6 +376,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(500));
         let fds_after = open_fds();
         let rss_after = rss_kib();
+        let peak_kib = status_kib("VmHWM:");
         let s = summary(&run);
         let (rows, ok, _, _) = db_counts(&run);
         let db_bytes = std::fs::metadata(run.join("benchmark_data.db")).map_or(0, |m| m.len());
@@ -422,10 +428,12 @@ fn main() {
         }
         report.push(format!(
             "soak RSS from the first report to the last request: min {:.1} MiB, max {:.1} MiB, spread {spread_pct:.1} %; \
-             {growth_b:.1} B per request; {:.1} MiB after the run (output files written)",
+             {growth_b:.1} B per request; {:.1} MiB after the run (output files written); peak RSS of the process \
+             (VmHWM, the percentile merge and the output files included) {:.1} MiB",
             mib(min),
             mib(max),
-            mib(rss_after)
+            mib(rss_after),
+            mib(peak_kib)
         ));
         let trace: Vec<String> = samples
             .iter()

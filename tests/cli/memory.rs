@@ -1,7 +1,9 @@
 //! Flat memory: the `llmperf` process (its own process; the simulator runs in this one) keeps its RSS flat
 //! over a long run of tiny streamed requests — exact percentiles, the client diagnostics and the workload
 //! timeline spill to disk instead of growing in memory. The RSS of the first quarter of the sending window
-//! and of the last quarter must be within 10 %.
+//! and of the last quarter must be within 10 %. And the request list is produced lazily: the peak RSS of a
+//! run does not grow with `--number` (a run of 5 M requests stopped by `--duration` peaks where one of
+//! 10,000 does; the up-front list was 40 B a request, 200 MB here).
 
 use std::time::{Duration, Instant};
 
@@ -11,14 +13,81 @@ use crate::common::Run;
 
 /// `VmRSS` of process `pid`, KiB.
 fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `/proc/<pid>/status` line in KiB (`VmRSS:`, `VmHWM:` for the peak).
+fn status_kib(pid: u32, key: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
+        .find(|l| l.starts_with(key))?
         .split_whitespace()
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// The peak RSS (KiB) of one `llmperf` run of `flags` (read until the process ends) and its summary.
+fn peak_rss_kib(sim: &SimServer, flags: &str, dir: &str) -> (u64, serde_json::Value) {
+    let run = Run::at(sim, "/v1/chat/completions")
+        .flags(flags)
+        .flags("--duration 2 --max-tokens 2 --log-every-n-query 100000000 --no-test-connection");
+    let mut child = run
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("llmperf starts");
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Some(hwm) = status_kib(child.id(), "VmHWM:") {
+            peak = peak.max(hwm);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(child.wait().unwrap().success(), "llmperf failed: {flags}");
+    (peak, run.run_dir(dir).summary())
+}
+
+#[test]
+fn peak_rss_does_not_grow_with_number() {
+    let sim = SimServer::start(SimConfig {
+        ttft: Duration::ZERO,
+        itl: Duration::ZERO,
+        output_tokens: 2,
+        record_truth: false,
+        ..SimConfig::default()
+    })
+    .expect("simulator starts");
+    let cases = [
+        ("--prompt hi --parallel 4", "parallel_4_number"),
+        ("--prompt hi --open-loop --rate 500", "rate_500.0_number"),
+    ];
+    for (flags, dir) in cases {
+        let mut peaks = Vec::new();
+        for number in [10_000u64, 5_000_000] {
+            let (peak, summary) = peak_rss_kib(
+                &sim,
+                &format!("{flags} --number {number}"),
+                &format!("{dir}_{number}"),
+            );
+            let total = summary["Total Requests"].as_u64().unwrap();
+            assert!(total > 100, "{flags}: {total} requests");
+            assert!(total < number, "{flags}: --duration stopped the run");
+            peaks.push(peak);
+        }
+        let growth_mib = (peaks[1] as f64 - peaks[0] as f64) / 1024.0;
+        eprintln!(
+            "{flags}: peak RSS {} KiB at --number 10000, {} KiB at --number 5000000 ({growth_mib:+.1} MiB)",
+            peaks[0], peaks[1]
+        );
+        // 4,990,000 more requests: the up-front list would have added 190 MiB.
+        assert!(
+            growth_mib < 16.0,
+            "{flags}: peak RSS grew {growth_mib:.1} MiB"
+        );
+    }
 }
 
 #[test]
