@@ -268,5 +268,4 @@ impl Synthetic {
 }
 
 #[cfg(test)]
-#[path = "synthetic_tests.rs"]
 mod tests;

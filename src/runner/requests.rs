@@ -281,5 +281,4 @@ impl Schedule {
 }
 
 #[cfg(test)]
-#[path = "requests_tests.rs"]
 mod tests;
