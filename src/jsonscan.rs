@@ -31,6 +31,37 @@ pub fn find_special(s: &[u8]) -> Option<usize> {
         .map(|p| base + p)
 }
 
+/// The length of the leading run of `s` that needs nothing done to it inside a JSON string: the position of
+/// the first `"`, `\`, control character (< 0x20) or non-ASCII byte (≥ 0x80), else `s.len()`. Eight bytes at
+/// a time, the last (short) word padded.
+#[inline]
+pub fn find_plain_end(s: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // The lowest byte flagged is the first such byte (only bytes above a hit can be false alarms).
+    let hits = |w: u64| {
+        let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+        zero(w ^ (ONES * u64::from(b'"')))
+            | zero(w ^ (ONES * u64::from(b'\\')))
+            | (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+            | (w & HIGH)
+    };
+    let mut base = 0;
+    let mut words = s.chunks_exact(8);
+    for chunk in &mut words {
+        let h = hits(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        if h != 0 {
+            return base + (h.trailing_zeros() / 8) as usize;
+        }
+        base += 8;
+    }
+    let rest = words.remainder();
+    let mut last = [b'"'; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    let h = hits(u64::from_le_bytes(last));
+    (base + (h.trailing_zeros() / 8) as usize).min(s.len())
+}
+
 /// Deepest nesting skipped here (deeper values make the caller fall back).
 const MAX_DEPTH: usize = 100;
 
@@ -230,6 +261,47 @@ mod tests {
                 }
             }
             assert_eq!(find_special(&vec![b'x'; len]), None);
+        }
+    }
+
+    /// The oracle: the first byte that is not plain ASCII string content, one byte at a time.
+    fn plain_end_bytewise(s: &[u8]) -> usize {
+        s.iter()
+            .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
+            .unwrap_or(s.len())
+    }
+
+    #[test]
+    fn plain_end_matches_a_bytewise_scan() {
+        use rand::{Rng as _, SeedableRng as _};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let alphabet = [
+            b'a', b' ', 0x21, 0x5b, 0x7f, b'"', b'\\', 0x00, 0x1f, 0x20, 0x80, 0xc3, 0xff,
+        ];
+        for len in 0..40 {
+            for _ in 0..200 {
+                let s: Vec<u8> = (0..len)
+                    .map(|_| {
+                        if rng.random_range(0..4) == 0 {
+                            alphabet[rng.random_range(0..alphabet.len())]
+                        } else {
+                            rng.random_range(0x20..0x7f)
+                        }
+                    })
+                    .collect();
+                assert_eq!(find_plain_end(&s), plain_end_bytewise(&s), "{s:?}");
+            }
+        }
+        for b in 0..=255u8 {
+            for pos in 0..20 {
+                let mut s = vec![b'x'; 20];
+                s[pos] = b;
+                assert_eq!(
+                    find_plain_end(&s),
+                    plain_end_bytewise(&s),
+                    "byte {b:#x} at {pos}"
+                );
+            }
         }
     }
 

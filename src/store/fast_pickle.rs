@@ -1,12 +1,19 @@
-//! A direct JSON → pickle encoder for one payload: the exact opcodes `serde_transcode` from `serde_json`
-//! into `serde_pickle` (protocol 3) produces, in one pass over the bytes with no intermediate calls, so the
-//! store thread spends a fraction of the time per response chunk.
+//! A direct JSON → pickle encoder for one payload, in one pass over the bytes with no intermediate tree:
+//! the Python objects `json.loads` gives (dict keys in the server's order, JSON integers as `int`, fractions
+//! as `float`, `null` as `None`, booleans as `bool`), in pickle protocol 4's compact opcodes — short strings
+//! with a one-byte length, small integers in one or two bytes, and every string of `2..=64` bytes written
+//! once per row and referenced after that ([`super::memo`]), as Python's own pickler writes them.
 //!
 //! It handles the JSON every server sends (objects, arrays, strings with any escapes, `true`/`false`/`null`,
-//! numbers) and answers [`Unsupported`] for anything it would not encode exactly as the serde path does
-//! (invalid JSON, lone surrogates, raw control characters, nesting deeper than 64); the caller then falls
-//! back to the serde path for that payload, which decides as before. Numbers other than short non-negative
-//! integers are read by `serde_json` itself, so every number becomes the same Python `int` or `float`.
+//! numbers) and answers [`Unsupported`] for anything it would not decode exactly as the serde path of
+//! [`super::pickle`] does (invalid JSON, lone surrogates, raw control characters, nesting deeper than 64);
+//! the caller then cuts this payload's output off and uses the serde path for it, which decides as before.
+//! Numbers other than short non-negative integers are read by `serde_json` itself, so every number becomes
+//! the same Python `int` or `float`. The tests check the objects against the serde path's on generated
+//! payloads (`store::pickle_vm`).
+
+use super::memo::{Lookup, Memo};
+use crate::jsonscan::{find_plain_end, find_special};
 
 /// This payload needs the general (serde) path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,78 +21,228 @@ pub(super) struct Unsupported;
 
 type R = Result<(), Unsupported>;
 
-use crate::jsonscan::find_special;
-
-// Pickle opcodes (protocol ≤ 3), as serde_pickle writes them.
+// Pickle opcodes.
 const MARK: u8 = b'(';
 const EMPTY_LIST: u8 = b']';
 const APPENDS: u8 = b'e';
 const EMPTY_DICT: u8 = b'}';
 const SETITEMS: u8 = b'u';
 const BINUNICODE: u8 = b'X';
+const SHORT_BINUNICODE: u8 = 0x8c;
+const MEMOIZE: u8 = 0x94;
+const BINGET: u8 = b'h';
+const LONG_BINGET: u8 = b'j';
 const NONE: u8 = b'N';
 const NEWTRUE: u8 = 0x88;
 const NEWFALSE: u8 = 0x89;
 const BININT: u8 = b'J';
+const BININT1: u8 = b'K';
+const BININT2: u8 = b'M';
 const LONG1: u8 = 0x8a;
 const BINFLOAT: u8 = b'G';
-
-/// serde_pickle closes a batch of list items / dict entries every this many, as Python's pickle does.
-const BATCH: usize = 1000;
 
 /// Deepest nesting handled here (serde_json's own limit is 128; deeper payloads take the serde path).
 const MAX_DEPTH: usize = 64;
 
-/// Appends the opcodes of the one JSON value in `json` to `out`. On `Err`, `out` holds partial output
-/// the caller must cut off.
-pub(super) fn encode(json: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> R {
+/// Where the parser stands between two tokens of a payload: all it needs to go on, so a later payload that
+/// begins with the same bytes can take over the pickle written for them and resume there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Checkpoint {
+    /// Payload bytes consumed.
+    pub i: usize,
+    /// Pickle bytes written for them.
+    pub out_len: usize,
+    /// Memo entries they added (a payload may take over a prefix only where this is 0: the same strings
+    /// then give the same references).
+    pub memo_added: u32,
+    /// Open containers, outermost first: bit `k` set when the `k`-th is a dict.
+    dicts: u64,
+    /// How many are open.
+    depth: u32,
+    /// The next token is a dict key (else a value).
+    key: bool,
+}
+
+impl Checkpoint {
+    /// Before the first byte.
+    pub(super) const START: Checkpoint = Checkpoint {
+        i: 0,
+        out_len: 0,
+        memo_added: 0,
+        dicts: 0,
+        depth: 0,
+        key: false,
+    };
+}
+
+/// Appends the opcodes of the one JSON value in `json` to `out`, memoising strings in `memo`, and records a
+/// [`Checkpoint`] at the start of every token in `checkpoints`. With `from`, the pickle of `json[..from.i]`
+/// is already at the end of `out` (taken over from a payload that began with the same bytes, whose
+/// checkpoints up to `from` are in `checkpoints`) and parsing resumes there. On `Err`, `out` holds partial
+/// output and `memo` entries the caller must cut off and roll back.
+pub(super) fn encode(
+    json: &[u8],
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    memo: &mut Memo,
+    from: Option<Checkpoint>,
+    checkpoints: &mut Vec<Checkpoint>,
+) -> R {
     // Non-ASCII bytes can only sit inside strings (anywhere else the parser rejects them), and each string
     // is checked for UTF-8 as serde_json checks it.
+    let at = from.unwrap_or(Checkpoint::START);
+    let base = out.len() - at.out_len;
+    let memo_base = memo.mark();
     let mut p = Parser {
         s: json,
-        i: 0,
+        i: at.i,
         out,
         scratch,
+        memo,
     };
-    p.value(0)?;
-    p.ws();
-    if p.i == p.s.len() {
-        Ok(())
-    } else {
-        Err(Unsupported)
+    let (mut dicts, mut depth, mut key) = (at.dicts, at.depth, at.key);
+    let mut resumed = from.is_some();
+    loop {
+        if !resumed {
+            checkpoints.push(Checkpoint {
+                i: p.i,
+                out_len: p.out.len() - base,
+                memo_added: p.memo.mark() - memo_base,
+                dicts,
+                depth,
+                key,
+            });
+        }
+        resumed = false;
+        if key {
+            if p.ws() != Some(b'"') {
+                return Err(Unsupported);
+            }
+            p.string()?;
+            if p.ws() != Some(b':') {
+                return Err(Unsupported);
+            }
+            p.i += 1;
+            key = false;
+            continue;
+        }
+        match p.ws().ok_or(Unsupported)? {
+            b'{' => {
+                if depth as usize == MAX_DEPTH {
+                    return Err(Unsupported);
+                }
+                p.i += 1;
+                p.out.push(EMPTY_DICT);
+                match p.ws() {
+                    Some(b'}') => p.i += 1,
+                    Some(b'"') => {
+                        p.out.push(MARK);
+                        dicts |= 1 << depth;
+                        depth += 1;
+                        key = true;
+                        continue;
+                    }
+                    _ => return Err(Unsupported),
+                }
+            }
+            b'[' => {
+                if depth as usize == MAX_DEPTH {
+                    return Err(Unsupported);
+                }
+                p.i += 1;
+                p.out.push(EMPTY_LIST);
+                if p.ws() == Some(b']') {
+                    p.i += 1;
+                } else {
+                    p.out.push(MARK);
+                    dicts &= !(1 << depth);
+                    depth += 1;
+                    continue;
+                }
+            }
+            b'"' => p.string()?,
+            b'n' => p.literal(b"null", NONE)?,
+            b't' => p.literal(b"true", NEWTRUE)?,
+            b'f' => p.literal(b"false", NEWFALSE)?,
+            b'-' | b'0'..=b'9' => p.number()?,
+            _ => return Err(Unsupported),
+        }
+        match p.close(dicts, &mut depth)? {
+            Some(next_is_key) => key = next_is_key,
+            None => return Ok(()),
+        }
     }
 }
 
-/// `serialize_u64` of serde_pickle.
-pub(super) fn put_u64(out: &mut Vec<u8>, v: u64) {
-    if v < 0x8000_0000 {
+/// A non-negative integer as Python's pickler writes it (`BININT1`, `BININT2`, `BININT`, else `LONG1`).
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    if v < 0x100 {
+        out.extend_from_slice(&[BININT1, v as u8]);
+    } else if v < 0x1_0000 {
+        out.push(BININT2);
+        out.extend_from_slice(&(v as u16).to_le_bytes());
+    } else if v < 0x8000_0000 {
         out.push(BININT);
         out.extend_from_slice(&(v as u32).to_le_bytes());
     } else {
-        out.push(LONG1);
-        out.push(9);
+        // Little-endian two's complement, with a zero byte on top so it stays positive.
+        out.extend_from_slice(&[LONG1, 9]);
         out.extend_from_slice(&v.to_le_bytes());
         out.push(0);
     }
 }
 
-/// `serialize_i64` of serde_pickle.
+/// A negative integer (or any `i64`).
 fn put_i64(out: &mut Vec<u8>, v: i64) {
-    if (-0x8000_0000..0x8000_0000).contains(&v) {
+    if let Ok(u) = u64::try_from(v) {
+        put_u64(out, u);
+    } else if v >= -0x8000_0000 {
         out.push(BININT);
         out.extend_from_slice(&(v as i32).to_le_bytes());
     } else {
-        out.push(LONG1);
-        out.push(8);
+        out.extend_from_slice(&[LONG1, 8]);
         out.extend_from_slice(&v.to_le_bytes());
     }
 }
 
-/// `serialize_str` of serde_pickle.
+/// A `str` without a memo entry (`BINUNICODE`; used for payloads stored as text).
 pub(super) fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.push(BINUNICODE);
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s);
+}
+
+/// A `str` (valid UTF-8): a reference when the row already holds it, else its bytes, memoised when short.
+#[inline]
+fn put_memo_str(out: &mut Vec<u8>, memo: &mut Memo, s: &[u8]) {
+    let slot = match memo.lookup(s, out) {
+        Lookup::Found(index) => {
+            match u8::try_from(index) {
+                Ok(i) => out.extend_from_slice(&[BINGET, i]),
+                Err(_) => {
+                    out.push(LONG_BINGET);
+                    out.extend_from_slice(&index.to_le_bytes());
+                }
+            }
+            return;
+        }
+        Lookup::Vacant(slot) => slot,
+        Lookup::Skip => None,
+    };
+    match u8::try_from(s.len()) {
+        Ok(n) => out.extend_from_slice(&[SHORT_BINUNICODE, n]),
+        Err(_) => {
+            out.push(BINUNICODE);
+            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        }
+    }
+    let pos = out.len();
+    out.extend_from_slice(s);
+    if let Some(slot) = slot {
+        if memo.insert(slot, pos, s.len()).is_some() {
+            out.push(MEMOIZE);
+        }
+    }
 }
 
 /// UTF-8 check with an ASCII fast path.
@@ -102,17 +259,45 @@ struct Parser<'a> {
     i: usize,
     out: &'a mut Vec<u8>,
     scratch: &'a mut Vec<u8>,
+    memo: &'a mut Memo,
 }
 
 impl Parser<'_> {
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.s.get(self.i) {
+    /// After a complete value: closes the containers that end here (`dicts`/`depth` as in [`Checkpoint`]).
+    /// `Some(key)`: another token follows, a dict key if `key`; `None`: the payload is complete.
+    fn close(&mut self, dicts: u64, depth: &mut u32) -> Result<Option<bool>, Unsupported> {
+        loop {
+            if *depth == 0 {
+                return match self.ws() {
+                    None => Ok(None),
+                    Some(_) => Err(Unsupported),
+                };
+            }
+            let in_dict = (dicts >> (*depth - 1)) & 1 == 1;
+            match self.ws() {
+                Some(b',') => {
+                    self.i += 1;
+                    return Ok(Some(in_dict));
+                }
+                Some(b'}') if in_dict => self.out.push(SETITEMS),
+                Some(b']') if !in_dict => self.out.push(APPENDS),
+                _ => return Err(Unsupported),
+            }
             self.i += 1;
+            *depth -= 1;
         }
     }
 
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
+    /// Skips whitespace; the next byte, if any.
+    #[inline]
+    fn ws(&mut self) -> Option<u8> {
+        while let Some(&b) = self.s.get(self.i) {
+            if b > b' ' || !matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
+                return Some(b);
+            }
+            self.i += 1;
+        }
+        None
     }
 
     fn literal(&mut self, word: &[u8], opcode: u8) -> R {
@@ -125,107 +310,29 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> R {
-        self.ws();
-        match self.peek().ok_or(Unsupported)? {
-            b'{' => self.object(depth + 1),
-            b'[' => self.array(depth + 1),
-            b'"' => self.string(),
-            b't' => self.literal(b"true", NEWTRUE),
-            b'f' => self.literal(b"false", NEWFALSE),
-            b'n' => self.literal(b"null", NONE),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => Err(Unsupported),
-        }
-    }
-
-    fn array(&mut self, depth: usize) -> R {
-        if depth > MAX_DEPTH {
-            return Err(Unsupported);
-        }
-        self.i += 1;
-        self.out.extend_from_slice(&[EMPTY_LIST, MARK]);
-        self.ws();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-            self.out.push(APPENDS);
-            return Ok(());
-        }
-        let mut batch = 0;
-        loop {
-            self.value(depth)?;
-            batch += 1;
-            if batch == BATCH {
-                self.out.extend_from_slice(&[APPENDS, MARK]);
-                batch = 0;
-            }
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    self.out.push(APPENDS);
-                    return Ok(());
-                }
-                _ => return Err(Unsupported),
-            }
-        }
-    }
-
-    fn object(&mut self, depth: usize) -> R {
-        if depth > MAX_DEPTH {
-            return Err(Unsupported);
-        }
-        self.i += 1;
-        self.out.extend_from_slice(&[EMPTY_DICT, MARK]);
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-            self.out.push(SETITEMS);
-            return Ok(());
-        }
-        let mut batch = 0;
-        loop {
-            self.ws();
-            if self.peek() != Some(b'"') {
-                return Err(Unsupported);
-            }
-            self.string()?;
-            self.ws();
-            if self.peek() != Some(b':') {
-                return Err(Unsupported);
-            }
-            self.i += 1;
-            self.value(depth)?;
-            batch += 1;
-            if batch == BATCH {
-                self.out.extend_from_slice(&[SETITEMS, MARK]);
-                batch = 0;
-            }
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    self.out.push(SETITEMS);
-                    return Ok(());
-                }
-                _ => return Err(Unsupported),
-            }
-        }
-    }
-
-    /// A string at `"`: its unescaped UTF-8 as `BINUNICODE`.
+    /// A string at `"`: its unescaped UTF-8 as a `str`.
+    #[inline]
     fn string(&mut self) -> R {
-        self.i += 1;
-        let start = self.i;
+        let start = self.i + 1;
+        let end = start + find_plain_end(&self.s[start..]);
+        if self.s.get(end) == Some(&b'"') {
+            self.i = end + 1;
+            put_memo_str(self.out, self.memo, &self.s[start..end]);
+            return Ok(());
+        }
+        self.string_slow(start)
+    }
+
+    /// The rest of a string holding non-ASCII bytes, escapes or control characters.
+    #[cold]
+    fn string_slow(&mut self, start: usize) -> R {
         let plain = find_special(&self.s[start..]).ok_or(Unsupported)?;
         self.i = start + plain;
         match self.s[self.i] {
             b'"' => {
                 let raw = &self.s[start..self.i];
                 utf8(raw)?;
-                put_str(self.out, raw);
+                put_memo_str(self.out, self.memo, raw);
                 self.i += 1;
                 return Ok(());
             }
@@ -236,11 +343,11 @@ impl Parser<'_> {
         self.scratch.clear();
         self.scratch.extend_from_slice(&self.s[start..self.i]);
         loop {
-            match self.peek().ok_or(Unsupported)? {
+            match *self.s.get(self.i).ok_or(Unsupported)? {
                 b'"' => {
                     self.i += 1;
                     utf8(self.scratch)?;
-                    put_str(self.out, self.scratch);
+                    put_memo_str(self.out, self.memo, self.scratch);
                     return Ok(());
                 }
                 b'\\' => {
@@ -308,22 +415,31 @@ impl Parser<'_> {
 
     fn number(&mut self) -> R {
         let start = self.i;
-        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.peek() {
-            self.i += 1;
+        // Fast path: a short non-negative integer without a leading zero, not followed by more of a number.
+        let mut v = 0u64;
+        let mut j = start;
+        while let Some(d) = self.s.get(j).filter(|d| d.is_ascii_digit()) {
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+            j += 1;
         }
-        let token = &self.s[start..self.i];
-        // Fast path: a short non-negative integer without a leading zero.
-        if token.len() <= 18
-            && token.iter().all(u8::is_ascii_digit)
-            && (token[0] != b'0' || token.len() == 1)
-        {
-            let v = token
-                .iter()
-                .fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
+        let len = j - start;
+        let more = matches!(self.s.get(j), Some(b'.' | b'e' | b'E' | b'-' | b'+'));
+        if (1..=18).contains(&len) && (self.s[start] != b'0' || len == 1) && !more {
+            self.i = j;
             put_u64(self.out, v);
             return Ok(());
         }
-        // Anything else: serde_json decides int or float exactly as the serde path would.
+        self.number_general()
+    }
+
+    /// Any other number: serde_json decides int or float exactly as the serde path would.
+    #[cold]
+    fn number_general(&mut self) -> R {
+        let start = self.i;
+        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.s.get(self.i) {
+            self.i += 1;
+        }
+        let token = &self.s[start..self.i];
         let n: serde_json::Number = serde_json::from_slice(token).map_err(|_| Unsupported)?;
         if let Some(u) = n.as_u64() {
             put_u64(self.out, u);

@@ -18,7 +18,12 @@ mod b64;
 #[cfg(test)]
 mod compat_tests;
 mod fast_pickle;
+mod memo;
 mod pickle;
+#[cfg(test)]
+mod pickle_tests;
+#[cfg(test)]
+mod pickle_vm;
 #[cfg(test)]
 mod tests;
 
@@ -29,6 +34,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _};
+use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{params, Connection};
 
 use crate::pyjson;
@@ -412,7 +418,8 @@ impl Writer {
             }
         };
         let when_ok = |v: f64| ok.then_some(v);
-        let messages = self.encoder.encode(|| r.responses());
+        // Base64 is ASCII: bound as TEXT without another UTF-8 pass.
+        let messages = ToSqlOutput::Borrowed(ValueRef::Text(self.encoder.encode(r.responses())));
         let mut stmt = self.conn.prepare_cached(INSERT_SQL)?;
         stmt.execute(params![
             &*r.request,

@@ -12,14 +12,18 @@
 //! instead, so a misbehaving server can never make the writer fail. Integers beyond `u64` arrive as `float`
 //! (serde_json without `arbitrary_precision`), where Python would keep an `int`.
 //!
-//! The common case takes a direct path ([`super::fast_pickle`]): the same opcodes written straight from the
-//! JSON bytes; a payload it does not handle exactly goes through the serde path above, one payload at a time.
+//! The common case takes a direct path ([`super::fast_pickle`]): the same Python objects written straight
+//! from the JSON bytes in protocol 4's compact opcodes, each short string once per row and referenced after
+//! that ([`super::memo`]); a payload it does not handle exactly goes through the serde path above, one
+//! payload at a time, inside the same list.
 //!
-//! The pickle is protocol 3 (Python reads every protocol; evalscope's own are protocol 4, which only adds
-//! framing and memo opcodes, so bytes differ while the unpickled objects are equal).
+//! The pickle is protocol 4, as Python 3.8+ and evalscope write theirs, without the optional framing; the
+//! bytes differ from Python's own while the unpickled objects are equal (the tests decode both ways).
 
 use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
+
+use super::fast_pickle::{self, Checkpoint};
 
 /// One raw payload, pickled as the Python object its JSON denotes, or as a `str` when `as_text` is set.
 struct Payload<'a> {
@@ -101,202 +105,112 @@ pub struct Encoder {
     pickle: Vec<u8>,
     scratch: Vec<u8>,
     base64: Vec<u8>,
+    memo: super::memo::Memo,
+    /// The token starts of the last payload that took the direct path.
+    checkpoints: Vec<Checkpoint>,
+    /// Payloads that took over a prefix (for the tests).
+    #[cfg(test)]
+    pub(super) resumed: usize,
 }
 
-/// Pickle framing and list opcodes (protocol 3), as serde_pickle writes them.
-const PROTO_3: [u8; 2] = [0x80, 3];
+/// Pickle framing and list opcodes.
+const PROTO_4: [u8; 2] = [0x80, 4];
 const STOP: u8 = b'.';
 const EMPTY_LIST: u8 = b']';
 const MARK: u8 = b'(';
 const APPENDS: u8 = b'e';
 
+/// How many leading bytes `a` and `b` share, eight at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"))
+            ^ u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 impl Encoder {
-    /// Returns `base64(pickle.dumps([json.loads(p) for p in payloads()]))`, non-JSON payloads as `str`.
-    /// `payloads` must yield the same sequence each time it is called. The result borrows the encoder's
-    /// buffer until the next call.
-    pub fn encode<'p, F, I>(&mut self, payloads: F) -> &str
-    where
-        F: Fn() -> I,
-        I: Iterator<Item = &'p [u8]>,
-    {
+    /// Returns `base64(pickle.dumps([json.loads(p) for p in payloads]))` (ASCII), non-JSON payloads as
+    /// `str`. The result borrows the encoder's buffer until the next call.
+    pub fn encode<'p>(&mut self, payloads: impl IntoIterator<Item = &'p [u8]>) -> &[u8] {
+        self.pickle(payloads);
+        super::b64::encode_into(&self.pickle, &mut self.base64)
+    }
+
+    /// The pickle itself (protocol 4: the opcodes Python 3.8+ writes by default, without framing).
+    ///
+    /// The chunks of a stream differ in a few bytes (the text, `finish_reason`); each payload takes over
+    /// the pickle of the longest run of leading bytes it shares with the previous one, up to a token start
+    /// where that one had added no memo entry, and is parsed from there on.
+    fn pickle<'p>(&mut self, payloads: impl IntoIterator<Item = &'p [u8]>) -> &[u8] {
         let out = &mut self.pickle;
         out.clear();
-        out.extend_from_slice(&PROTO_3);
+        out.extend_from_slice(&PROTO_4);
         out.push(EMPTY_LIST);
-        let any = payloads().next().is_some();
-        if any {
-            out.push(MARK);
-        }
-        let mut batch = 0;
-        for bytes in payloads() {
-            let start = out.len();
-            if super::fast_pickle::encode(bytes, out, &mut self.scratch).is_err() {
-                out.truncate(start);
-                let mut ser =
-                    serde_pickle::Serializer::new(&mut *out, serde_pickle::SerOptions::new());
-                let as_json = Payload {
-                    bytes,
-                    as_text: false,
-                };
-                if as_json.serialize(&mut ser).is_err() {
-                    // Not one valid JSON value: stored as a Python `str` of its text.
-                    out.truncate(start);
-                    super::fast_pickle::put_str(out, String::from_utf8_lossy(bytes).as_bytes());
-                }
+        self.memo.reset();
+        let cps = &mut self.checkpoints;
+        cps.clear();
+        // The previous payload and where its pickle starts, when it took the direct path.
+        let mut prev: Option<(&[u8], usize)> = None;
+        let mut any = false;
+        for bytes in payloads {
+            if !any {
+                out.push(MARK);
+                any = true;
             }
-            batch += 1;
-            if batch == 1000 {
-                out.extend_from_slice(&[APPENDS, MARK]);
-                batch = 0;
+            let start = out.len();
+            let mark = self.memo.mark();
+            let from = prev.and_then(|(before, at)| {
+                let shared = common_prefix(before, bytes);
+                let usable = cps
+                    .partition_point(|c| c.i <= shared)
+                    .min(cps.partition_point(|c| c.memo_added == 0));
+                let c = *cps.get(usable.checked_sub(1)?)?;
+                cps.truncate(usable);
+                out.extend_from_within(at..at + c.out_len);
+                Some(c)
+            });
+            if from.is_none() {
+                cps.clear();
+            }
+            #[cfg(test)]
+            {
+                self.resumed += usize::from(from.is_some_and(|c| c.i > 0));
+            }
+            let direct =
+                fast_pickle::encode(bytes, out, &mut self.scratch, &mut self.memo, from, cps);
+            if direct.is_ok() {
+                prev = Some((bytes, start));
+                continue;
+            }
+            prev = None;
+            out.truncate(start);
+            self.memo.rollback(mark);
+            let mut ser = serde_pickle::Serializer::new(&mut *out, serde_pickle::SerOptions::new());
+            let as_json = Payload {
+                bytes,
+                as_text: false,
+            };
+            if as_json.serialize(&mut ser).is_err() {
+                // Not one valid JSON value: stored as a Python `str` of its text.
+                out.truncate(start);
+                fast_pickle::put_str(out, String::from_utf8_lossy(bytes).as_bytes());
             }
         }
         if any {
             out.push(APPENDS);
         }
         out.push(STOP);
-        super::b64::encode_into(&self.pickle, &mut self.base64)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn decode(b64: &str) -> serde_json::Value {
-        let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64)
-            .expect("base64");
-        serde_pickle::from_slice(&bytes, serde_pickle::DeOptions::new()).expect("pickle")
-    }
-
-    #[test]
-    fn empty_list() {
-        let mut enc = Encoder::default();
-        assert_eq!(decode(enc.encode(std::iter::empty)), serde_json::json!([]));
-    }
-
-    #[test]
-    fn keeps_key_order_and_types() {
-        let p: &[u8] =
-            br#"{"z":1,"a":[1.5,null,true,false,"x\u00e9\n"],"m":{"k":-3,"big":9007199254740993}}"#;
-        let mut enc = Encoder::default();
-        let got = decode(enc.encode(|| [p, p].into_iter()));
-        let want: serde_json::Value = serde_json::from_slice(p).unwrap();
-        assert_eq!(got, serde_json::Value::Array(vec![want.clone(), want]));
-        let keys: Vec<&String> = got[0].as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["z", "a", "m"]);
-    }
-
-    #[test]
-    fn integers_beyond_i64_stay_python_ints() {
-        // serde_pickle cannot read these back into serde_json, so ask Python when it is there.
-        let p: &[u8] = br#"[18446744073709551615, -9223372036854775808, 2147483648, -1, 1e3]"#;
-        let mut enc = Encoder::default();
-        let b64 = enc.encode(|| std::iter::once(p)).to_owned();
-        if let Some(out) = super::super::tests::python(super::super::tests::PY_UNPICKLE, &b64) {
-            assert_eq!(
-                out,
-                "[[18446744073709551615, -9223372036854775808, 2147483648, -1, 1000.0]]"
-            );
-        }
-    }
-
-    /// The direct path must write exactly the bytes the serde path writes.
-    #[test]
-    fn direct_path_matches_the_serde_path_byte_for_byte() {
-        let big_list = format!(
-            "[{}]",
-            (0..2500)
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        let big_map = format!(
-            "{{{}}}",
-            (0..1500)
-                .map(|i| format!("\"k{i}\": {i}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
-        let too_deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
-        let corpus: Vec<&[u8]> = vec![
-            br#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1764000000,"model":"m","choices":[{"index":0,"delta":{"content":"hello "},"logprobs":null,"finish_reason":null}]}"#,
-            br#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0}}}"#,
-            br#" { "a" : [ 1 , -2 , 3.5 , -0 , 0 , -0.0 , 1e3 , 1E-7 , 2147483647 , 2147483648 , -2147483648 , -2147483649 ] } "#,
-            br#"[9223372036854775807, 9223372036854775808, 18446744073709551615, 18446744073709551616, -9223372036854775808, -9223372036854775809, 123456789012345678, 1234567890123456789]"#,
-            r#"["esc \" \\ \/ \b \f \n \r \t", "\u00e9\u4e2d\ud83d\ude00", "raw é 中 😀", ""]"#.as_bytes(),
-            br#"{"dup": 1, "dup": 2, "e": {}, "l": [], "t": true, "f": false, "n": null}"#,
-            br#"[0.1, 0.30000000000000004, 1.7976931348623157e308, 5e-324, 1e300, -1e-300]"#,
-            big_list.as_bytes(),
-            big_map.as_bytes(),
-            deep.as_bytes(),
-            too_deep.as_bytes(),
-            // Not valid JSON, or not handled by the direct path: the serde path decides.
-            b"[DONE]",
-            br#"{"a":1} trailing"#,
-            b"\xff\xfe",
-            b"[\"\xff\"]",
-            br#"["\ud800"]"#,
-            br#"["\udc00x"]"#,
-            b"[\"raw\ncontrol\"]",
-            br#"[01]"#,
-            br#"[1,]"#,
-            br#"{"a" 1}"#,
-            br#"[1.2.3]"#,
-            br#"[-]"#,
-            br#"["\x"]"#,
-            br#"[tru]"#,
-            b"",
-            b"   ",
-        ];
-        let mut enc = Encoder::default();
-        for p in &corpus {
-            let got = enc.encode(|| std::iter::once(*p)).to_owned();
-            let want = encode_reference(|| std::iter::once(*p));
-            assert!(
-                got == want,
-                "payload {:?}",
-                String::from_utf8_lossy(&p[..p.len().min(80)])
-            );
-        }
-        // Together (the serde-only path stored a whole list as text when a payload passed its syntax check
-        // but failed decoding, e.g. a lone surrogate escape; such payloads are left out here).
-        let agree: Vec<&[u8]> = corpus
-            .iter()
-            .copied()
-            .filter(|p| {
-                serde_json::from_slice::<serde::de::IgnoredAny>(p).is_err()
-                    == serde_json::from_slice::<serde_json::Value>(p).is_err()
-            })
-            .collect();
-        assert!(agree.len() > 20);
-        let got = enc.encode(|| agree.iter().copied()).to_owned();
-        assert!(
-            got == encode_reference(|| agree.iter().copied()),
-            "combined list differs"
-        );
-        // A number beyond f64 passes a syntax check but not decoding: alone it is stored as text either
-        // way (the serde-only path stored a whole list containing it as text).
-        let huge: &[u8] = b"[1e400]";
-        let got = enc.encode(|| std::iter::once(huge)).to_owned();
-        assert_eq!(got, encode_reference(|| std::iter::once(huge)));
-        let many: Vec<&[u8]> = vec![br#"{"a":1}"#; 2100];
-        let got = enc.encode(|| many.iter().copied()).to_owned();
-        assert_eq!(got, encode_reference(|| many.iter().copied()));
-        let none: Vec<&[u8]> = Vec::new();
-        let got = enc.encode(|| none.iter().copied()).to_owned();
-        assert_eq!(got, encode_reference(|| none.iter().copied()));
-    }
-
-    #[test]
-    fn invalid_payloads_become_strings() {
-        let good: &[u8] = br#"{"a":1}"#;
-        let items: [&[u8]; 5] = [good, b"[DONE]", br#"{"a":1} trailing"#, b"\xff\xfe", good];
-        let mut enc = Encoder::default();
-        let got = decode(enc.encode(|| items.into_iter()));
-        assert_eq!(
-            got,
-            serde_json::json!([{"a": 1}, "[DONE]", "{\"a\":1} trailing", "\u{fffd}\u{fffd}", {"a": 1}])
-        );
+        &self.pickle
     }
 }
