@@ -62,6 +62,25 @@ pub fn find_plain_end(s: &[u8]) -> usize {
     (base + (h.trailing_zeros() / 8) as usize).min(s.len())
 }
 
+/// How many leading bytes `a` and `b` share, eight at a time.
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"))
+            ^ u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 /// Deepest nesting skipped here (deeper values make the caller fall back).
 const MAX_DEPTH: usize = 100;
 
@@ -102,12 +121,24 @@ impl<'a> Cursor<'a> {
 
     /// At `"`: skips a string (escapes checked as serde_json does when ignoring it). Returns the raw bytes
     /// between the quotes and whether they contain an escape.
+    #[inline]
     pub fn string(&mut self) -> Option<(&'a [u8], bool)> {
         if self.s.get(self.i) != Some(&b'"') {
             return None;
         }
-        self.i += 1;
-        let start = self.i;
+        let start = self.i + 1;
+        let end = start + find_plain_end(&self.s[start..]);
+        if self.s.get(end) == Some(&b'"') {
+            self.i = end + 1;
+            return Some((&self.s[start..end], false));
+        }
+        self.string_slow(start)
+    }
+
+    /// The rest of a string from `start` (after its `"`) that holds escapes or non-ASCII bytes.
+    #[cold]
+    fn string_slow(&mut self, start: usize) -> Option<(&'a [u8], bool)> {
+        self.i = start;
         let mut escaped = false;
         loop {
             let at = self.i + find_special(&self.s[self.i..])?;

@@ -231,80 +231,137 @@ fn usage(c: &mut Cursor<'_>) -> Option<Usage> {
 
 /// Classifies one event payload, or `None` when the `serde_json` path must decide.
 pub(super) fn inspect(payload: &[u8]) -> Option<EventInfo> {
+    inspect_from(payload, None, &mut |_| {})
+}
+
+/// The scan's state at the start of a top-level key: where, the keys read so far, what they gave.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct TopMark {
+    /// Bytes of the payload consumed (just after `{` or a `,`).
+    pub(super) i: usize,
+    seen: u8,
+    info: EventInfo,
+}
+
+/// As [`inspect`], calling `mark` with the state at the start of each top-level key. With `from`, taken
+/// from a payload with the same bytes before `from.i`, the scan resumes there: it gives exactly what a scan
+/// from the start would.
+pub(super) fn inspect_from(
+    payload: &[u8],
+    from: Option<TopMark>,
+    mark: &mut impl FnMut(TopMark),
+) -> Option<EventInfo> {
     let mut c = Cursor::new(payload);
-    if c.ws()? != b'{' {
-        return None;
-    }
-    let mut info = EventInfo {
-        is_json: true,
-        ..EventInfo::default()
-    };
-    let mut seen = 0u8;
-    object(&mut c, |c, key| {
-        match key {
-            b"choices" => {
-                once(&mut seen, 1)?;
-                if !null(c)? {
-                    c.expect(b'[')?;
-                    if c.ws()? == b']' {
-                        c.i += 1;
-                        return Some(());
-                    }
-                    if c.ws()? != b'{' {
-                        return None;
-                    }
-                    info.has_choices = true;
-                    info.has_output = choice(c)?;
-                    loop {
-                        match c.ws()? {
-                            b',' => {
-                                c.i += 1;
-                                c.skip_value()?;
-                            }
-                            b']' => {
-                                c.i += 1;
-                                break;
-                            }
-                            _ => return None,
-                        }
-                    }
-                }
-            }
-            b"usage" => {
-                once(&mut seen, 2)?;
-                if !null(c)? {
-                    if c.ws()? != b'{' {
-                        return None;
-                    }
-                    info.usage = Some(usage(c)?);
-                }
-            }
-            b"error" => {
-                once(&mut seen, 4)?;
-                if !null(c)? {
-                    c.skip_value()?;
-                    info.is_error = true;
-                }
-            }
-            b"object" => {
-                once(&mut seen, 8)?;
-                if !null(c)? {
-                    if c.ws()? != b'"' {
-                        return None;
-                    }
-                    let (value, escaped) = c.string()?;
-                    if escaped {
-                        return None;
-                    }
-                    utf8(value)?;
-                    info.is_error |= value == b"error";
-                }
-            }
-            _ => c.skip_value()?,
+    let (mut info, mut seen) = match from {
+        Some(m) => {
+            c.i = m.i;
+            (m.info, m.seen)
         }
-        Some(())
-    })?;
-    c.at_end().then_some(info)
+        None => {
+            c.expect(b'{')?;
+            let info = EventInfo {
+                is_json: true,
+                ..EventInfo::default()
+            };
+            if c.ws()? == b'}' {
+                c.i += 1;
+                return c.at_end().then_some(info);
+            }
+            mark(TopMark {
+                i: c.i,
+                seen: 0,
+                info,
+            });
+            (info, 0)
+        }
+    };
+    loop {
+        c.ws()?;
+        let (key, escaped) = c.string()?;
+        if escaped {
+            return None;
+        }
+        utf8(key)?;
+        c.expect(b':')?;
+        top_field(&mut c, key, &mut info, &mut seen)?;
+        match c.ws()? {
+            b',' => {
+                c.i += 1;
+                mark(TopMark { i: c.i, seen, info });
+            }
+            b'}' => {
+                c.i += 1;
+                return c.at_end().then_some(info);
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// One top-level field (the cursor after its `:`): the value read into `info` or skipped.
+fn top_field(c: &mut Cursor<'_>, key: &[u8], info: &mut EventInfo, seen: &mut u8) -> Option<()> {
+    match key {
+        b"choices" => {
+            once(seen, 1)?;
+            if !null(c)? {
+                c.expect(b'[')?;
+                if c.ws()? == b']' {
+                    c.i += 1;
+                    return Some(());
+                }
+                if c.ws()? != b'{' {
+                    return None;
+                }
+                info.has_choices = true;
+                info.has_output = choice(c)?;
+                loop {
+                    match c.ws()? {
+                        b',' => {
+                            c.i += 1;
+                            c.skip_value()?;
+                        }
+                        b']' => {
+                            c.i += 1;
+                            break;
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+        }
+        b"usage" => {
+            once(seen, 2)?;
+            if !null(c)? {
+                if c.ws()? != b'{' {
+                    return None;
+                }
+                info.usage = Some(usage(c)?);
+            }
+        }
+        b"error" => {
+            once(seen, 4)?;
+            if !null(c)? {
+                c.skip_value()?;
+                info.is_error = true;
+            }
+        }
+        b"object" => {
+            once(seen, 8)?;
+            if !null(c)? {
+                if c.ws()? != b'"' {
+                    return None;
+                }
+                let (value, escaped) = c.string()?;
+                if escaped {
+                    return None;
+                }
+                utf8(value)?;
+                info.is_error |= value == b"error";
+            }
+        }
+        _ => c.skip_value()?,
+    }
+    Some(())
 }
 
 #[cfg(test)]

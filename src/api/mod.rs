@@ -6,18 +6,28 @@ pub mod openai;
 pub mod openai_event;
 pub mod reply_text;
 pub mod responses;
+mod stream_scan;
 pub mod usage_fallback;
+
+pub use stream_scan::StreamScan;
 
 use std::time::Instant;
 
 use crate::plan::ApiKind;
 use crate::record::RequestRecord;
 
-/// Applies one SSE event that arrived at `at` to `record`, by `api`'s rules.
-pub fn apply_stream_event(api: ApiKind, record: &mut RequestRecord, payload: &[u8], at: Instant) {
+/// Applies one SSE event that arrived at `at` to `record`, by `api`'s rules; `scan` is the stream's own
+/// (one per response, from its first event on).
+pub fn apply_stream_event(
+    api: ApiKind,
+    record: &mut RequestRecord,
+    payload: &[u8],
+    at: Instant,
+    scan: &mut StreamScan,
+) {
     match api {
         ApiKind::Responses => responses::apply_stream_event(record, payload, at),
-        _ => openai_event::apply_stream_event(record, payload, at),
+        _ => openai_event::apply_stream_event_scanned(record, payload, at, scan),
     }
 }
 

@@ -17,6 +17,7 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+use super::StreamScan;
 use crate::record::{FailureKind, RequestRecord, Usage};
 
 /// A struct read from a JSON object only. serde's derived structs also accept an array (fields by
@@ -335,7 +336,24 @@ fn merge_usage(record: &mut RequestRecord, u: Usage) {
 
 /// Applies one SSE event that arrived at `at` to `record` (evalscope's `StreamedResponseHandler` rules).
 pub fn apply_stream_event(record: &mut RequestRecord, payload: &[u8], at: Instant) {
-    let info = inspect(payload);
+    apply_stream_event_scanned(record, payload, at, &mut StreamScan::default());
+}
+
+/// [`apply_stream_event`] with the stream's [`StreamScan`], which reads each event from where it stops
+/// repeating the last kept one.
+pub fn apply_stream_event_scanned(
+    record: &mut RequestRecord,
+    payload: &[u8],
+    at: Instant,
+    scan: &mut StreamScan,
+) {
+    let last_kept = record
+        .response_spans
+        .last()
+        .map(|&(a, b)| &record.response_bytes[a as usize..b as usize]);
+    let info = scan
+        .inspect(payload, last_kept)
+        .unwrap_or_else(|| inspect_serde(payload));
     if !info.is_json {
         if info.malformed && record.error.is_none() {
             record.failure = Some(FailureKind::Malformed);
@@ -355,6 +373,7 @@ pub fn apply_stream_event(record: &mut RequestRecord, payload: &[u8], at: Instan
             record.n_decode_chunks += 1;
         }
         record.keep_response(payload);
+        scan.kept();
     }
     if let Some(u) = info.usage {
         merge_usage(record, u);

@@ -261,6 +261,7 @@ impl HttpClient {
             record.is_stream = true;
             record.completed_at = record.sent_at;
             let mut framer = SseFramer::new();
+            let mut scan = crate::api::StreamScan::default();
             let mut saw_done = false;
             let debug = self.inner.debug;
             let api = self.inner.api;
@@ -276,7 +277,7 @@ impl HttpClient {
                     }
                     framer.push(data, |event| {
                         saw_done |= event == b"[DONE]";
-                        crate::api::apply_stream_event(api, record, event, at)
+                        crate::api::apply_stream_event(api, record, event, at, &mut scan)
                     });
                 })
                 .await;
@@ -285,7 +286,7 @@ impl HttpClient {
                     let at = Instant::now();
                     framer.finish(|event| {
                         saw_done |= event == b"[DONE]";
-                        crate::api::apply_stream_event(api, record, event, at)
+                        crate::api::apply_stream_event(api, record, event, at, &mut scan)
                     });
                     if !saw_done && record.failure.is_none() && !has_usage(record) {
                         let end = match api {

@@ -24,6 +24,7 @@ use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
 
 use super::fast_pickle::{self, Checkpoint};
+use crate::jsonscan::common_prefix;
 
 /// One raw payload, pickled as the Python object its JSON denotes, or as a `str` when `as_text` is set.
 struct Payload<'a> {
@@ -119,25 +120,6 @@ const STOP: u8 = b'.';
 const EMPTY_LIST: u8 = b']';
 const MARK: u8 = b'(';
 const APPENDS: u8 = b'e';
-
-/// How many leading bytes `a` and `b` share, eight at a time.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"))
-            ^ u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-        if x != 0 {
-            return i + (x.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    i + a[i..n]
-        .iter()
-        .zip(&b[i..n])
-        .take_while(|(x, y)| x == y)
-        .count()
-}
 
 impl Encoder {
     /// Returns `base64(pickle.dumps([json.loads(p) for p in payloads]))` (ASCII), non-JSON payloads as
