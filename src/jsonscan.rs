@@ -166,6 +166,23 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// As [`Cursor::string`], and whether the text needs no UTF-8 check: `true` when it is plain ASCII
+    /// without escapes (then `escaped` is `false` too).
+    #[inline]
+    pub fn string_ascii(&mut self) -> Option<(&'a [u8], bool, bool)> {
+        if self.s.get(self.i) != Some(&b'"') {
+            return None;
+        }
+        let start = self.i + 1;
+        let end = start + find_plain_end(&self.s[start..]);
+        if self.s.get(end) == Some(&b'"') {
+            self.i = end + 1;
+            return Some((&self.s[start..end], false, true));
+        }
+        let (raw, escaped) = self.string_slow(start)?;
+        Some((raw, escaped, false))
+    }
+
     /// A number token, with serde_json's grammar (`-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?`).
     pub fn number(&mut self) -> Option<&'a [u8]> {
         let start = self.i;

@@ -38,8 +38,10 @@ fn string_or_null(c: &mut Cursor<'_>) -> Option<Option<bool>> {
     match c.ws()? {
         b'"' => {
             let start = c.i;
-            let (raw, escaped) = c.string()?;
-            utf8(raw)?;
+            let (raw, escaped, ascii) = c.string_ascii()?;
+            if !ascii {
+                utf8(raw)?;
+            }
             if escaped {
                 // Escapes are checked by serde_json itself (a lone surrogate fails the whole event there).
                 let text: Cow<'_, str> = serde_json::from_slice(&c.s[start..c.i]).ok()?;
@@ -79,11 +81,13 @@ fn object<'a>(
     }
     loop {
         c.ws()?;
-        let (key, escaped) = c.string()?;
+        let (key, escaped, ascii) = c.string_ascii()?;
         if escaped {
             return None;
         }
-        utf8(key)?;
+        if !ascii {
+            utf8(key)?;
+        }
         c.expect(b':')?;
         field(c, key)?;
         match c.ws()? {
@@ -277,11 +281,13 @@ pub(super) fn inspect_from(
     };
     loop {
         c.ws()?;
-        let (key, escaped) = c.string()?;
+        let (key, escaped, ascii) = c.string_ascii()?;
         if escaped {
             return None;
         }
-        utf8(key)?;
+        if !ascii {
+            utf8(key)?;
+        }
         c.expect(b':')?;
         top_field(&mut c, key, &mut info, &mut seen)?;
         match c.ws()? {
@@ -351,11 +357,13 @@ fn top_field(c: &mut Cursor<'_>, key: &[u8], info: &mut EventInfo, seen: &mut u8
                 if c.ws()? != b'"' {
                     return None;
                 }
-                let (value, escaped) = c.string()?;
+                let (value, escaped, ascii) = c.string_ascii()?;
                 if escaped {
                     return None;
                 }
-                utf8(value)?;
+                if !ascii {
+                    utf8(value)?;
+                }
                 info.is_error |= value == b"error";
             }
         }

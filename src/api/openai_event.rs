@@ -347,6 +347,11 @@ pub fn apply_stream_event_scanned(
     at: Instant,
     scan: &mut StreamScan,
 ) {
+    if payload == b"[DONE]" {
+        // The end marker: not JSON and not malformed (`inspect_serde` says so, at a thousand times the
+        // cost; the tests check it), so nothing to apply.
+        return;
+    }
     let last_kept = record
         .response_spans
         .last()
@@ -406,6 +411,15 @@ mod tests {
 
     fn rec() -> RequestRecord {
         RequestRecord::new(0, false, Arc::from("{}"), Instant::now())
+    }
+
+    #[test]
+    fn the_end_marker_changes_nothing() {
+        assert_eq!(inspect_serde(b"[DONE]"), EventInfo::default());
+        let mut r = rec();
+        let before = format!("{r:?}");
+        apply_stream_event(&mut r, b"[DONE]", Instant::now() + Duration::from_secs(1));
+        assert_eq!(format!("{r:?}"), before);
     }
 
     #[test]
