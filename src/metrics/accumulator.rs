@@ -492,6 +492,12 @@ impl Accumulator {
         (!self.client.is_empty()).then(|| client::diagnose(&self.client, cpu, open_loop))
     }
 
+    /// The send lag (seconds) of the measured records at each of [`super::percentile::PERCENTILES`],
+    /// nearest rank, unrounded; NaN when none.
+    pub fn send_lag_percentiles(&self) -> [f64; 11] {
+        self.client.send_lag_percentiles()
+    }
+
     /// The 11-row percentile table over the successful requests.
     pub fn percentiles(&self) -> PercentileTable {
         let mut table = self.rows.table();

@@ -81,6 +81,11 @@ impl ClientTiming {
         }
     }
 
+    /// The send lags' nearest-rank values at each of [`super::percentile::PERCENTILES`] (NaN when none).
+    pub fn send_lag_percentiles(&self) -> [f64; 11] {
+        self.send_lag.percentiles()
+    }
+
     /// Notes one measured record.
     pub fn add(&mut self, r: &RequestRecord) {
         self.n += 1;

@@ -2,10 +2,14 @@
 //! every request against its trace offset, and the share of prompt tokens the server reported as cached
 //! against the share the trace implies (its repeated leading hash-id blocks). Written as extra summary
 //! keys after evalscope's.
+//!
+//! The send lags are not kept here: they are the client diagnostics' send-lag column (the same measured
+//! records, the same value), which spills to disk like the percentile table, so a replay of any length
+//! stays in flat memory.
 
 use serde_json::Value;
 
-use super::percentile::nearest_rank;
+use super::percentile::PERCENTILES;
 use crate::record::RequestRecord;
 
 /// `Trace Requests`: requests of the trace replayed in the run.
@@ -24,7 +28,6 @@ pub const SERVER_CACHED: &str = "Trace Server Cached Tokens (%)";
 /// Collects what the fidelity keys need from the measured records.
 #[derive(Debug, Default)]
 pub struct ReplayFidelity {
-    lags_s: Vec<f64>,
     prompt_tokens: u64,
     cached_tokens: u64,
     cached_reported: bool,
@@ -37,7 +40,6 @@ fn round4(x: f64) -> Value {
 impl ReplayFidelity {
     /// Notes one measured record.
     pub fn feed(&mut self, r: &RequestRecord) {
-        self.lags_s.push(r.send_lag_s());
         if let (true, Some(cached)) = (r.success, r.usage.cached_tokens) {
             self.cached_reported = true;
             self.cached_tokens += cached;
@@ -45,10 +47,21 @@ impl ReplayFidelity {
         }
     }
 
-    /// The summary keys, given each replayed request's recorded input tokens and implied cached tokens.
-    pub fn keys(&self, input_tokens: &[u64], implied_cached: &[u64]) -> Vec<(String, Value)> {
-        let mut lags = self.lags_s.clone();
-        lags.sort_by(f64::total_cmp);
+    /// The summary keys, given the send lags' nearest-rank values at [`PERCENTILES`] (seconds, NaN when
+    /// none) and each replayed request's recorded input tokens and implied cached tokens.
+    pub fn keys(
+        &self,
+        send_lag_s: [f64; 11],
+        input_tokens: &[u64],
+        implied_cached: &[u64],
+    ) -> Vec<(String, Value)> {
+        let at = |p: u32| {
+            let i = PERCENTILES
+                .iter()
+                .position(|&q| q == p)
+                .expect("a listed percentile");
+            send_lag_s[i]
+        };
         let ms = |x: f64| {
             if x.is_finite() {
                 round4(x * 1e3)
@@ -65,12 +78,9 @@ impl ReplayFidelity {
         };
         vec![
             (REQUESTS.into(), Value::from(input_tokens.len())),
-            (SEND_LAG_P50.into(), ms(nearest_rank(&lags, 50))),
-            (SEND_LAG_P99.into(), ms(nearest_rank(&lags, 99))),
-            (
-                SEND_LAG_MAX.into(),
-                ms(lags.last().copied().unwrap_or(f64::NAN)),
-            ),
+            (SEND_LAG_P50.into(), ms(at(50))),
+            (SEND_LAG_P99.into(), ms(at(99))),
+            (SEND_LAG_MAX.into(), ms(at(100))),
             (
                 IMPLIED_CACHED.into(),
                 round4(implied as f64 * 100.0 / input.max(1) as f64),
@@ -87,18 +97,22 @@ mod tests {
     #[test]
     fn keys_from_known_inputs() {
         let f = ReplayFidelity {
-            lags_s: vec![0.002, 0.001, 0.0005],
             prompt_tokens: 100,
             cached_tokens: 25,
             cached_reported: true,
         };
-        let keys = f.keys(&[40, 60], &[0, 30]);
+        // The nearest-rank values of the lags [0.002, 0.001, 0.0005] at each of PERCENTILES.
+        let sorted = [0.0005, 0.001, 0.002];
+        let lags = PERCENTILES.map(|p| super::super::percentile::nearest_rank(&sorted, p));
+        let keys = f.keys(lags, &[40, 60], &[0, 30]);
         let get = |k: &str| keys.iter().find(|(n, _)| n == k).unwrap().1.clone();
         assert_eq!(get(REQUESTS), 2);
         assert_eq!(get(SEND_LAG_P50), 1.0);
         assert_eq!(get(SEND_LAG_MAX), 2.0);
         assert_eq!(get(IMPLIED_CACHED), 30.0);
         assert_eq!(get(SERVER_CACHED), 25.0);
-        assert_eq!(ReplayFidelity::default().keys(&[1], &[0])[5].1, Value::Null);
+        let none = ReplayFidelity::default().keys([f64::NAN; 11], &[1], &[0]);
+        assert_eq!(none[5].1, Value::Null);
+        assert_eq!(none[1].1, Value::Null, "no send lags: p50 is null");
     }
 }

@@ -498,9 +498,11 @@ async fn write_results(
     }
     if let Some(built) = &ctx.prompts.replay {
         let n = (spec.number as usize).min(built.input_tokens.len());
-        let keys = observers
-            .replay
-            .keys(&built.input_tokens[..n], &built.implied_cached_tokens[..n]);
+        let keys = observers.replay.keys(
+            acc.send_lag_percentiles(),
+            &built.input_tokens[..n],
+            &built.implied_cached_tokens[..n],
+        );
         tracing::info!(
             "Trace replay fidelity: {}",
             keys.iter()
