@@ -11,8 +11,9 @@ const HEADING: &str = "evalscope engine tuning (accepted, no effect on llmperf)"
 #[derive(Debug, Clone, Args)]
 pub struct TuningFlags {
     /// evalscope: worker processes that build requests (0 = auto, 1 = serial, > 1 = that many; must be
-    /// ≥ 0) [default: 0]. No effect: llmperf builds every request body before sending, in-process
-    /// (`swe_smith`'s live conversations too, one after the other).
+    /// ≥ 0) [default: 0]. No effect: llmperf builds the request bodies in-process, on one producer
+    /// thread a bounded look-ahead ahead of the dispatchers (`swe_smith`'s live conversations before
+    /// sending, one after the other).
     #[arg(long, value_name = "N", allow_negative_numbers = true, help_heading = HEADING)]
     pub num_workers: Option<i64>,
 
