@@ -123,16 +123,8 @@ impl<'a> Cursor<'a> {
     /// between the quotes and whether they contain an escape.
     #[inline]
     pub fn string(&mut self) -> Option<(&'a [u8], bool)> {
-        if self.s.get(self.i) != Some(&b'"') {
-            return None;
-        }
-        let start = self.i + 1;
-        let end = start + find_plain_end(&self.s[start..]);
-        if self.s.get(end) == Some(&b'"') {
-            self.i = end + 1;
-            return Some((&self.s[start..end], false));
-        }
-        self.string_slow(start)
+        let (raw, escaped, _) = self.string_ascii()?;
+        Some((raw, escaped))
     }
 
     /// The rest of a string from `start` (after its `"`) that holds escapes or non-ASCII bytes.
