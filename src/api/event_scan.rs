@@ -59,6 +59,19 @@ fn utf8(s: &[u8]) -> Option<()> {
     (s.is_ascii() || std::str::from_utf8(s).is_ok()).then_some(())
 }
 
+/// At `"`: a string without escapes (`None` for one with escapes, which the serde path decides), its
+/// bytes checked as UTF-8 unless they are plain ASCII.
+fn plain_string<'a>(c: &mut Cursor<'a>) -> Option<&'a [u8]> {
+    let (raw, escaped, ascii) = c.string_ascii()?;
+    if escaped {
+        return None;
+    }
+    if !ascii {
+        utf8(raw)?;
+    }
+    Some(raw)
+}
+
 /// `null`: consumed, `true`; anything else: untouched, `false`.
 fn null(c: &mut Cursor<'_>) -> Option<bool> {
     if c.ws()? == b'n' {
@@ -81,13 +94,7 @@ fn object<'a>(
     }
     loop {
         c.ws()?;
-        let (key, escaped, ascii) = c.string_ascii()?;
-        if escaped {
-            return None;
-        }
-        if !ascii {
-            utf8(key)?;
-        }
+        let key = plain_string(c)?;
         c.expect(b':')?;
         field(c, key)?;
         match c.ws()? {
@@ -281,13 +288,7 @@ pub(super) fn inspect_from(
     };
     loop {
         c.ws()?;
-        let (key, escaped, ascii) = c.string_ascii()?;
-        if escaped {
-            return None;
-        }
-        if !ascii {
-            utf8(key)?;
-        }
+        let key = plain_string(&mut c)?;
         c.expect(b':')?;
         top_field(&mut c, key, &mut info, &mut seen)?;
         match c.ws()? {
@@ -357,13 +358,7 @@ fn top_field(c: &mut Cursor<'_>, key: &[u8], info: &mut EventInfo, seen: &mut u8
                 if c.ws()? != b'"' {
                     return None;
                 }
-                let (value, escaped, ascii) = c.string_ascii()?;
-                if escaped {
-                    return None;
-                }
-                if !ascii {
-                    utf8(value)?;
-                }
+                let value = plain_string(c)?;
                 info.is_error |= value == b"error";
             }
         }

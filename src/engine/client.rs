@@ -236,104 +236,135 @@ impl HttpClient {
             }
         };
         record.status_code = Some(head.status);
-        let endpoint = self.inner.pool.endpoint();
         let result = if head.status != 200 {
-            let mut text = Vec::new();
-            let read = read_bounded(&mut conn, endpoint, &head, &mut text).await;
-            let at = Instant::now();
-            let shown = clip(&text);
-            let retry_after = head
-                .retry_after
-                .as_deref()
-                .map(|v| format!(" (Retry-After: {})", one_line(v)))
-                .unwrap_or_default();
-            let (status, reason) = (head.status, one_line(&head.reason));
-            let msg = match (&read, shown.is_empty()) {
-                (Err(e), _) => {
-                    format!("HTTP {status} {reason}{retry_after}: (body unreadable: {e})")
-                }
-                (Ok(_), true) => format!("HTTP {status} {reason}{retry_after}"),
-                (Ok(_), false) => format!("HTTP {status} {reason}{retry_after}: {shown}"),
-            };
-            record.fail(FailureKind::HttpStatus, msg, at);
-            read
+            self.read_refusal(&mut conn, &head, record).await
         } else if head.content_type.contains("text/event-stream") {
-            record.is_stream = true;
-            record.completed_at = record.sent_at;
-            let mut framer = SseFramer::new();
-            let mut scan = crate::api::StreamScan::default();
-            let mut saw_done = false;
-            let debug = self.inner.debug;
-            let api = self.inner.api;
-            let index = record.index;
-            let read = conn
-                .read_body(endpoint, &head, |data, at| {
-                    if debug {
-                        tracing::debug!(
-                            index,
-                            "chunk: {}",
-                            truncate(&String::from_utf8_lossy(data), 200)
-                        );
-                    }
-                    framer.push(data, |event| {
-                        saw_done |= event == b"[DONE]";
-                        crate::api::apply_stream_event(api, record, event, at, &mut scan)
-                    });
-                })
-                .await;
-            match read {
-                Ok(reusable) => {
-                    let at = Instant::now();
-                    framer.finish(|event| {
-                        saw_done |= event == b"[DONE]";
-                        crate::api::apply_stream_event(api, record, event, at, &mut scan)
-                    });
-                    if !saw_done && record.failure.is_none() && !has_usage(record) {
-                        let end = match api {
-                            ApiKind::Responses => "a `response.completed` event",
-                            _ => "`data: [DONE]`",
-                        };
-                        record.fail(
-                            FailureKind::BadResponse,
-                            format!("the stream ended without {end} and carried no token usage"),
-                            at,
-                        );
-                    }
-                    finish(record, self.inner.usage_counted_later);
-                    Ok(reusable)
-                }
-                Err(e) => {
-                    let at = Instant::now();
-                    record.fail(classify(&e), e.to_string(), at);
-                    Err(e)
-                }
-            }
+            self.read_stream(&mut conn, &head, record).await
         } else {
-            record.is_stream = false;
-            let mut bytes = Vec::new();
-            let read = read_bounded(&mut conn, endpoint, &head, &mut bytes).await;
-            let at = Instant::now();
-            match &read {
-                Ok(_) => {
-                    record.completed_at = at;
-                    if crate::api::apply_body(self.inner.api, record, &bytes) {
-                        finish(record, self.inner.usage_counted_later);
-                    } else {
-                        record.fail(
-                            unusable_body_kind(&head.content_type, &bytes),
-                            unusable_body(&head.content_type, &bytes),
-                            at,
-                        );
-                    }
-                }
-                Err(e) => record.fail(classify(e), e.to_string(), at),
-            }
-            read
+            self.read_whole(&mut conn, &head, record).await
         };
         record.read_lag = conn.read_lag();
         if let Ok(true) = result {
             self.inner.pool.checkin(conn);
         }
+    }
+
+    /// A response other than 200: the request fails with its status, reason, `Retry-After` and the start
+    /// of its body. Returns whether the connection can be reused.
+    async fn read_refusal(
+        &self,
+        conn: &mut Conn,
+        head: &Head,
+        record: &mut RequestRecord,
+    ) -> Result<bool, http1::Error> {
+        let mut text = Vec::new();
+        let read = read_bounded(conn, self.inner.pool.endpoint(), head, &mut text).await;
+        let at = Instant::now();
+        let shown = clip(&text);
+        let retry_after = head
+            .retry_after
+            .as_deref()
+            .map(|v| format!(" (Retry-After: {})", one_line(v)))
+            .unwrap_or_default();
+        let (status, reason) = (head.status, one_line(&head.reason));
+        let msg = match (&read, shown.is_empty()) {
+            (Err(e), _) => {
+                format!("HTTP {status} {reason}{retry_after}: (body unreadable: {e})")
+            }
+            (Ok(_), true) => format!("HTTP {status} {reason}{retry_after}"),
+            (Ok(_), false) => format!("HTTP {status} {reason}{retry_after}: {shown}"),
+        };
+        record.fail(FailureKind::HttpStatus, msg, at);
+        read
+    }
+
+    /// A `text/event-stream` response: each read's events applied as they arrive, stamped with the read's
+    /// arrival time; a stream that ends without its end marker and without usage fails.
+    async fn read_stream(
+        &self,
+        conn: &mut Conn,
+        head: &Head,
+        record: &mut RequestRecord,
+    ) -> Result<bool, http1::Error> {
+        record.is_stream = true;
+        record.completed_at = record.sent_at;
+        let mut framer = SseFramer::new();
+        let mut scan = crate::api::StreamScan::default();
+        let mut saw_done = false;
+        let debug = self.inner.debug;
+        let api = self.inner.api;
+        let index = record.index;
+        let read = conn
+            .read_body(self.inner.pool.endpoint(), head, |data, at| {
+                if debug {
+                    tracing::debug!(
+                        index,
+                        "chunk: {}",
+                        truncate(&String::from_utf8_lossy(data), 200)
+                    );
+                }
+                framer.push(data, |event| {
+                    saw_done |= event == b"[DONE]";
+                    crate::api::apply_stream_event(api, record, event, at, &mut scan)
+                });
+            })
+            .await;
+        match read {
+            Ok(reusable) => {
+                let at = Instant::now();
+                framer.finish(|event| {
+                    saw_done |= event == b"[DONE]";
+                    crate::api::apply_stream_event(api, record, event, at, &mut scan)
+                });
+                if !saw_done && record.failure.is_none() && !has_usage(record) {
+                    let end = match api {
+                        ApiKind::Responses => "a `response.completed` event",
+                        _ => "`data: [DONE]`",
+                    };
+                    record.fail(
+                        FailureKind::BadResponse,
+                        format!("the stream ended without {end} and carried no token usage"),
+                        at,
+                    );
+                }
+                finish(record, self.inner.usage_counted_later);
+                Ok(reusable)
+            }
+            Err(e) => {
+                let at = Instant::now();
+                record.fail(classify(&e), e.to_string(), at);
+                Err(e)
+            }
+        }
+    }
+
+    /// A whole (non-stream) response body, parsed once it is complete.
+    async fn read_whole(
+        &self,
+        conn: &mut Conn,
+        head: &Head,
+        record: &mut RequestRecord,
+    ) -> Result<bool, http1::Error> {
+        record.is_stream = false;
+        let mut bytes = Vec::new();
+        let read = read_bounded(conn, self.inner.pool.endpoint(), head, &mut bytes).await;
+        let at = Instant::now();
+        match &read {
+            Ok(_) => {
+                record.completed_at = at;
+                if crate::api::apply_body(self.inner.api, record, &bytes) {
+                    finish(record, self.inner.usage_counted_later);
+                } else {
+                    record.fail(
+                        unusable_body_kind(&head.content_type, &bytes),
+                        unusable_body(&head.content_type, &bytes),
+                        at,
+                    );
+                }
+            }
+            Err(e) => record.fail(classify(e), e.to_string(), at),
+        }
+        read
     }
 }
 

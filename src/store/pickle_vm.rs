@@ -40,21 +40,51 @@ fn le(b: &[u8]) -> i128 {
 
 /// Runs `pickle`; an error names the opcode or position that is not understood.
 pub fn unpickle(pickle: &[u8]) -> Result<Py, String> {
-    let mut stack: Vec<Item> = Vec::new();
-    let mut memo: HashMap<u32, Py> = HashMap::new();
-    let mut i = 0;
-    let take = |i: &mut usize, n: usize| -> Result<&[u8], String> {
-        let b = pickle.get(*i..*i + n).ok_or("truncated")?;
-        *i += n;
-        Ok(b)
+    let mut vm = Vm {
+        pickle,
+        i: 0,
+        stack: Vec::new(),
+        memo: HashMap::new(),
     };
-    let since_mark = |stack: &mut Vec<Item>| -> Result<Vec<Py>, String> {
-        let at = stack
+    loop {
+        if let Some(done) = vm.step()? {
+            return Ok(done);
+        }
+    }
+}
+
+/// The machine: the input and where it is read, the stack and the memo.
+struct Vm<'a> {
+    pickle: &'a [u8],
+    i: usize,
+    stack: Vec<Item>,
+    memo: HashMap<u32, Py>,
+}
+
+impl<'a> Vm<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let b = self.pickle.get(self.i..self.i + n).ok_or("truncated")?;
+        self.i += n;
+        Ok(b)
+    }
+
+    fn byte(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32_le(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
+    }
+
+    /// The objects above the topmost mark, which is removed.
+    fn since_mark(&mut self) -> Result<Vec<Py>, String> {
+        let at = self
+            .stack
             .iter()
             .rposition(|x| matches!(x, Item::Mark))
             .ok_or("no mark")?;
-        let items = stack.split_off(at + 1);
-        stack.pop();
+        let items = self.stack.split_off(at + 1);
+        self.stack.pop();
         items
             .into_iter()
             .map(|x| match x {
@@ -62,128 +92,143 @@ pub fn unpickle(pickle: &[u8]) -> Result<Py, String> {
                 Item::Mark => Err("mark".to_string()),
             })
             .collect()
-    };
-    let top = |stack: &mut Vec<Item>| -> Result<Py, String> {
-        match stack.last() {
+    }
+
+    fn pop_obj(&mut self) -> Option<Py> {
+        match self.stack.pop() {
+            Some(Item::Obj(o)) => Some(o),
+            _ => None,
+        }
+    }
+
+    fn top(&self) -> Result<Py, String> {
+        match self.stack.last() {
             Some(Item::Obj(o)) => Ok(o.clone()),
             _ => Err("empty stack".to_string()),
         }
-    };
-    loop {
-        let op = *take(&mut i, 1)?.first().expect("one byte");
-        let obj = match op {
-            0x80 => {
-                take(&mut i, 1)?;
-                continue;
-            }
-            0x95 => {
-                take(&mut i, 8)?;
-                continue;
-            }
+    }
+
+    /// Runs one opcode; the result at `STOP`.
+    fn step(&mut self) -> Result<Option<Py>, String> {
+        let op = self.byte()?;
+        match op {
+            // PROTO, FRAME: nothing to build.
+            0x80 => drop(self.take(1)?),
+            0x95 => drop(self.take(8)?),
             b'.' => {
-                return match stack.pop() {
-                    Some(Item::Obj(o)) if stack.is_empty() => Ok(o),
+                return match self.pop_obj() {
+                    Some(o) if self.stack.is_empty() => Ok(Some(o)),
                     _ => Err("bad stack at STOP".into()),
                 }
             }
-            b'(' => {
-                stack.push(Item::Mark);
-                continue;
+            b'(' => self.stack.push(Item::Mark),
+            0x94 | b'q' | b'r' => self.memoize(op)?,
+            b'a' | b'e' => self.append(op)?,
+            b's' | b'u' => self.set_items(op)?,
+            _ => {
+                let obj = self.atom(op)?;
+                self.stack.push(Item::Obj(obj));
             }
+        }
+        Ok(None)
+    }
+
+    /// An opcode that pushes one object: an empty container, a scalar, a string, a memo read.
+    fn atom(&mut self, op: u8) -> Result<Py, String> {
+        Ok(match op {
             b']' => Py::List(Vec::new()),
             b'}' => Py::Dict(Vec::new()),
             b'N' => Py::None,
             0x88 => Py::Bool(true),
             0x89 => Py::Bool(false),
-            b'K' => Py::Int(le(&[take(&mut i, 1)?[0], 0])),
-            b'M' => Py::Int(le(&[take(&mut i, 2)?, &[0][..]].concat())),
-            b'J' => Py::Int(le(take(&mut i, 4)?)),
+            b'K' => Py::Int(le(&[self.byte()?, 0])),
+            b'M' => Py::Int(le(&[self.take(2)?, &[0][..]].concat())),
+            b'J' => Py::Int(le(self.take(4)?)),
             0x8a => {
-                let n = take(&mut i, 1)?[0] as usize;
+                let n = self.byte()? as usize;
                 if n > 16 {
                     return Err("long too long".into());
                 }
-                Py::Int(le(take(&mut i, n)?))
+                Py::Int(le(self.take(n)?))
             }
-            b'G' => {
-                Py::Float(f64::from_be_bytes(take(&mut i, 8)?.try_into().expect("8")).to_bits())
-            }
+            b'G' => Py::Float(f64::from_be_bytes(self.take(8)?.try_into().expect("8")).to_bits()),
             b'X' | 0x8c => {
                 let n = if op == b'X' {
-                    u32::from_le_bytes(take(&mut i, 4)?.try_into().expect("4")) as usize
+                    self.u32_le()? as usize
                 } else {
-                    take(&mut i, 1)?[0] as usize
+                    self.byte()? as usize
                 };
-                let s = std::str::from_utf8(take(&mut i, n)?).map_err(|e| e.to_string())?;
+                let s = std::str::from_utf8(self.take(n)?).map_err(|e| e.to_string())?;
                 Py::Str(s.to_string())
-            }
-            0x94 => {
-                let o = top(&mut stack)?;
-                memo.insert(memo.len() as u32, o);
-                continue;
-            }
-            b'q' | b'r' => {
-                let k = if op == b'q' {
-                    u32::from(take(&mut i, 1)?[0])
-                } else {
-                    u32::from_le_bytes(take(&mut i, 4)?.try_into().expect("4"))
-                };
-                let o = top(&mut stack)?;
-                memo.insert(k, o);
-                continue;
             }
             b'h' | b'j' => {
                 let k = if op == b'h' {
-                    u32::from(take(&mut i, 1)?[0])
+                    u32::from(self.byte()?)
                 } else {
-                    u32::from_le_bytes(take(&mut i, 4)?.try_into().expect("4"))
+                    self.u32_le()?
                 };
-                memo.get(&k).cloned().ok_or(format!("memo {k} unset"))?
+                self.memo
+                    .get(&k)
+                    .cloned()
+                    .ok_or(format!("memo {k} unset"))?
             }
-            b'a' | b'e' => {
-                let items = if op == b'a' {
-                    match stack.pop() {
-                        Some(Item::Obj(o)) => vec![o],
-                        _ => return Err("APPEND without item".into()),
-                    }
-                } else {
-                    since_mark(&mut stack)?
-                };
-                match stack.last_mut() {
-                    Some(Item::Obj(Py::List(l))) => l.extend(items),
-                    _ => return Err("append to a non-list".into()),
-                }
-                continue;
-            }
-            b's' | b'u' => {
-                let items = if op == b's' {
-                    let v = stack.pop();
-                    let k = stack.pop();
-                    match (k, v) {
-                        (Some(Item::Obj(k)), Some(Item::Obj(v))) => vec![k, v],
-                        _ => return Err("SETITEM without a pair".into()),
-                    }
-                } else {
-                    since_mark(&mut stack)?
-                };
-                if items.len() % 2 != 0 {
-                    return Err("odd SETITEMS".into());
-                }
-                let Some(Item::Obj(Py::Dict(d))) = stack.last_mut() else {
-                    return Err("setitems on a non-dict".into());
-                };
-                let mut it = items.into_iter();
-                while let (Some(k), Some(v)) = (it.next(), it.next()) {
-                    match d.iter_mut().find(|(old, _)| *old == k) {
-                        Some(entry) => entry.1 = v,
-                        None => d.push((k, v)),
-                    }
-                }
-                continue;
-            }
-            other => return Err(format!("opcode {other:#x} at {}", i - 1)),
+            other => return Err(format!("opcode {other:#x} at {}", self.i - 1)),
+        })
+    }
+
+    /// `MEMOIZE` (the next index), `BINPUT`, `LONG_BINPUT`: the top object into the memo.
+    fn memoize(&mut self, op: u8) -> Result<(), String> {
+        let k = match op {
+            0x94 => self.memo.len() as u32,
+            b'q' => u32::from(self.byte()?),
+            _ => self.u32_le()?,
         };
-        stack.push(Item::Obj(obj));
+        let o = self.top()?;
+        self.memo.insert(k, o);
+        Ok(())
+    }
+
+    /// `APPEND` (one object), `APPENDS` (those above the mark) onto the list below them.
+    fn append(&mut self, op: u8) -> Result<(), String> {
+        let items = if op == b'a' {
+            vec![self.pop_obj().ok_or("APPEND without item")?]
+        } else {
+            self.since_mark()?
+        };
+        match self.stack.last_mut() {
+            Some(Item::Obj(Py::List(l))) => l.extend(items),
+            _ => return Err("append to a non-list".into()),
+        }
+        Ok(())
+    }
+
+    /// `SETITEM` (one pair), `SETITEMS` (the pairs above the mark) into the dict below them; a repeated
+    /// key replaces the value in place.
+    fn set_items(&mut self, op: u8) -> Result<(), String> {
+        let items = if op == b's' {
+            let v = self.pop_obj();
+            let k = self.pop_obj();
+            match (k, v) {
+                (Some(k), Some(v)) => vec![k, v],
+                _ => return Err("SETITEM without a pair".into()),
+            }
+        } else {
+            self.since_mark()?
+        };
+        if items.len() % 2 != 0 {
+            return Err("odd SETITEMS".into());
+        }
+        let Some(Item::Obj(Py::Dict(d))) = self.stack.last_mut() else {
+            return Err("setitems on a non-dict".into());
+        };
+        let mut it = items.into_iter();
+        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+            match d.iter_mut().find(|(old, _)| *old == k) {
+                Some(entry) => entry.1 = v,
+                None => d.push((k, v)),
+            }
+        }
+        Ok(())
     }
 }
 

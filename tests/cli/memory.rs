@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant};
 
-use llmperf::sim::{SimConfig, SimServer};
+use llmperf::sim::SimServer;
 
-use crate::common::Run;
+use crate::common::{bulk_sim, Run};
 
 /// `VmRSS` of process `pid`, KiB.
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -28,17 +28,21 @@ fn status_kib(pid: u32, key: &str) -> Option<u64> {
         .ok()
 }
 
+/// Starts `run`'s `llmperf` in its own process, its output discarded.
+fn spawn_quiet(run: &Run) -> std::process::Child {
+    run.command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("llmperf starts")
+}
+
 /// The peak RSS (KiB) of one `llmperf` run of `flags` (read until the process ends) and its summary.
 fn peak_rss_kib(sim: &SimServer, flags: &str, dir: &str) -> (u64, serde_json::Value) {
     let run = Run::at(sim, "/v1/chat/completions")
         .flags(flags)
         .flags("--duration 2 --max-tokens 2 --log-every-n-query 100000000 --no-test-connection");
-    let mut child = run
-        .command()
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("llmperf starts");
+    let mut child = spawn_quiet(&run);
     let mut peak = 0;
     while child.try_wait().unwrap().is_none() {
         if let Some(hwm) = status_kib(child.id(), "VmHWM:") {
@@ -52,14 +56,7 @@ fn peak_rss_kib(sim: &SimServer, flags: &str, dir: &str) -> (u64, serde_json::Va
 
 #[test]
 fn peak_rss_does_not_grow_with_number() {
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::ZERO,
-        itl: Duration::ZERO,
-        output_tokens: 2,
-        record_truth: false,
-        ..SimConfig::default()
-    })
-    .expect("simulator starts");
+    let sim = bulk_sim(2);
     let cases = [
         ("--prompt hi --parallel 4", "parallel_4_number"),
         ("--prompt hi --open-loop --rate 500", "rate_500.0_number"),
@@ -96,24 +93,12 @@ fn rss_stays_flat_over_a_long_run() {
     // at most 2,048 records waiting for the store) are full before the first quarter ends, even in a debug
     // build on a loaded machine.
     let send_s = 36.0;
-    let sim = SimServer::start(SimConfig {
-        ttft: Duration::ZERO,
-        itl: Duration::ZERO,
-        output_tokens: 4,
-        record_truth: false,
-        ..SimConfig::default()
-    })
-    .expect("simulator starts");
+    let sim = bulk_sim(4);
     let run = Run::at(&sim, "/v1/chat/completions")
         .flags("--prompt hi --number 300000")
         .flag("--duration", send_s.to_string())
         .flags("--parallel 16 --max-tokens 4 --log-every-n-query 100000000");
-    let mut child = run
-        .command()
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("llmperf starts");
+    let mut child = spawn_quiet(&run);
     let pid = child.id();
     // (seconds since the first request, requests received, RSS KiB) while requests are being sent.
     let mut samples: Vec<(f64, u64, u64)> = Vec::new();

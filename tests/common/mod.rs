@@ -22,6 +22,19 @@ pub fn fast_sim() -> SimServer {
     timed_sim(2, 1)
 }
 
+/// A simulator for long runs: no delay, `output_tokens` per reply, and nothing kept per request (no
+/// ground-truth records), so its memory stays flat however many requests it serves.
+pub fn bulk_sim(output_tokens: u32) -> SimServer {
+    SimServer::start(SimConfig {
+        ttft: Duration::ZERO,
+        itl: Duration::ZERO,
+        output_tokens,
+        record_truth: false,
+        ..SimConfig::default()
+    })
+    .expect("simulator starts")
+}
+
 /// A simulator with `ttft_ms` to the first token and `itl_ms` between tokens, the rest its defaults.
 pub fn timed_sim(ttft_ms: u64, itl_ms: u64) -> SimServer {
     SimServer::start(SimConfig {

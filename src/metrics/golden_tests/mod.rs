@@ -19,6 +19,12 @@ use crate::test_support::golden_root;
 
 /// Every run directory under `dir` that holds a `benchmark_data.db`, sorted.
 fn run_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
+    run_dirs_holding(dir, "benchmark_data.db", out);
+}
+
+/// Every run directory under `dir` that holds `file` and a non-empty `benchmark_data.db`, sorted (a
+/// golden copy may hold an empty placeholder, or nothing, where a large DB was left out).
+fn run_dirs_holding(dir: &Path, file: &str, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("readable golden dir")
         .map(|e| e.expect("dir entry").path())
@@ -26,10 +32,9 @@ fn run_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            run_dirs(&path, out);
-        } else if path.file_name().is_some_and(|n| n == "benchmark_data.db")
-            // A golden copy may hold an empty placeholder where a large DB was left out.
-            && std::fs::metadata(&path).is_ok_and(|m| m.len() > 0)
+            run_dirs_holding(&path, file, out);
+        } else if path.file_name().is_some_and(|n| n == file)
+            && std::fs::metadata(dir.join("benchmark_data.db")).is_ok_and(|m| m.len() > 0)
         {
             out.push(dir.to_path_buf());
         }
@@ -67,13 +72,18 @@ fn replay(run: &Path) -> Accumulator {
     replay_spilling(run, super::spill::DEFAULT_SPILL_VALUES)
 }
 
-/// [`replay`] with at most `cap` values per percentile column in memory (the rest spilled to disk).
-fn replay_spilling(run: &Path, cap: usize) -> Accumulator {
-    let con = Connection::open_with_flags(
+/// The run's `benchmark_data.db`, read-only.
+fn golden_db(run: &Path) -> Connection {
+    Connection::open_with_flags(
         run.join("benchmark_data.db"),
         OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
-    .expect("open golden DB");
+    .expect("open golden DB")
+}
+
+/// [`replay`] with at most `cap` values per percentile column in memory (the rest spilled to disk).
+fn replay_spilling(run: &Path, cap: usize) -> Accumulator {
+    let con = golden_db(run);
     let mut stmt = con
         .prepare(
             "SELECT start_time, completed_time, success, is_stream, latency, first_chunk_latency, \

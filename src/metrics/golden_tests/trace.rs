@@ -14,7 +14,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
 use crate::metrics::samples::Sample;
@@ -43,11 +42,7 @@ fn fixture_runs() -> Vec<PathBuf> {
 
 /// Replays the run's rows: `(summary accumulator, trace accumulator)`.
 fn replay(run: &Path) -> (Accumulator, TraceAccumulator) {
-    let con = Connection::open_with_flags(
-        run.join("benchmark_data.db"),
-        OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open golden DB");
+    let con = super::golden_db(run);
     let mut stmt = con
         .prepare(
             "SELECT start_time, completed_time, success, is_stream, latency, first_chunk_latency, \
@@ -193,11 +188,7 @@ fn workload_trace_golden_is_reproduced_from_its_rows() {
         .unwrap()
         .path();
     let run = stamp.join("trace/rate_-1.0_number_1000");
-    let con = Connection::open_with_flags(
-        run.join("benchmark_data.db"),
-        OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
+    let con = super::golden_db(&run);
     let mut stmt = con
         .prepare(
             "SELECT start_time, completed_time, success, is_stream, latency, first_chunk_latency, prompt_tokens, \

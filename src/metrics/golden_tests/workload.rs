@@ -2,35 +2,11 @@
 //! evalscope 1.14.1 runs are reproduced byte for byte from the same runs' `benchmark_data.db` rows, and the
 //! window rules are checked on hand-made timelines.
 
-use std::path::{Path, PathBuf};
-
-use rusqlite::{Connection, OpenFlags};
+use std::path::Path;
 
 use crate::metrics::workload::{WorkloadTimeline, WORKLOAD_METRICS};
 
 use crate::test_support::golden_root;
-
-fn workload_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("readable golden dir")
-        .map(|e| e.expect("dir entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            workload_dirs(&path, out);
-        } else if path
-            .file_name()
-            .is_some_and(|n| n == "workload_throughput.json")
-        {
-            // A golden copy may lack a large DB (an empty placeholder, or none): only its dump is kept.
-            let db = dir.join("benchmark_data.db");
-            if std::fs::metadata(&db).is_ok_and(|m| m.len() > 0) {
-                out.push(dir.to_path_buf());
-            }
-        }
-    }
-}
 
 /// Feeds the stored rows, in insertion (= completion) order, as evalscope's consumer fed them.
 fn replay(run: &Path) -> WorkloadTimeline {
@@ -39,11 +15,7 @@ fn replay(run: &Path) -> WorkloadTimeline {
 
 /// [`replay`] holding at most `cap` points in memory (the rest spilled to disk and read back).
 fn replay_spilling(run: &Path, cap: usize) -> WorkloadTimeline {
-    let con = Connection::open_with_flags(
-        run.join("benchmark_data.db"),
-        OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open golden DB");
+    let con = super::golden_db(run);
     let mut stmt = con
         .prepare(
             "SELECT start_time, completed_time, prompt_tokens, completion_tokens FROM result \
@@ -68,7 +40,7 @@ fn replay_spilling(run: &Path, cap: usize) -> WorkloadTimeline {
 #[test]
 fn golden_workload_files_are_reproduced_from_the_golden_rows() {
     let mut runs = Vec::new();
-    workload_dirs(&golden_root(), &mut runs);
+    super::run_dirs_holding(&golden_root(), "workload_throughput.json", &mut runs);
     assert!(
         runs.len() >= 8,
         "expected the golden runs with rows: {runs:?}"

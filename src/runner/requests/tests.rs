@@ -207,13 +207,12 @@ fn prompts_of(plan: &RunPlan) -> Arc<Prompts> {
     Arc::new(Prompts::load(plan, tokenizer, limit).unwrap())
 }
 
-/// The old list and the lazy producer agree on every run of `args`; returns the requests compared.
-fn agree(args: &str) -> usize {
-    let plan = plan_of(args);
-    let ctx = SweepContext {
-        plan: &plan,
+/// A sweep's context for `plan` (its prompts loaded, no server behind the URL: nothing is sent).
+fn context_of(plan: &RunPlan) -> SweepContext<'_> {
+    SweepContext {
+        plan,
         url: "http://127.0.0.1:9/v1/chat/completions".parse().unwrap(),
-        prompts: prompts_of(&plan),
+        prompts: prompts_of(plan),
         composer: BodyComposer::new(
             &plan.model,
             plan.params.clone(),
@@ -222,7 +221,13 @@ fn agree(args: &str) -> usize {
         .for_api(plan.api),
         shutdown: Shutdown::new(),
         visualizer: None,
-    };
+    }
+}
+
+/// The old list and the lazy producer agree on every run of `args`; returns the requests compared.
+fn agree(args: &str) -> usize {
+    let plan = plan_of(args);
+    let ctx = context_of(&plan);
     let mut compared = 0;
     for (run, spec) in plan.runs.iter().enumerate() {
         let seed = 0xC0FFEE + run as u64;
@@ -345,19 +350,7 @@ fn random_with_a_tokenizer_and_a_replayed_trace() {
 #[tokio::test]
 async fn the_feed_hands_over_what_the_producer_makes() {
     let plan = plan_of("--prompt hello --number 3000 --warmup-num 3 --max-tokens 2 9 --rate 25");
-    let ctx = SweepContext {
-        plan: &plan,
-        url: "http://127.0.0.1:9/v1/chat/completions".parse().unwrap(),
-        prompts: prompts_of(&plan),
-        composer: BodyComposer::new(
-            &plan.model,
-            plan.params.clone(),
-            plan.query_template.clone(),
-        )
-        .for_api(plan.api),
-        shutdown: Shutdown::new(),
-        visualizer: None,
-    };
+    let ctx = context_of(&plan);
     let spec = &plan.runs[0];
     let direct = RunRequests::new(&ctx, spec, 9);
     let mut want = Vec::new();
