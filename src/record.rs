@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::clock;
 
 /// Why a request failed, grouped for the summary ("failures by kind"). The labels are stable: they are
-/// written to the `failure_kind` column, `benchmark_summary.json` and the reports.
+/// written to the `failure_kind` column, the run's summary file and the reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FailureKind {
     /// The server answered with an HTTP status other than 200.

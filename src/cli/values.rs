@@ -1,6 +1,6 @@
 //! The closed sets of names `--api` and `--dataset` accept, as value enums: clap lists them in `--help` and
 //! shell completion, and a typo gets "did you mean …". Aliases are variants of their own so the name stays
-//! as typed (evalscope writes it so in `benchmark_args.json`); [`crate::plan`] maps each to its plugin.
+//! as typed (evalscope writes it so in the run's arguments file); [`crate::plan`] maps each to its plugin.
 
 use std::ffi::OsStr;
 use std::marker::PhantomData;

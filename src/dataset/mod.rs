@@ -23,6 +23,7 @@ mod swe_smith_live;
 mod synthetic;
 mod text_lines;
 mod trie;
+mod turn;
 mod webdataset;
 
 use std::ops::ControlFlow;
@@ -32,7 +33,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
-use crate::plan::{DatasetKind, InputLenMode, PrefixRole, PromptSource, RunPlan};
+use crate::plan::{DatasetKind, InputLenMode, PrefixRole, PromptSource, RunPlan, Workload};
 use crate::tokenizer::Tokenizer;
 
 /// One request's input, before the API plugin turns it into a body.
@@ -275,11 +276,11 @@ impl Prompts {
             template_kwargs: kwargs.clone(),
             fit,
         };
-        let source = match &plan.prompts {
-            PromptSource::Dataset { kind, path } if plan.multi_turn.is_some() => {
+        let source = match (&plan.prompts, &plan.workload) {
+            (PromptSource::Dataset { kind, path }, Workload::MultiTurn(settings)) => {
                 Source::Conversations(multi_turn::load(
                     plan,
-                    plan.multi_turn.as_ref().expect("checked"),
+                    settings,
                     *kind,
                     path.as_deref(),
                     &shaper,
@@ -288,51 +289,12 @@ impl Prompts {
                 )?)
             }
             // `--scenario agentx` builds each session's prompts as it replays it.
-            PromptSource::Dataset { .. } if plan.agentx.is_some() => Source::Items(Vec::new()),
-            PromptSource::Fixed(text) => Source::Items(vec![shaper.wrap(text)]),
-            // Replayed by the runner from the plan's validated trace.
-            PromptSource::Dataset {
-                kind:
-                    DatasetKind::WorkloadTrace
-                    | DatasetKind::MooncakeTrace
-                    | DatasetKind::BurstGptTrace
-                    | DatasetKind::AzureTrace,
-                ..
-            } => Source::Items(Vec::new()),
-            PromptSource::Dataset {
-                kind: kind @ (DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong),
-                ..
-            } => Source::Items(speed_benchmark_items(*kind)),
-            PromptSource::Dataset { kind, path } if kind.is_synthetic() => Source::Synthetic(
-                synthetic::Synthetic::new(plan, *kind, tokenizer.clone(), &kwargs)?,
-            ),
-            PromptSource::Dataset { kind, path } => {
-                let paths = hub_files::local_copy(*kind, path.as_deref(), plan.data_source)?;
-                let batch = match kind {
-                    DatasetKind::EmbeddingBatch => Some(batch_size(plan)?),
-                    _ => None,
-                };
-                let mut items = Vec::new();
-                for path in &paths {
-                    let left = limit.saturating_sub(items.len());
-                    if left > 0 {
-                        items.extend(load_file(*kind, path, &shaper, left, batch)?);
-                    }
-                }
-                if items.is_empty() {
-                    let shown: Vec<String> =
-                        paths.iter().map(|p| p.display().to_string()).collect();
-                    bail!(
-                        "Dataset is empty! --dataset-path {} gave no prompt within --min-prompt-length {} and --max-prompt-length {}",
-                        shown.join(", "),
-                        plan.prompt_length.0,
-                        plan.prompt_length.1
-                    );
-                }
-                Source::Items(items)
+            (PromptSource::Dataset { .. }, Workload::AgentGraph(_)) => Source::Items(Vec::new()),
+            (prompts, _) => {
+                Self::single_source(plan, prompts, &shaper, &tokenizer, &kwargs, limit)?
             }
         };
-        let replay = match &plan.replay {
+        let replay = match plan.workload.replay() {
             Some(trace) => Some(Arc::new(replay_prompt::build(
                 trace,
                 &replay_prompt::PromptShape {
@@ -351,6 +313,62 @@ impl Prompts {
             tokenize_prompt: plan.tokens.tokenize_prompt,
             template_kwargs: kwargs,
             replay,
+        })
+    }
+
+    /// The inputs of a single-request workload (`--prompt`, a file, a synthetic dataset; a replayed trace's
+    /// requests come from the plan).
+    fn single_source(
+        plan: &RunPlan,
+        prompts: &PromptSource,
+        shaper: &Shaper,
+        tokenizer: &Option<Arc<Tokenizer>>,
+        kwargs: &Map<String, Value>,
+        limit: usize,
+    ) -> Result<Source> {
+        Ok(match prompts {
+            PromptSource::Fixed(text) => Source::Items(vec![shaper.wrap(text)]),
+            // Replayed by the runner from the plan's validated trace.
+            PromptSource::Dataset {
+                kind:
+                    DatasetKind::WorkloadTrace
+                    | DatasetKind::MooncakeTrace
+                    | DatasetKind::BurstGptTrace
+                    | DatasetKind::AzureTrace,
+                ..
+            } => Source::Items(Vec::new()),
+            PromptSource::Dataset {
+                kind: kind @ (DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong),
+                ..
+            } => Source::Items(speed_benchmark_items(*kind)),
+            PromptSource::Dataset { kind, path } if kind.is_synthetic() => Source::Synthetic(
+                synthetic::Synthetic::new(plan, *kind, tokenizer.clone(), kwargs)?,
+            ),
+            PromptSource::Dataset { kind, path } => {
+                let paths = hub_files::local_copy(*kind, path.as_deref(), plan.data_source)?;
+                let batch = match kind {
+                    DatasetKind::EmbeddingBatch => Some(batch_size(plan)?),
+                    _ => None,
+                };
+                let mut items = Vec::new();
+                for path in &paths {
+                    let left = limit.saturating_sub(items.len());
+                    if left > 0 {
+                        items.extend(load_file(*kind, path, shaper, left, batch)?);
+                    }
+                }
+                if items.is_empty() {
+                    let shown: Vec<String> =
+                        paths.iter().map(|p| p.display().to_string()).collect();
+                    bail!(
+                    "Dataset is empty! --dataset-path {} gave no prompt within --min-prompt-length {} and --max-prompt-length {}",
+                    shown.join(", "),
+                    plan.prompt_length.0,
+                    plan.prompt_length.1
+                );
+                }
+                Source::Items(items)
+            }
         })
     }
 

@@ -15,8 +15,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
-use super::multi_turn::{Conversation, Turn};
 use super::random::Vocab;
+use super::turn::{Conversation, Turn};
 use crate::plan::DatasetKind;
 
 /// The hub file of a trie dataset.

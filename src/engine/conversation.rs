@@ -37,8 +37,8 @@ pub struct ConversationRun {
     pub warmup: usize,
     /// Conversations in flight at once.
     pub parallel: usize,
-    /// `--rate` (req/s): a Poisson pause before each turn; ≤ 0 for none.
-    pub rate: f64,
+    /// `--rate` in closed loop: a Poisson pause before each turn.
+    pub pacing: Option<crate::plan::Rate>,
     /// `--duration`: stop claiming conversations once passed.
     pub duration: Option<Duration>,
     /// `--max-turns`.
@@ -169,9 +169,9 @@ async fn converse(
             }
         }
         history.messages.extend(turn.messages.iter().cloned());
-        if run.rate > 0.0 {
+        if let Some(rate) = run.pacing {
             let u: f64 = rng.random_range(f64::EPSILON..1.0);
-            if !pause(-u.ln() / run.rate, shutdown).await {
+            if !pause(-u.ln() / rate.per_s(), shutdown).await {
                 return false;
             }
         }

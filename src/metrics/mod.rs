@@ -5,6 +5,7 @@
 mod accumulator;
 mod client;
 pub mod goodput;
+mod nearest_rank;
 mod pd;
 mod percentile;
 pub mod replay;
@@ -25,7 +26,8 @@ pub use client::{
     SCHED_DELAY_LIMIT,
 };
 pub use goodput::{GoodputCounter, GoodputSlos, GoodputSummary};
-pub use percentile::{columns, nearest_rank, PercentileTable, PERCENTILE_LABELS};
+pub use nearest_rank::{nearest_rank, PERCENTILE_LABELS};
+pub use percentile::{columns, PercentileTable};
 pub(crate) use samples::Sample;
 pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
 pub use trace::{TraceAccumulator, TraceSummary};

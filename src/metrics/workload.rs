@@ -8,7 +8,7 @@
 //! (overall when the run is not longer than 30 s), `Steady (drop 20%)` from the latest point with
 //! `t ≤ 0.2·wall` (overall when that anchor is the last point). Feeding is O(1): one 32-byte point per
 //! success, held in memory up to [`POINTS_IN_MEMORY`] and then appended to an anonymous temporary file in
-//! blocks, so memory stays flat; the table and `workload_timeline.json` are computed and written by
+//! blocks, so memory stays flat; the table and the workload timeline file are computed and written by
 //! reading the points back in one stream.
 
 use std::io::{self, Write};
@@ -109,7 +109,7 @@ pub struct WorkloadRow {
     pub steady_state: f64,
 }
 
-/// `workload_throughput.json` (evalscope's `WorkloadThroughput`).
+/// The workload throughput file (evalscope's `WorkloadThroughput`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadThroughput {
     /// Points in the timeline (successful requests).
@@ -332,7 +332,7 @@ impl WorkloadTimeline {
         })
     }
 
-    /// The exact text of `workload_timeline.json` (`t` rounded to 6 decimals).
+    /// The exact text of the workload timeline file (`t` rounded to 6 decimals).
     pub fn to_json_string(&self) -> String {
         let mut out = Vec::new();
         self.write_json(&mut out)
@@ -340,7 +340,7 @@ impl WorkloadTimeline {
         String::from_utf8(out).expect("serde_json writes UTF-8")
     }
 
-    /// Writes `workload_timeline.json` to `w` as the points are read (no JSON object per point, and no
+    /// Writes the workload timeline file to `w` as the points are read (no JSON object per point, and no
     /// copy of the text in memory: a 10-million-request timeline costs only its buffer).
     pub fn write_json<W: Write>(&self, w: W) -> io::Result<()> {
         let mut ser = serde_json::Serializer::with_formatter(w, pyjson::PyFormatter::indent4());
@@ -352,7 +352,7 @@ impl WorkloadTimeline {
         .map_err(io::Error::other)
     }
 
-    /// Writes `workload_timeline.json` to `path`.
+    /// Writes the workload timeline file to `path`.
     pub fn write_json_file(&self, path: &Path) -> anyhow::Result<()> {
         use anyhow::Context;
         let file =
@@ -405,7 +405,7 @@ impl Iterator for PointIter<'_> {
     }
 }
 
-/// `workload_timeline.json`, keys in evalscope's order.
+/// The workload timeline file, keys in evalscope's order.
 #[derive(Serialize)]
 struct TimelineJson<'a> {
     wall_start: Option<f64>,
@@ -441,7 +441,7 @@ impl Serialize for PointsJson<'_> {
 }
 
 impl WorkloadThroughput {
-    /// The exact text of `workload_throughput.json` (rates unrounded, as evalscope writes them).
+    /// The exact text of the workload throughput file (rates unrounded, as evalscope writes them).
     pub fn to_json_string(&self) -> String {
         let rows: Vec<Value> = self
             .rows

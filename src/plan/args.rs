@@ -1,4 +1,4 @@
-//! `benchmark_args.json`: every evalscope `Arguments` field in declaration order (spec §5.4), with this
+//! The run's arguments file: every evalscope `Arguments` field in declaration order (spec §5.4), with this
 //! run's values, secrets masked; llmperf's own settings follow after evalscope's keys.
 
 use serde_json::{json, Map, Value};
@@ -76,19 +76,19 @@ fn endpoint_and_load(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec,
     put("no_test_connection", json!(!plan.test_connection));
     put(
         "scenario",
-        plan.agentx
-            .as_ref()
+        plan.workload
+            .agentx()
             .map_or(Value::Null, |a| a.scenario.to_json()),
     );
     put("number", json!(spec.number));
-    put("parallel", json!(spec.parallel));
+    put("parallel", json!(spec.load.parallel_as_written()));
     // An SLA probe sets the rate as evalscope does: an integer (-1 when searching parallel).
     let sla = plan.sla.as_ref();
     put(
         "rate",
         match sla {
-            Some(_) => json!(spec.rate as i64),
-            None => json!(spec.rate),
+            Some(_) => json!(spec.load.rate_as_written() as i64),
+            None => json!(spec.load.rate_as_written()),
         },
     );
     // argparse keeps the default as the int 0; a typed value is a float.
@@ -176,7 +176,7 @@ fn output_and_prompts(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec
     put("dataset_path", json!(typed.dataset_path));
     put(
         "data_source",
-        match (&typed.data_source, &plan.agentx) {
+        match (&typed.data_source, plan.workload.agentx()) {
             (Some(_), _) | (None, None) => json!(typed.data_source),
             (None, Some(a)) => json!(a.provenance.source),
         },
@@ -217,7 +217,7 @@ fn generation(m: &mut Map<String, Value>, plan: &RunPlan) {
     put("top_k", json!(params.top_k));
     put("extra_args", Value::Object(params.extra_args.clone()));
     put("tokenize_prompt", json!(plan.tokens.tokenize_prompt));
-    let turns = plan.multi_turn.as_ref();
+    let turns = plan.workload.multi_turn();
     put("multi_turn", json!(turns.is_some()));
     put("min_turns", json!(turns.map_or(1, |t| t.min_turns)));
     put("max_turns", json!(turns.and_then(|t| t.max_turns)));
@@ -325,8 +325,9 @@ mod tests {
                 plan.as_typed.dataset_path = typed_path;
             }
             for spec in &plan.runs {
-                let files: Vec<_> = find(&case.join("outputs"), &spec.dir_name);
-                assert_eq!(files.len(), 1, "{}: {}", case.display(), spec.dir_name);
+                let name = crate::run_folder::run_name(spec);
+                let files: Vec<_> = find(&case.join("outputs"), &name);
+                assert_eq!(files.len(), 1, "{}: {name}", case.display());
                 let golden_text = std::fs::read_to_string(&files[0]).unwrap();
                 let golden: Map<String, Value> = serde_json::from_str(&golden_text).unwrap();
                 let ours = args_json(

@@ -80,7 +80,7 @@ pub struct MultiTurnSettings {
     pub args: MultiTurnArgs,
     /// `--session-header`: header name carrying one stable id per conversation.
     pub session_header: Option<String>,
-    /// The deprecated `--multi-turn-args` as evalscope writes it into `benchmark_args.json` (its defaults
+    /// The deprecated `--multi-turn-args` as evalscope writes it into the run's arguments file (its defaults
     /// overlaid with the keys given), when given.
     pub legacy_args: Option<Map<String, Value>>,
 }

@@ -11,10 +11,11 @@ use hyper::{Response, StatusCode};
 
 use super::fault::{Fault, FaultyBody, ResetFlag};
 use super::metrics::Finished;
+use super::plan::{write_text_fault, Api, Plan, TOKEN_TEXT};
 use super::prefix_cache::Chain;
 use super::reply::{json, json_string, sleep_until, unix_now};
 use super::request::GenRequest;
-use super::stream::{write_text_fault, Api, Plan, SimBody, SseBody, ERROR_EVENT, TOKEN_TEXT};
+use super::stream::{SimBody, SseBody, ERROR_EVENT};
 use super::truth::TruthRecord;
 use super::Shared;
 use crate::clock;

@@ -88,6 +88,7 @@ pub mod fault;
 mod generate;
 pub mod join;
 pub mod metrics;
+mod plan;
 pub mod prefix_cache;
 mod reply;
 mod request;

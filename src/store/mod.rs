@@ -1,11 +1,11 @@
-//! `benchmark_data.db`: the SQLite writer, on its own OS thread, off the request path.
+//! The run's database: the SQLite writer, on its own OS thread, off the request path.
 //!
 //! The table `result` has evalscope 1.14.1's 14 columns in its order and with its types (spec §5.3), then
 //! llmperf's extra columns appended (never reordering evalscope's). Rows are inserted in transactions that are
 //! committed every `commit_interval_rows` rows, at least once a second while rows are pending, and on
 //! [`Store::flush`] / [`Store::finish`]. The journal stays in SQLite's default rollback (`DELETE`) mode, so
 //! the file on disk is always a valid database holding every committed row, even if the process is killed
-//! (a kill mid-transaction leaves a `benchmark_data.db-journal` beside it, which the next opener rolls back).
+//! (a kill mid-transaction leaves a `-journal` file beside it, which the next opener rolls back).
 //!
 //! Row values follow evalscope: failed requests store NULL `latency`, `first_chunk_latency`, token counts,
 //! `max_gpu_memory_cost` and `time_per_output_token`, and `'[]'` ITLs; successful ones store
@@ -43,7 +43,7 @@ use crate::record::RequestRecord;
 /// Pending rows are committed at least this often, so a crash loses at most this much.
 const MAX_COMMIT_DELAY: Duration = Duration::from_secs(1);
 
-/// SQLite page size for `benchmark_data.db`.
+/// SQLite page size for the run's database.
 const PAGE_SIZE_BYTES: i64 = 65_536;
 
 /// SQLite page cache of the writer, KiB.
@@ -83,7 +83,7 @@ enum Msg {
     Flush(mpsc::SyncSender<Result<(), String>>),
 }
 
-/// The `benchmark_data.db` writer, owned by the run's aggregator. [`Store::insert`] never waits;
+/// The the run's database writer, owned by the run's aggregator. [`Store::insert`] never waits;
 /// [`Store::flush`], [`Store::finish`] and dropping (which also commits pending rows) wait for the writer
 /// thread, so async code should call them from `spawn_blocking` when the backlog may be large.
 pub struct Store {
@@ -360,7 +360,7 @@ impl Writer {
 
     fn note(&mut self, result: rusqlite::Result<()>) {
         if let Err(e) = result {
-            tracing::error!("benchmark_data.db: {e}");
+            tracing::error!("the run's database: {e}");
             self.first_error.get_or_insert_with(|| e.to_string());
         }
     }
@@ -377,7 +377,7 @@ impl Writer {
             Err(ref e) if !self.conn.is_autocommit() && !final_attempt && is_busy(e) => {
                 // Another process holds a read lock past the busy timeout: keep the rows and retry at
                 // the next commit point.
-                tracing::warn!("benchmark_data.db: commit postponed: {e}");
+                tracing::warn!("the run's database: commit postponed: {e}");
                 self.txn_since = Some(Instant::now());
                 return;
             }

@@ -1,4 +1,4 @@
-//! Tests for the `benchmark_data.db` writer: schema, row values, never overwriting, commit cadence; and the
+//! Tests for the the run's database writer: schema, row values, never overwriting, commit cadence; and the
 //! record builders and helpers that `compat_tests` shares.
 
 use std::io::Write as _;

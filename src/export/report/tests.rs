@@ -20,8 +20,9 @@ fn run(conc: i64, rate: f64, extras: SummaryExtras) -> RunReport {
         extras,
         ..Default::default()
     };
+    let (concurrency, rate) = RunReport::load_of(&summary);
     RunReport {
-        concurrency: conc,
+        concurrency,
         rate,
         number: 4,
         summary,
