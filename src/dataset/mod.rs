@@ -354,6 +354,17 @@ impl Prompts {
         })
     }
 
+    /// Whether any loaded row is a body carrying `tools`, `tool_choice` or `response_format`.
+    pub fn mentions_structure(&self) -> bool {
+        match &self.source {
+            Source::Items(items) => items.iter().any(|i| match i {
+                Item::Body(b) => crate::structured::mentions_structure(b),
+                _ => false,
+            }),
+            Source::Synthetic(_) | Source::Conversations(_) => false,
+        }
+    }
+
     /// Prompts from ready items (cycled), e.g. for tests.
     pub fn from_items(items: Vec<Item>) -> Prompts {
         Prompts {

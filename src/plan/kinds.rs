@@ -477,6 +477,8 @@ pub struct MockSettings {
     pub prefill_tok_per_s: u64,
     /// `--mock-decode-tok-per-s` (0 = none).
     pub decode_tok_per_s: u64,
+    /// `--mock-invalid-output-rate` (0 = none).
+    pub invalid_output_rate: f64,
 }
 
 /// The shape of a paced schedule (`--burstiness`, `--ramp-up`).

@@ -469,6 +469,7 @@ fn start_aggregator(
                 image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
                 responses: plan.api == crate::plan::ApiKind::Responses,
             },
+            tools: crate::tool_calls::Analyzer::for_run(plan, &ctx.prompts, ctx.prompts.tokenizer.clone()),
         },
     ))
 }
@@ -516,6 +517,7 @@ async fn write_results(
         .extras
         .appended
         .extend(observers.reasoning.summary_keys());
+    summary.extras.appended.extend(observers.tool_calls.summary_keys());
     crate::server_metrics::finish_for_run(scrape, &run_dir, &mut summary).await;
     let percentiles = acc.percentiles();
     let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();

@@ -267,6 +267,7 @@ async fn embeddings(
             chunk_times_s: Vec::new(),
             first_answer_s: None,
             reasoning_tokens: 0,
+            structured: None,
         });
     }
     json(StatusCode::OK, out)
@@ -318,6 +319,7 @@ async fn rerank(
             chunk_times_s: Vec::new(),
             first_answer_s: None,
             reasoning_tokens: 0,
+            structured: None,
         });
     }
     json(StatusCode::OK, out)

@@ -12,7 +12,9 @@
 //! `max_gpu_memory_cost` = the local server's peak GPU memory in GiB ([`crate::gpu_memory`], 0.0 without
 //! one); `request_id` is NULL unless a replayed trace gave one; `conversation_id` and `turn_index` (from 0)
 //! place a `--multi-turn` request in its conversation (NULL otherwise); `response_messages` is
-//! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). Warmup records are never stored.
+//! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). The tool-call columns
+//! (`tool_call_count` … `validation_error`, [`crate::record::StructuredOutcome`]) are NULL except for
+//! successful requests that offered tools or asked for JSON. Warmup records are never stored.
 
 mod b64;
 #[cfg(test)]
@@ -63,15 +65,19 @@ const EXTRA_COLUMNS: &str =
     "status_code INTEGER, error TEXT, scheduled_time REAL, send_time REAL, \
      chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT, intended_prompt_tokens INTEGER, \
      reasoning_tokens INTEGER, answer_tokens INTEGER, first_reasoning_latency REAL, first_answer_latency REAL, \
-     conversation_id INTEGER, turn_index INTEGER";
+     conversation_id INTEGER, turn_index INTEGER, tool_call_count INTEGER, valid_tool_calls INTEGER, \
+     first_tool_call_latency REAL, tool_call_tokens INTEGER, tool_calls TEXT, schema_valid INTEGER, \
+     truncated INTEGER, validation_error TEXT";
 
 const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
      response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
      max_gpu_memory_cost, time_per_output_token, request_id, is_stream, status_code, error, scheduled_time, \
      send_time, chunk_times, cached_tokens, failure_kind, intended_prompt_tokens, reasoning_tokens, \
-     answer_tokens, first_reasoning_latency, first_answer_latency, conversation_id, turn_index) \
+     answer_tokens, first_reasoning_latency, first_answer_latency, conversation_id, turn_index, tool_call_count, \
+     valid_tool_calls, first_tool_call_latency, tool_call_tokens, tool_calls, schema_valid, truncated, \
+     validation_error) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
-     ?23, ?24, ?25, ?26, ?27, ?28)";
+     ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36)";
 
 /// What the caller sends to the writer thread.
 enum Msg {
@@ -420,6 +426,9 @@ impl Writer {
         let when_ok = |v: f64| ok.then_some(v);
         // Base64 is ASCII: bound as TEXT without another UTF-8 pass.
         let messages = ToSqlOutput::Borrowed(ValueRef::Text(self.encoder.encode(r.responses())));
+        let tools = r.structured.as_deref();
+        // Call counts only where the request had tools (or calls came anyway).
+        let calls = tools.filter(|o| o.has_tools || o.tool_calls > 0);
         let mut stmt = self.conn.prepare_cached(INSERT_SQL)?;
         stmt.execute(params![
             &*r.request,
@@ -450,6 +459,14 @@ impl Writer {
             r.reasoning.and_then(|s| s.first_answer_s),
             r.turn.and_then(|t| i64::try_from(t.conversation).ok()),
             r.turn.map(|t| t.turn_index),
+            calls.map(|o| o.tool_calls),
+            calls.map(|o| o.valid_tool_calls),
+            tools.and_then(|o| o.first_tool_call_s),
+            tools.and_then(|o| o.tool_call_tokens).and_then(|n| i64::try_from(n).ok()),
+            tools.and_then(|o| o.calls_json.as_deref()),
+            tools.and_then(|o| o.schema_valid),
+            tools.map(|o| o.truncated),
+            tools.and_then(|o| o.error.as_deref()),
         ])?;
         self.pending_rows += 1;
         Ok(())
