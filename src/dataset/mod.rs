@@ -7,6 +7,7 @@
 //! intermediate data and no per-request entry, whatever the run's length).
 
 pub mod agentx;
+mod bfcl;
 mod conversations;
 mod embedding;
 mod files;
@@ -479,6 +480,8 @@ fn load_file(
         DatasetKind::OpenQa => text_lines::openqa(&read()?, shaper, limit)
             .with_context(|| format!("--dataset openqa: reading {}", path.display())),
         DatasetKind::Custom => Ok(text_lines::custom(&read()?, shaper, limit)),
+        DatasetKind::Bfcl => bfcl::parse(&read()?, limit)
+            .with_context(|| format!("--dataset bfcl: reading {}", path.display())),
         DatasetKind::LineByLine => line_by_line::parse(&read()?, shaper, limit)
             .with_context(|| format!("--dataset line_by_line: reading {}", path.display())),
         DatasetKind::Embedding | DatasetKind::EmbeddingBatch => {

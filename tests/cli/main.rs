@@ -41,6 +41,7 @@ mod slurm;
 mod swe_smith;
 mod swe_smith_live;
 mod tls;
+mod tool_calls;
 mod tokens;
 mod visualizer;
 mod workload;
