@@ -294,7 +294,7 @@ pub struct StructuredOutcome {
     /// Tool calls in the response (reassembled from the stream's fragments).
     pub tool_calls: u32,
     /// Of those, the calls naming an offered function whose arguments parse as JSON and validate
-    /// against its `parameters`.
+    /// against its `parameters` (the last call of a truncated response, cut mid-way, is not judged).
     pub valid_tool_calls: u32,
     /// Seconds from sending to the first chunk carrying a tool call (non-stream: the latency).
     pub first_tool_call_s: Option<f64>,

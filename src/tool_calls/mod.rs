@@ -2,7 +2,10 @@
 //! asked for JSON, the calls it got (reassembled from the stream's fragments), whether each call's
 //! arguments parse and validate against its function's `parameters`, whether a JSON output parses and
 //! validates against the `response_format` schema, whether the output was cut by the length limit, when
-//! the first tool call arrived and how many tokens the arguments took.
+//! the first tool call arrived and how many tokens the arguments took. The last call of a response cut by
+//! the length limit (`finish_reason: "length"`) is the one being written when the limit hit: it is counted
+//! as a call but not judged (it is neither valid nor invalid), so `valid_tool_calls` is out of
+//! `tool_call_count − 1` for such a response.
 //!
 //! Worked out once per finished request by the aggregator, from the request body and the payloads the
 //! record keeps anyway — never on the request path — and only in runs whose bodies can carry `tools` or
@@ -169,9 +172,12 @@ fn output_error(output: &OutputSpec, text: &str) -> Option<String> {
 
 /// The outcome of one reply to a request with `spec`.
 pub fn outcome(spec: &RequestSpec, reply: &Reply, tokenizer: Option<&Tokenizer>) -> StructuredOutcome {
+    let truncated = reply.finish_reason.as_deref() == Some("length");
+    // The call being written when the length limit hit is cut, not wrong: it is not judged.
+    let judged = reply.calls.len() - usize::from(truncated && !reply.calls.is_empty());
     let mut error = None;
     let mut valid = 0u32;
-    for (n, call) in reply.calls.iter().enumerate() {
+    for (n, call) in reply.calls[..judged].iter().enumerate() {
         match call_error(spec, n, call) {
             None => valid += 1,
             Some(e) => {
@@ -213,7 +219,7 @@ pub fn outcome(spec: &RequestSpec, reply: &Reply, tokenizer: Option<&Tokenizer>)
         tool_call_tokens,
         calls_json,
         schema_valid,
-        truncated: reply.finish_reason.as_deref() == Some("length"),
+        truncated,
         error,
     }
 }

@@ -4,7 +4,7 @@
 //! * `Tool Requests`, `Tool Call Rate (%)`: successful requests that offered tools, and the share of them
 //!   that got at least one call;
 //! * `Tool Calls`, `Valid Tool Calls (%)`: calls made, and the share whose arguments parse and validate
-//!   (of all calls);
+//!   (of all calls but the cut last call of a response truncated by the length limit);
 //! * `Avg` / `P50` / `P99 Time to First Tool Call (ms)` (nearest rank), `Avg Tool Call Tokens`;
 //! * `Schema Requests`, `Schema Valid (%)`: successful requests whose `response_format` asked for JSON,
 //!   and the share of the untruncated ones whose output parses and validates;
@@ -25,8 +25,9 @@ pub struct ToolCallStats {
     /// Requests that offered tools, and those of them that got a call.
     offered: u64,
     offered_called: u64,
-    /// Calls, and valid calls.
+    /// Calls, judged calls (all but the cut last call of a truncated response), valid calls.
     calls: u64,
+    judged_calls: u64,
     valid_calls: u64,
     /// Seconds to the first tool call, per request that got one.
     first_call_s: Vec<f64>,
@@ -51,6 +52,7 @@ impl ToolCallStats {
             self.offered_called += u64::from(o.tool_calls > 0);
         }
         self.calls += u64::from(o.tool_calls);
+        self.judged_calls += u64::from(o.tool_calls) - u64::from(o.truncated && o.tool_calls > 0);
         self.valid_calls += u64::from(o.valid_tool_calls);
         self.first_call_s.extend(o.first_tool_call_s);
         self.call_tokens.extend(o.tool_call_tokens);
@@ -79,8 +81,8 @@ impl ToolCallStats {
         if self.offered > 0 || self.calls > 0 {
             put("Tool Calls", self.calls.into());
         }
-        if self.calls > 0 {
-            put("Valid Tool Calls (%)", pct(self.valid_calls, self.calls));
+        if self.judged_calls > 0 {
+            put("Valid Tool Calls (%)", pct(self.valid_calls, self.judged_calls));
         }
         if !self.first_call_s.is_empty() {
             let mut sorted = self.first_call_s.clone();

@@ -117,6 +117,29 @@ fn json_outputs_and_truncation() {
 }
 
 #[test]
+fn the_call_cut_by_the_length_limit_is_not_judged() {
+    let request = format!(r#"{{"messages":[],"tools":[{WEATHER}]}}"#);
+    let mut r = streamed(
+        &request,
+        &[
+            call_chunk(0, Some("get_weather"), r#"{"city": "Rome"}"#),
+            call_chunk(1, Some("get_weather"), r#"{"city": "#),
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#.into(),
+        ],
+    );
+    Analyzer::new(None).apply(&mut r);
+    let o = r.structured.as_deref().unwrap();
+    assert!(o.truncated && o.error.is_none());
+    assert_eq!((o.tool_calls, o.valid_tool_calls), (2, 1));
+    let mut stats = ToolCallStats::default();
+    stats.add(&r);
+    let keys: HashMap<String, Value> = stats.summary_keys().into_iter().collect();
+    assert_eq!(keys["Tool Calls"], json!(2));
+    assert_eq!(keys["Valid Tool Calls (%)"], json!(100.0));
+    assert_eq!(keys["Truncated (%)"], json!(100.0));
+}
+
+#[test]
 fn json_object_and_plain_requests() {
     let mut a = Analyzer::new(None);
     let spec = RequestSpec::from_parts(None, None, Some(&json!({"type": "json_object"})))
