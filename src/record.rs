@@ -294,8 +294,11 @@ pub struct StructuredOutcome {
     /// Tool calls in the response (reassembled from the stream's fragments).
     pub tool_calls: u32,
     /// Of those, the calls naming an offered function whose arguments parse as JSON and validate
-    /// against its `parameters` (the last call of a truncated response, cut mid-way, is not judged).
+    /// against its `parameters`.
     pub valid_tool_calls: u32,
+    /// The calls judged invalid. A call cut mid-way by the length limit is neither (the last call of a
+    /// truncated response whose arguments are not yet JSON).
+    pub invalid_tool_calls: u32,
     /// Seconds from sending to the first chunk carrying a tool call (non-stream: the latency).
     pub first_tool_call_s: Option<f64>,
     /// Tokens of the calls' arguments (with `--tokenizer-path`; else unknown).

@@ -32,7 +32,9 @@ mod tests {
         assert_eq!(fraction("0.2"), Ok(0.2));
         assert_eq!(fraction("1"), Ok(1.0));
         for bad in ["-0.1", "1.5", "nan", "x"] {
-            assert!(fraction(bad).unwrap_err().contains("--mock-invalid-output-rate"));
+            assert!(fraction(bad)
+                .unwrap_err()
+                .contains("--mock-invalid-output-rate"));
         }
     }
 }

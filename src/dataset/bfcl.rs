@@ -218,27 +218,53 @@ mod tests {
             json!({"type": "number", "description": "Height. This is a float type value.", "format": "float"})
         );
         assert_eq!(props["unit"]["type"], json!("string"));
-        assert_eq!(props["dims"], json!({"type": "array", "items": {"type": "number"}}));
-        assert_eq!(props["grid"]["items"], json!({"type": "array", "items": {"type": "integer"}}));
-        assert_eq!(props["opts"]["properties"]["exact"]["type"], json!("boolean"));
-        assert_eq!(props["pts"]["items"]["properties"]["x"]["type"], json!("number"));
+        assert_eq!(
+            props["dims"],
+            json!({"type": "array", "items": {"type": "number"}})
+        );
+        assert_eq!(
+            props["grid"]["items"],
+            json!({"type": "array", "items": {"type": "integer"}})
+        );
+        assert_eq!(
+            props["opts"]["properties"]["exact"]["type"],
+            json!("boolean")
+        );
+        assert_eq!(
+            props["pts"]["items"]["properties"]["x"]["type"],
+            json!("number")
+        );
         assert_eq!(props["x"]["type"], json!("string"));
         assert_eq!(p["required"], json!(["base", "height"]));
     }
 
     #[test]
     fn question_forms_and_bad_entries() {
-        let b = first(r#"{"question": "hi", "function": {"name": "f", "parameters": {"type": "dict", "properties": {}}}}"#);
+        let b = first(
+            r#"{"question": "hi", "function": {"name": "f", "parameters": {"type": "dict", "properties": {}}}}"#,
+        );
         assert_eq!(b["messages"], json!([{"role": "user", "content": "hi"}]));
         assert_eq!(b["tools"].as_array().unwrap().len(), 1);
         let two_turns = r#"{"question": [[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]], "function": []}"#;
-        assert_eq!(first(two_turns)["messages"], json!([{"role": "user", "content": "a"}]));
-        let e = parse("\n{\"question\": [[]], \"involved_classes\": [\"GorillaFileSystem\"]}\n", 10)
-            .unwrap_err();
-        assert!(e.to_string().starts_with("line 2: no \"function\" list"), "{e}");
+        assert_eq!(
+            first(two_turns)["messages"],
+            json!([{"role": "user", "content": "a"}])
+        );
+        let e = parse(
+            "\n{\"question\": [[]], \"involved_classes\": [\"GorillaFileSystem\"]}\n",
+            10,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with("line 2: no \"function\" list"),
+            "{e}"
+        );
         let e = parse(r#"{"question": "q", "function": [{"name": "f", "parameters": {"type": "dict", "properties": {"n": {"type": "integer", "minimum": "zero"}}}}]}"#, 10)
             .unwrap_err();
         assert!(e.to_string().contains("line 1: \"tools\"[0] (f)"), "{e}");
-        assert!(parse("{not json", 10).unwrap_err().to_string().starts_with("line 1: not valid JSON"));
+        assert!(parse("{not json", 10)
+            .unwrap_err()
+            .to_string()
+            .starts_with("line 1: not valid JSON"));
     }
 }

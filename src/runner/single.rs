@@ -469,7 +469,11 @@ fn start_aggregator(
                 image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
                 responses: plan.api == crate::plan::ApiKind::Responses,
             },
-            tools: crate::tool_calls::Analyzer::for_run(plan, &ctx.prompts, ctx.prompts.tokenizer.clone()),
+            tools: crate::tool_calls::Analyzer::for_run(
+                plan,
+                &ctx.prompts,
+                ctx.prompts.tokenizer.clone(),
+            ),
         },
     ))
 }
@@ -517,7 +521,10 @@ async fn write_results(
         .extras
         .appended
         .extend(observers.reasoning.summary_keys());
-    summary.extras.appended.extend(observers.tool_calls.summary_keys());
+    summary
+        .extras
+        .appended
+        .extend(observers.tool_calls.summary_keys());
     crate::server_metrics::finish_for_run(scrape, &run_dir, &mut summary).await;
     let percentiles = acc.percentiles();
     let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();

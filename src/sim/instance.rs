@@ -78,7 +78,9 @@ fn array(root: &Value, schema: &Map<String, Value>, depth: u32) -> Value {
         .map(|p| p.iter().map(|s| build(root, s, depth + 1)).collect())
         .unwrap_or_default();
     let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1) as usize;
-    let items = schema.get("items").filter(|i| i.is_object() || i.is_boolean());
+    let items = schema
+        .get("items")
+        .filter(|i| i.is_object() || i.is_boolean());
     while out.len() < min {
         match items {
             Some(Value::Bool(false)) => break,
@@ -127,7 +129,11 @@ fn build(root: &Value, schema: &Value, depth: u32) -> Value {
     if let Some(c) = s.get("const") {
         return c.clone();
     }
-    if let Some(first) = s.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+    if let Some(first) = s
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
         return first.clone();
     }
     for key in ["anyOf", "oneOf"] {
@@ -221,6 +227,9 @@ mod tests {
                 assert!(compiled.check(&bad).is_err(), "{s} -> {bad}");
             }
         }
-        assert_eq!(invalid(&json!({"type": "object"})), json!(["not", "an", "object"]));
+        assert_eq!(
+            invalid(&json!({"type": "object"})),
+            json!(["not", "an", "object"])
+        );
     }
 }

@@ -289,7 +289,10 @@ mod tests {
             "{}".into(),
             false,
         );
-        assert_eq!((call.tokens(), call.text_of(0, 1), call.text_of(1, 2)), (2, "", "{}"));
+        assert_eq!(
+            (call.tokens(), call.text_of(0, 1), call.text_of(1, 2)),
+            (2, "", "{}")
+        );
     }
 
     #[test]
@@ -298,8 +301,11 @@ mod tests {
         let s = plan(&request(&format!("{{{tools}}}")), 1, 0.0).unwrap();
         assert!(matches!(&s.kind, Kind::ToolCall { name, .. } if name == "a"));
         assert_eq!(s.text, r#"{"x":1}"#);
-        let b = format!(r#"{{{tools},"tool_choice":{{"type":"function","function":{{"name":"b"}}}}}}"#);
-        assert!(matches!(&plan(&request(&b), 1, 0.0).unwrap().kind, Kind::ToolCall { name, .. } if name == "b"));
+        let b =
+            format!(r#"{{{tools},"tool_choice":{{"type":"function","function":{{"name":"b"}}}}}}"#);
+        assert!(
+            matches!(&plan(&request(&b), 1, 0.0).unwrap().kind, Kind::ToolCall { name, .. } if name == "b")
+        );
         let none = format!(r#"{{{tools},"tool_choice":"none"}}"#);
         assert!(plan(&request(&none), 1, 0.0).is_none());
         assert!(plan(&request(r#"{"messages":[]}"#), 1, 0.0).is_none());
@@ -317,7 +323,10 @@ mod tests {
             .filter(|&id| plan(&r, id, 0.2).unwrap().invalid)
             .count();
         assert_eq!(invalid, again);
-        let cut = (1..).map(|id| plan(&r, id, 0.2).unwrap()).find(|s| s.invalid).unwrap();
+        let cut = (1..)
+            .map(|id| plan(&r, id, 0.2).unwrap())
+            .find(|s| s.invalid)
+            .unwrap();
         assert!(serde_json::from_str::<Value>(&cut.text).is_err());
     }
 }

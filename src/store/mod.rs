@@ -66,18 +66,22 @@ const EXTRA_COLUMNS: &str =
      chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT, intended_prompt_tokens INTEGER, \
      reasoning_tokens INTEGER, answer_tokens INTEGER, first_reasoning_latency REAL, first_answer_latency REAL, \
      conversation_id INTEGER, turn_index INTEGER, tool_call_count INTEGER, valid_tool_calls INTEGER, \
-     first_tool_call_latency REAL, tool_call_tokens INTEGER, tool_calls TEXT, schema_valid INTEGER, \
-     truncated INTEGER, validation_error TEXT";
+     invalid_tool_calls INTEGER, first_tool_call_latency REAL, tool_call_tokens INTEGER, tool_calls TEXT, \
+     schema_valid INTEGER, truncated INTEGER, validation_error TEXT";
 
 const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
      response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
      max_gpu_memory_cost, time_per_output_token, request_id, is_stream, status_code, error, scheduled_time, \
      send_time, chunk_times, cached_tokens, failure_kind, intended_prompt_tokens, reasoning_tokens, \
-     answer_tokens, first_reasoning_latency, first_answer_latency, conversation_id, turn_index, tool_call_count, \
-     valid_tool_calls, first_tool_call_latency, tool_call_tokens, tool_calls, schema_valid, truncated, \
-     validation_error) \
+     answer_tokens, first_reasoning_latency, first_answer_latency, conversation_id, turn_index) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
-     ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36)";
+     ?23, ?24, ?25, ?26, ?27, ?28)";
+
+/// The tool-call columns of the row just inserted: set only for a request that offered tools or asked for
+/// JSON, so any other row costs exactly the insert above (its tool-call columns stay NULL).
+const TOOLS_SQL: &str = "UPDATE result SET tool_call_count = ?1, valid_tool_calls = ?2, \
+     invalid_tool_calls = ?3, first_tool_call_latency = ?4, tool_call_tokens = ?5, tool_calls = ?6, \
+     schema_valid = ?7, truncated = ?8, validation_error = ?9 WHERE rowid = ?10";
 
 /// What the caller sends to the writer thread.
 enum Msg {
@@ -426,9 +430,6 @@ impl Writer {
         let when_ok = |v: f64| ok.then_some(v);
         // Base64 is ASCII: bound as TEXT without another UTF-8 pass.
         let messages = ToSqlOutput::Borrowed(ValueRef::Text(self.encoder.encode(r.responses())));
-        let tools = r.structured.as_deref();
-        // Call counts only where the request had tools (or calls came anyway).
-        let calls = tools.filter(|o| o.has_tools || o.tool_calls > 0);
         let mut stmt = self.conn.prepare_cached(INSERT_SQL)?;
         stmt.execute(params![
             &*r.request,
@@ -459,15 +460,23 @@ impl Writer {
             r.reasoning.and_then(|s| s.first_answer_s),
             r.turn.and_then(|t| i64::try_from(t.conversation).ok()),
             r.turn.map(|t| t.turn_index),
-            calls.map(|o| o.tool_calls),
-            calls.map(|o| o.valid_tool_calls),
-            tools.and_then(|o| o.first_tool_call_s),
-            tools.and_then(|o| o.tool_call_tokens).and_then(|n| i64::try_from(n).ok()),
-            tools.and_then(|o| o.calls_json.as_deref()),
-            tools.and_then(|o| o.schema_valid),
-            tools.map(|o| o.truncated),
-            tools.and_then(|o| o.error.as_deref()),
         ])?;
+        if let Some(o) = r.structured.as_deref() {
+            // Call counts only where the request had tools (or calls came anyway).
+            let calls = (o.has_tools || o.tool_calls > 0).then_some(o);
+            self.conn.prepare_cached(TOOLS_SQL)?.execute(params![
+                calls.map(|o| o.tool_calls),
+                calls.map(|o| o.valid_tool_calls),
+                calls.map(|o| o.invalid_tool_calls),
+                o.first_tool_call_s,
+                o.tool_call_tokens.and_then(|n| i64::try_from(n).ok()),
+                o.calls_json.as_deref(),
+                o.schema_valid,
+                o.truncated,
+                o.error.as_deref(),
+                self.conn.last_insert_rowid(),
+            ])?;
+        }
         self.pending_rows += 1;
         Ok(())
     }

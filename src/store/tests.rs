@@ -187,6 +187,7 @@ fn writes_evalscope_rows_then_extras() {
             "turn_index",
             "tool_call_count",
             "valid_tool_calls",
+            "invalid_tool_calls",
             "first_tool_call_latency",
             "tool_call_tokens",
             "tool_calls",

@@ -272,9 +272,11 @@ mod tests {
     #[test]
     fn plain_bodies_ask_for_nothing() {
         assert!(spec(json!({"messages": []})).unwrap().is_none());
-        assert!(spec(json!({"tools": [], "response_format": {"type": "text"}}))
-            .unwrap()
-            .is_none());
+        assert!(
+            spec(json!({"tools": [], "response_format": {"type": "text"}}))
+                .unwrap()
+                .is_none()
+        );
         assert!(!mentions_structure(
             json!({"tools": null}).as_object().unwrap()
         ));
@@ -313,8 +315,9 @@ mod tests {
                 why: "no \"function\" object"
             }
         );
-        let e = spec(json!({"tools": [{"function": {"name": "f", "parameters": {"type": "strin"}}}]}))
-            .unwrap_err();
+        let e =
+            spec(json!({"tools": [{"function": {"name": "f", "parameters": {"type": "strin"}}}]}))
+                .unwrap_err();
         assert!(
             matches!(&e, SpecError::Parameters { index: 0, name, .. } if name == "f"),
             "{e}"
@@ -327,7 +330,8 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(matches!(s.output, Some(OutputSpec::JsonObject)) && !s.tools_offered);
-        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+        let schema =
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
         let s = spec(json!({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}}))
             .unwrap()
             .unwrap();

@@ -107,8 +107,10 @@ mod tests {
 
     #[test]
     fn errors_are_one_line() {
-        let s = Schema::compile(&json!({"type": "object", "properties": {"a": {"type": "integer"}},
-            "required": ["a", "b"]}))
+        let s = Schema::compile(
+            &json!({"type": "object", "properties": {"a": {"type": "integer"}},
+            "required": ["a", "b"]}),
+        )
         .unwrap();
         let e = s.check(&json!({"a": "x"})).unwrap_err();
         assert!(!e.contains('\n'), "{e}");

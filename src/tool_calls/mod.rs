@@ -2,10 +2,9 @@
 //! asked for JSON, the calls it got (reassembled from the stream's fragments), whether each call's
 //! arguments parse and validate against its function's `parameters`, whether a JSON output parses and
 //! validates against the `response_format` schema, whether the output was cut by the length limit, when
-//! the first tool call arrived and how many tokens the arguments took. The last call of a response cut by
-//! the length limit (`finish_reason: "length"`) is the one being written when the limit hit: it is counted
-//! as a call but not judged (it is neither valid nor invalid), so `valid_tool_calls` is out of
-//! `tool_call_count − 1` for such a response.
+//! the first tool call arrived and how many tokens the arguments took. When the length limit
+//! (`finish_reason: "length"`) cut the last call mid-way (its arguments are not yet JSON), that call is
+//! counted but not judged: it is neither valid nor invalid.
 //!
 //! Worked out once per finished request by the aggregator, from the request body and the payloads the
 //! record keeps anyway — never on the request path — and only in runs whose bodies can carry `tools` or
@@ -95,8 +94,9 @@ impl Analyzer {
         if parts.tools.is_none() && parts.response_format.is_none() {
             return None;
         }
-        let key = serde_json::to_string(&(&parts.tools, &parts.tool_choice, &parts.response_format))
-            .ok()?;
+        let key =
+            serde_json::to_string(&(&parts.tools, &parts.tool_choice, &parts.response_format))
+                .ok()?;
         if let Some(hit) = self.cache.get(&key) {
             return hit.clone();
         }
@@ -146,10 +146,12 @@ fn call_error(spec: &RequestSpec, n: usize, call: &Call) -> Option<String> {
         }
     };
     let schema = tool.parameters.as_ref()?;
-    schema
-        .check(&args)
-        .err()
-        .map(|e| format!("tool call {n} ({}): arguments do not validate: {e}", call.name))
+    schema.check(&args).err().map(|e| {
+        format!(
+            "tool call {n} ({}): arguments do not validate: {e}",
+            call.name
+        )
+    })
 }
 
 /// Why the output `text` is not what `output` asks for, or `None` when it is.
@@ -171,16 +173,26 @@ fn output_error(output: &OutputSpec, text: &str) -> Option<String> {
 }
 
 /// The outcome of one reply to a request with `spec`.
-pub fn outcome(spec: &RequestSpec, reply: &Reply, tokenizer: Option<&Tokenizer>) -> StructuredOutcome {
+pub fn outcome(
+    spec: &RequestSpec,
+    reply: &Reply,
+    tokenizer: Option<&Tokenizer>,
+) -> StructuredOutcome {
     let truncated = reply.finish_reason.as_deref() == Some("length");
-    // The call being written when the length limit hit is cut, not wrong: it is not judged.
-    let judged = reply.calls.len() - usize::from(truncated && !reply.calls.is_empty());
+    // A call the length limit cut mid-way (its arguments not yet JSON) is not wrong: it is not judged.
+    let cut = truncated
+        && reply
+            .calls
+            .last()
+            .is_some_and(|c| serde_json::from_str::<serde::de::IgnoredAny>(&c.arguments).is_err());
+    let judged = reply.calls.len() - usize::from(cut);
     let mut error = None;
-    let mut valid = 0u32;
+    let (mut valid, mut invalid) = (0u32, 0u32);
     for (n, call) in reply.calls[..judged].iter().enumerate() {
         match call_error(spec, n, call) {
             None => valid += 1,
             Some(e) => {
+                invalid += 1;
                 error.get_or_insert(e);
             }
         }
@@ -197,7 +209,9 @@ pub fn outcome(spec: &RequestSpec, reply: &Reply, tokenizer: Option<&Tokenizer>)
         let list: Vec<Value> = reply
             .calls
             .iter()
-            .map(|c| json!({"index": c.index, "id": c.id, "name": c.name, "arguments": c.arguments}))
+            .map(
+                |c| json!({"index": c.index, "id": c.id, "name": c.name, "arguments": c.arguments}),
+            )
             .collect();
         Value::Array(list).to_string()
     });
@@ -215,6 +229,7 @@ pub fn outcome(spec: &RequestSpec, reply: &Reply, tokenizer: Option<&Tokenizer>)
         has_tools: !spec.tools.is_empty(),
         tool_calls: reply.calls.len() as u32,
         valid_tool_calls: valid,
+        invalid_tool_calls: invalid,
         first_tool_call_s: reply.first_call_s,
         tool_call_tokens,
         calls_json,

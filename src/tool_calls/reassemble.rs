@@ -173,12 +173,30 @@ mod tests {
     #[test]
     fn vllm_style_fragments_reassemble_per_index() {
         let r = streamed(&[
-            (10, r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#),
-            (20, r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#),
-            (30, r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]}}]}"#),
-            (40, r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_2","function":{"name":"get_time","arguments":"{}"}}]}}]}"#),
-            (50, r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}"#),
-            (60, r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#),
+            (
+                10,
+                r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+            ),
+            (
+                20,
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#,
+            ),
+            (
+                30,
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]}}]}"#,
+            ),
+            (
+                40,
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_2","function":{"name":"get_time","arguments":"{}"}}]}}]}"#,
+            ),
+            (
+                50,
+                r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}"#,
+            ),
+            (
+                60,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            ),
         ]);
         let reply = read(&r);
         assert_eq!(
@@ -207,9 +225,18 @@ mod tests {
     fn entries_without_index_and_repeated_names() {
         let r = streamed(&[
             (5, r#"{"choices":[{"delta":{"content":"Let me check. "}}]}"#),
-            (9, r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{\"x\""}}]}}]}"#),
-            (12, r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":": 1}"}}]}}]}"#),
-            (15, r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}"#),
+            (
+                9,
+                r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{\"x\""}}]}}]}"#,
+            ),
+            (
+                12,
+                r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":": 1}"}}]}}]}"#,
+            ),
+            (
+                15,
+                r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}"#,
+            ),
         ]);
         let reply = read(&r);
         let got: Vec<(&str, &str, &str)> = reply

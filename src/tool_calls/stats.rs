@@ -4,7 +4,7 @@
 //! * `Tool Requests`, `Tool Call Rate (%)`: successful requests that offered tools, and the share of them
 //!   that got at least one call;
 //! * `Tool Calls`, `Valid Tool Calls (%)`: calls made, and the share whose arguments parse and validate
-//!   (of all calls but the cut last call of a response truncated by the length limit);
+//!   (of the calls judged: all but a call the length limit cut mid-way);
 //! * `Avg` / `P50` / `P99 Time to First Tool Call (ms)` (nearest rank), `Avg Tool Call Tokens`;
 //! * `Schema Requests`, `Schema Valid (%)`: successful requests whose `response_format` asked for JSON,
 //!   and the share of the untruncated ones whose output parses and validates;
@@ -25,10 +25,10 @@ pub struct ToolCallStats {
     /// Requests that offered tools, and those of them that got a call.
     offered: u64,
     offered_called: u64,
-    /// Calls, judged calls (all but the cut last call of a truncated response), valid calls.
+    /// Calls, valid and invalid calls (a call cut mid-way by the length limit is neither).
     calls: u64,
-    judged_calls: u64,
     valid_calls: u64,
+    invalid_calls: u64,
     /// Seconds to the first tool call, per request that got one.
     first_call_s: Vec<f64>,
     /// Argument tokens per request that got a call (when counted).
@@ -52,7 +52,7 @@ impl ToolCallStats {
             self.offered_called += u64::from(o.tool_calls > 0);
         }
         self.calls += u64::from(o.tool_calls);
-        self.judged_calls += u64::from(o.tool_calls) - u64::from(o.truncated && o.tool_calls > 0);
+        self.invalid_calls += u64::from(o.invalid_tool_calls);
         self.valid_calls += u64::from(o.valid_tool_calls);
         self.first_call_s.extend(o.first_tool_call_s);
         self.call_tokens.extend(o.tool_call_tokens);
@@ -81,8 +81,9 @@ impl ToolCallStats {
         if self.offered > 0 || self.calls > 0 {
             put("Tool Calls", self.calls.into());
         }
-        if self.judged_calls > 0 {
-            put("Valid Tool Calls (%)", pct(self.valid_calls, self.judged_calls));
+        let judged = self.valid_calls + self.invalid_calls;
+        if judged > 0 {
+            put("Valid Tool Calls (%)", pct(self.valid_calls, judged));
         }
         if !self.first_call_s.is_empty() {
             let mut sorted = self.first_call_s.clone();

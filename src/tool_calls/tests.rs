@@ -22,7 +22,11 @@ fn streamed(request: &str, events: &[String]) -> RequestRecord {
     let mut r = RequestRecord::new(0, false, Arc::from(request), Instant::now());
     let t0 = r.sent_at;
     for (i, e) in events.iter().enumerate() {
-        apply_stream_event(&mut r, e.as_bytes(), t0 + Duration::from_millis(10 * (i as u64 + 1)));
+        apply_stream_event(
+            &mut r,
+            e.as_bytes(),
+            t0 + Duration::from_millis(10 * (i as u64 + 1)),
+        );
     }
     r.is_stream = true;
     r.success = true;
@@ -53,7 +57,10 @@ fn calls_are_validated_against_their_function() {
     assert_eq!(o.schema_valid, None);
     assert!((o.first_tool_call_s.unwrap() - 0.010).abs() < 1e-9);
     assert!(
-        o.error.as_deref().unwrap().starts_with("tool call 1 (get_weather): arguments do not validate"),
+        o.error
+            .as_deref()
+            .unwrap()
+            .starts_with("tool call 1 (get_weather): arguments do not validate"),
         "{:?}",
         o.error
     );
@@ -72,19 +79,22 @@ fn calls_are_validated_against_their_function() {
     let mut b = Analyzer::new(Some(tok.clone()));
     r.structured = None;
     b.apply(&mut r);
-    let want: usize = [r#"{"city": "Rome"}"#, r#"{"town": "Oslo"}"#, "{}", r#"{"city": "#]
-        .iter()
-        .map(|a| tok.count(a).unwrap())
-        .sum();
-    assert_eq!(
-        r.structured.unwrap().tool_call_tokens,
-        Some(want as u64)
-    );
+    let want: usize = [
+        r#"{"city": "Rome"}"#,
+        r#"{"town": "Oslo"}"#,
+        "{}",
+        r#"{"city": "#,
+    ]
+    .iter()
+    .map(|a| tok.count(a).unwrap())
+    .sum();
+    assert_eq!(r.structured.unwrap().tool_call_tokens, Some(want as u64));
 }
 
 #[test]
 fn json_outputs_and_truncation() {
-    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
     let request = json!({"messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}}).to_string();
     let body = |content: &str, finish: &str| {
         json!({"choices": [{"message": {"content": content}, "finish_reason": finish}], "usage": {"prompt_tokens": 1, "completion_tokens": 5}}).to_string()
@@ -117,7 +127,7 @@ fn json_outputs_and_truncation() {
 }
 
 #[test]
-fn the_call_cut_by_the_length_limit_is_not_judged() {
+fn a_call_cut_by_the_length_limit_is_not_judged() {
     let request = format!(r#"{{"messages":[],"tools":[{WEATHER}]}}"#);
     let mut r = streamed(
         &request,
@@ -130,7 +140,24 @@ fn the_call_cut_by_the_length_limit_is_not_judged() {
     Analyzer::new(None).apply(&mut r);
     let o = r.structured.as_deref().unwrap();
     assert!(o.truncated && o.error.is_none());
-    assert_eq!((o.tool_calls, o.valid_tool_calls), (2, 1));
+    assert_eq!(
+        (o.tool_calls, o.valid_tool_calls, o.invalid_tool_calls),
+        (2, 1, 0)
+    );
+    // Cut after a complete call: that call is judged.
+    let mut whole = streamed(
+        &request,
+        &[
+            call_chunk(0, Some("get_weather"), r#"{"town": "Rome"}"#),
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#.into(),
+        ],
+    );
+    Analyzer::new(None).apply(&mut whole);
+    let w = whole.structured.as_deref().unwrap();
+    assert_eq!(
+        (w.tool_calls, w.valid_tool_calls, w.invalid_tool_calls),
+        (1, 0, 1)
+    );
     let mut stats = ToolCallStats::default();
     stats.add(&r);
     let keys: HashMap<String, Value> = stats.summary_keys().into_iter().collect();
@@ -154,7 +181,10 @@ fn json_object_and_plain_requests() {
     assert_eq!(o.schema_valid, Some(false));
     assert_eq!(o.error.as_deref(), Some("output is JSON but not an object"));
     // A plain request, or a failed one, gets no outcome.
-    let mut r = streamed(r#"{"messages":[]}"#, &[r#"{"choices":[{"delta":{"content":"hi"}}]}"#.into()]);
+    let mut r = streamed(
+        r#"{"messages":[]}"#,
+        &[r#"{"choices":[{"delta":{"content":"hi"}}]}"#.into()],
+    );
     a.apply(&mut r);
     assert!(r.structured.is_none());
     let mut r = streamed(&format!(r#"{{"tools":[{WEATHER}]}}"#), &[]);
@@ -180,6 +210,7 @@ fn tool_stats_keys() {
             has_tools: true,
             tool_calls: calls,
             valid_tool_calls: valid,
+            invalid_tool_calls: calls - valid,
             first_tool_call_s: first,
             ..StructuredOutcome::default()
         }));

@@ -255,7 +255,8 @@ fn tool_calling_recipe_reports_tool_call_and_schema_validity() {
 
     let sim = fast_sim();
     let out = tempfile::tempdir().unwrap();
-    let bfcl = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bfcl/BFCL_v3_sample.json");
+    let bfcl =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bfcl/BFCL_v3_sample.json");
     let o = script(
         "tool_calling.sh",
         out.path(),

@@ -24,7 +24,8 @@ fn weather_tool() -> Value {
 
 /// One `line_by_line` body row.
 fn row(extra: Value) -> String {
-    let mut body = json!({"messages": [{"role": "user", "content": "What is the weather in Paris?"}]});
+    let mut body =
+        json!({"messages": [{"role": "user", "content": "What is the weather in Paris?"}]});
     body.as_object_mut()
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
@@ -37,6 +38,7 @@ struct ToolRow {
     ttft: f64,
     calls: Option<i64>,
     valid: Option<i64>,
+    invalid: Option<i64>,
     first_call: Option<f64>,
     calls_json: Option<String>,
     schema_valid: Option<i64>,
@@ -48,8 +50,9 @@ fn tool_rows(db: &std::path::Path) -> Vec<ToolRow> {
     let conn = rusqlite::Connection::open(db).unwrap();
     let mut stmt = conn
         .prepare(
-            "SELECT start_time, first_chunk_latency, tool_call_count, valid_tool_calls, first_tool_call_latency,
-                    tool_calls, schema_valid, truncated, validation_error FROM result ORDER BY rowid",
+            "SELECT start_time, first_chunk_latency, tool_call_count, valid_tool_calls, invalid_tool_calls,
+                    first_tool_call_latency, tool_calls, schema_valid, truncated, validation_error
+             FROM result ORDER BY rowid",
         )
         .unwrap();
     let rows = stmt
@@ -59,11 +62,12 @@ fn tool_rows(db: &std::path::Path) -> Vec<ToolRow> {
                 ttft: r.get(1)?,
                 calls: r.get(2)?,
                 valid: r.get(3)?,
-                first_call: r.get(4)?,
-                calls_json: r.get(5)?,
-                schema_valid: r.get(6)?,
-                truncated: r.get(7)?,
-                error: r.get(8)?,
+                invalid: r.get(4)?,
+                first_call: r.get(5)?,
+                calls_json: r.get(6)?,
+                schema_valid: r.get(7)?,
+                truncated: r.get(8)?,
+                error: r.get(9)?,
             })
         })
         .unwrap()
@@ -93,7 +97,11 @@ fn invalid_calls_are_counted_per_call_and_fragments_match_the_simulator_byte_for
     })
     .unwrap();
     let dir = Run::at(&sim, "/v1/chat/completions")
-        .input("--dataset-path", "tools.jsonl", row(json!({"tools": [weather_tool()]})))
+        .input(
+            "--dataset-path",
+            "tools.jsonl",
+            row(json!({"tools": [weather_tool()]})),
+        )
         .flags("--dataset line_by_line --parallel 4 --number 200 --max-tokens 100 --seed 11")
         .ok_dir("parallel_4_number_200");
     let summary = dir.summary();
@@ -104,12 +112,19 @@ fn invalid_calls_are_counted_per_call_and_fragments_match_the_simulator_byte_for
     // 80 % expected; three standard errors of a 200-call sample are ±8.5 points.
     assert!((71.5..=88.5).contains(&valid_pct), "{valid_pct}");
     let rows = tool_rows(&dir.db());
-    let (calls, valid): (i64, i64) = rows.iter().fold((0, 0), |(c, v), r| {
-        (c + r.calls.unwrap(), v + r.valid.unwrap())
+    let (calls, valid, invalid) = rows.iter().fold((0, 0, 0), |(c, v, i), r| {
+        (
+            c + r.calls.unwrap(),
+            v + r.valid.unwrap(),
+            i + r.invalid.unwrap(),
+        )
     });
-    assert_eq!(calls, 200);
-    let recount = ((valid as f64) * 100.0 / calls as f64 * 100.0).round() / 100.0;
-    assert_eq!(valid_pct, recount, "the summary equals a recount from the DB");
+    assert_eq!((calls, valid + invalid), (200, 200), "no call was cut");
+    let recount = ((valid as f64) * 100.0 / (valid + invalid) as f64 * 100.0).round() / 100.0;
+    assert_eq!(
+        valid_pct, recount,
+        "the summary equals a recount from the DB"
+    );
 
     let truth = sim.truth();
     let by_id = truth_by_call_id(&truth);
@@ -143,11 +158,19 @@ fn invalid_calls_are_counted_per_call_and_fragments_match_the_simulator_byte_for
         invalid_sent,
         truth
             .iter()
-            .filter(|t| t.structured.as_ref().is_some_and(|s| s.invalid && t.completion_tokens > 4))
+            .filter(|t| t
+                .structured
+                .as_ref()
+                .is_some_and(|s| s.invalid && t.completion_tokens > 4))
             .count(),
         "every invalid call the simulator sent (connection test aside) was counted"
     );
-    assert!(summary["Avg Time to First Tool Call (ms)"].as_f64().unwrap() > 0.0);
+    assert!(
+        summary["Avg Time to First Tool Call (ms)"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
 }
 
 #[test]
@@ -155,7 +178,8 @@ fn json_schema_outputs_truncation_and_non_stream_calls() {
     let sim = fast_sim();
     let schema = json!({"type": "object", "properties": {"name": {"type": "string"},
         "age": {"type": "integer", "minimum": 0, "maximum": 120}}, "required": ["name", "age"]});
-    let format = json!({"type": "json_schema", "json_schema": {"name": "person", "schema": schema}});
+    let format =
+        json!({"type": "json_schema", "json_schema": {"name": "person", "schema": schema}});
     // The second row's own max_tokens (3) cuts its output: the row's body wins over the flags.
     let rows = row(json!({"response_format": format}))
         + &row(json!({"response_format": format, "max_tokens": 3}));
@@ -188,7 +212,11 @@ fn json_schema_outputs_truncation_and_non_stream_calls() {
 
     // Non-stream tool calls: the first call arrives with the whole body.
     let dir = Run::at(&sim, "/v1/chat/completions")
-        .input("--dataset-path", "tools.jsonl", row(json!({"tools": [weather_tool()], "tool_choice": "required"})))
+        .input(
+            "--dataset-path",
+            "tools.jsonl",
+            row(json!({"tools": [weather_tool()], "tool_choice": "required"})),
+        )
         .flags("--dataset line_by_line --number 3 --max-tokens 100 --no-stream")
         .ok_dir("parallel_1_number_3");
     assert_eq!(dir.summary()["Valid Tool Calls (%)"], json!(100.0));
@@ -209,7 +237,14 @@ fn the_mock_flag_reaches_the_simulator_in_process_and_as_serve_mock() {
     let pct = dir.summary()["Valid Tool Calls (%)"].as_f64().unwrap();
     assert!((39.0..=61.0).contains(&pct), "{pct}");
 
-    let (mut child, url) = serve_mock(&["--ttft-ms", "1", "--itl-ms", "0", "--mock-invalid-output-rate", "1"]);
+    let (mut child, url) = serve_mock(&[
+        "--ttft-ms",
+        "1",
+        "--itl-ms",
+        "0",
+        "--mock-invalid-output-rate",
+        "1",
+    ]);
     let dir = Run::with_url(&format!("{url}/chat/completions"))
         .flags("--dataset line_by_line --number 5 --max-tokens 100")
         .input("--dataset-path", "tools.jsonl", &tools)
@@ -236,7 +271,12 @@ fn plain_runs_have_no_tool_keys_and_null_tool_columns() {
         .flags("--prompt 'hello there' --number 2 --max-tokens 4")
         .ok_dir("parallel_1_number_2");
     let summary = dir.summary();
-    for key in ["Tool Call Rate (%)", "Valid Tool Calls (%)", "Schema Valid (%)", "Truncated (%)"] {
+    for key in [
+        "Tool Call Rate (%)",
+        "Valid Tool Calls (%)",
+        "Schema Valid (%)",
+        "Truncated (%)",
+    ] {
         assert!(summary.get(key).is_none(), "{key}");
     }
     for r in tool_rows(&dir.db()) {
@@ -267,7 +307,11 @@ fn bfcl_files_become_chat_requests_with_tools() {
     let params = &first["tools"][0]["function"]["parameters"];
     assert_eq!(params["type"], json!("object"), "BFCL's dict");
     assert_eq!(params["properties"]["base"]["type"], json!("integer"));
-    assert_eq!(params["properties"]["height"]["type"], json!("number"), "BFCL's float");
+    assert_eq!(
+        params["properties"]["height"]["type"],
+        json!("number"),
+        "BFCL's float"
+    );
     assert_eq!(params["properties"]["height"]["format"], json!("float"));
     assert_eq!(first["model"], json!("m"));
     assert_eq!(first["stream"], json!(true));
@@ -282,7 +326,8 @@ fn bfcl_files_become_chat_requests_with_tools() {
 
 #[test]
 fn bad_tools_and_schemas_exit_2_naming_the_file_and_line_before_writing() {
-    let rows = row(json!({"tools": [weather_tool()]})) + &row(json!({"tools": {"get_weather": {}}}));
+    let rows =
+        row(json!({"tools": [weather_tool()]})) + &row(json!({"tools": {"get_weather": {}}}));
     let run = Run::against(&fast_sim())
         .input("--dataset-path", "bad-tools.jsonl", rows)
         .flags("--dataset line_by_line --number 2");
@@ -300,7 +345,11 @@ fn bad_tools_and_schemas_exit_2_naming_the_file_and_line_before_writing() {
         .input("--dataset-path", "bad-schema.jsonl", bad_schema)
         .flags("--dataset line_by_line --number 1");
     let err = run.fails(2);
-    assert!(err.contains("bad-schema.jsonl") && err.contains("line 1: \"response_format\" schema is not valid JSON Schema"), "{err}");
+    assert!(
+        err.contains("bad-schema.jsonl")
+            && err.contains("line 1: \"response_format\" schema is not valid JSON Schema"),
+        "{err}"
+    );
     assert_eq!(run.out_entries(), 0);
 
     let run = Run::against(&fast_sim()).flags(
