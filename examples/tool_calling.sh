@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Tool-calling benchmark: chat requests that offer a function (and every fourth one that asks for JSON
-# through response_format instead), streamed, at PARALLEL concurrency. Besides evalscope's latency keys the
-# summary reports Tool Call Rate (%), Valid Tool Calls (%), Schema Valid (%), Truncated (%) and the time to
-# the first tool call; benchmark_data.db has the reassembled calls and why each invalid one failed.
+# through response_format instead: the request bodies of examples/tool_calling_rows.jsonl, one per line),
+# streamed, at PARALLEL concurrency. Besides evalscope's latency keys the summary reports Tool Call Rate
+# (%), Valid Tool Calls (%), Schema Valid (%), Truncated (%) and the time to the first tool call;
+# benchmark_data.db has the reassembled calls and why each invalid one failed.
 # Start the server with tool calling on: vLLM `--enable-auto-tool-choice --tool-call-parser hermes` (or the
 # parser of your model), SGLang `--tool-call-parser qwen25`, llama.cpp `--jinja`. See docs/tool-calling.md.
 #
 #   URL=http://127.0.0.1:8000/v1/chat/completions MODEL=qwen3 examples/tool_calling.sh
-#   BFCL=/data/BFCL_v3_simple.json examples/tool_calling.sh   # BFCL's own question file instead of the rows below
+#   BFCL=/data/BFCL_v3_simple.json examples/tool_calling.sh   # BFCL's own question file instead of the rows file
 #   MOCK=1 INVALID_RATE=0.2 examples/tool_calling.sh           # the built-in simulator, a fifth of its calls invalid
 #
-# Settings (environment): LLMPERF, URL, MODEL, PARALLEL, NUMBER, MAX_TOKENS, BFCL, NAME, OUTPUTS_DIR, MOCK,
-# INVALID_RATE (simulator only), EXTRA_FLAGS (appended verbatim, e.g. "--tokenizer-path Qwen/Qwen3-8B" to
-# count the arguments' tokens).
+# Settings (environment): LLMPERF, URL, MODEL, PARALLEL, NUMBER, MAX_TOKENS, ROWS (a line_by_line file of
+# request bodies), BFCL, NAME, OUTPUTS_DIR, MOCK, INVALID_RATE (simulator only), EXTRA_FLAGS (appended
+# verbatim, e.g. "--tokenizer-path Qwen/Qwen3-8B" to count the arguments' tokens).
 set -euo pipefail
 LLMPERF=${LLMPERF:-llmperf}
 URL=${URL:-http://127.0.0.1:8000/v1/chat/completions}
@@ -21,6 +22,7 @@ PARALLEL=${PARALLEL:-4}
 NUMBER=${NUMBER:-100}
 MAX_TOKENS=${MAX_TOKENS:-512}
 NAME=${NAME:-${MODEL}-tool-calling}
+ROWS=${ROWS:-$(cd "$(dirname "$0")" && pwd)/tool_calling_rows.jsonl}
 OUTPUTS_DIR=${OUTPUTS_DIR:-./outputs}
 if [ "${MOCK:-0}" = 1 ]; then
   endpoint=(--api mock --url "$URL" --mock-invalid-output-rate "${INVALID_RATE:-0}")
@@ -30,16 +32,8 @@ fi
 if [ -n "${BFCL:-}" ]; then
   dataset=(--dataset bfcl --dataset-path "$BFCL")
 else
-  rows=$(mktemp "${TMPDIR:-/tmp}/tool_calling.XXXXXX.jsonl")
-  trap 'rm -f "$rows"' EXIT
-  tool='{"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city.", "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name."}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"], "additionalProperties": false}}}'
-  schema='{"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer", "minimum": 0}}, "required": ["city", "population"], "additionalProperties": false}'
-  for city in Paris Tokyo Lima; do
-    echo "{\"messages\": [{\"role\": \"user\", \"content\": \"What is the weather in $city right now?\"}], \"tools\": [$tool], \"tool_choice\": \"auto\"}"
-  done >"$rows"
-  echo "{\"messages\": [{\"role\": \"user\", \"content\": \"Name a large city and its population, as JSON.\"}], \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"city\", \"schema\": $schema}}}" >>"$rows"
-  dataset=(--dataset line_by_line --dataset-path "$rows")
+  dataset=(--dataset line_by_line --dataset-path "$ROWS")
 fi
 # shellcheck disable=SC2086
-"$LLMPERF" --model "$MODEL" "${endpoint[@]}" "${dataset[@]}" --parallel "$PARALLEL" --number "$NUMBER" \
+exec "$LLMPERF" --model "$MODEL" "${endpoint[@]}" "${dataset[@]}" --parallel "$PARALLEL" --number "$NUMBER" \
   --max-tokens "$MAX_TOKENS" --temperature 0 --stream --name "$NAME" --outputs-dir "$OUTPUTS_DIR" ${EXTRA_FLAGS:-}

@@ -210,11 +210,9 @@ fn chosen_tool(request: &GenRequest) -> Option<&Value> {
             .and_then(Value::as_str),
         _ => None,
     };
-    let function = |t: &Value| t.get("function").cloned();
+    let name = |t: &Value| t.get("function")?.get("name")?.as_str();
     match named {
-        Some(n) => tools
-            .iter()
-            .find(|t| function(t).and_then(|f| f.get("name").cloned()) == Some(Value::from(n))),
+        Some(n) => tools.iter().find(|t| name(t) == Some(n)),
         None => tools.first(),
     }
     .and_then(|t| t.get("function"))

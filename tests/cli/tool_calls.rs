@@ -236,6 +236,7 @@ fn the_mock_flag_reaches_the_simulator_in_process_and_as_serve_mock() {
         .ok_dir("parallel_4_number_200");
     let pct = dir.summary()["Valid Tool Calls (%)"].as_f64().unwrap();
     assert!((39.0..=61.0).contains(&pct), "{pct}");
+    assert_eq!(dir.args()["mock_invalid_output_rate"], json!(0.5));
 
     let (mut child, url) = serve_mock(&[
         "--ttft-ms",
