@@ -23,10 +23,7 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         put("mock_output_tokens", json!(mock.output_tokens));
         put("mock_threads", json!(mock.threads));
         if mock.invalid_output_rate > 0.0 {
-            put(
-                "mock_invalid_output_rate",
-                json!(mock.invalid_output_rate),
-            );
+            put("mock_invalid_output_rate", json!(mock.invalid_output_rate));
         }
     }
     m

@@ -199,6 +199,11 @@ fn draw(seed: u64, id: u64) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// A tool's `function.name`.
+fn function_name(tool: &Value) -> Option<&str> {
+    tool.get("function")?.get("name")?.as_str()
+}
+
 /// The function to call: the one `tool_choice` names, else the first; `None` when tools are not offered.
 fn chosen_tool(request: &GenRequest) -> Option<&Value> {
     let tools = request.tools.as_ref()?.as_array()?;
@@ -210,9 +215,8 @@ fn chosen_tool(request: &GenRequest) -> Option<&Value> {
             .and_then(Value::as_str),
         _ => None,
     };
-    let name = |t: &Value| t.get("function")?.get("name")?.as_str();
     match named {
-        Some(n) => tools.iter().find(|t| name(t) == Some(n)),
+        Some(n) => tools.iter().find(|t| function_name(t) == Some(n)),
         None => tools.first(),
     }
     .and_then(|t| t.get("function"))

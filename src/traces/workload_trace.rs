@@ -357,7 +357,8 @@ mod tests {
 
     #[test]
     fn bad_tools_in_a_body_name_the_line() {
-        let e = record(r#"{"body": {"tools": [{"type": "function"}]}, "timestamp": 1}"#).unwrap_err();
+        let e =
+            record(r#"{"body": {"tools": [{"type": "function"}]}, "timestamp": 1}"#).unwrap_err();
         assert_eq!(
             e,
             "\"tools\"[0] is not a function definition: no \"function\" object"

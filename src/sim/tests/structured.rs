@@ -32,7 +32,11 @@ async fn streamed_fragments_join_to_the_truth_at_any_chunking() {
         let mut args = String::new();
         let mut header = None;
         for c in &chunks {
-            for tc in c["choices"][0]["delta"]["tool_calls"].as_array().into_iter().flatten() {
+            for tc in c["choices"][0]["delta"]["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
                 assert_eq!(tc["index"], 0);
                 if tc.get("id").is_some() {
                     header = Some((tc["id"].clone(), tc["function"]["name"].clone()));
@@ -62,15 +66,24 @@ async fn non_stream_calls_json_outputs_and_the_length_limit() {
     let body: Value = serde_json::from_str(&text).unwrap();
     let call = &body["choices"][0]["message"]["tool_calls"][0];
     let truth = &sim.truth()[0];
-    let sent = truth.structured.as_ref().unwrap().tool_call.as_ref().unwrap();
+    let sent = truth
+        .structured
+        .as_ref()
+        .unwrap()
+        .tool_call
+        .as_ref()
+        .unwrap();
     assert_eq!(call["function"]["arguments"], json!(sent.arguments));
     assert_eq!(call["id"], json!(sent.id));
     assert_eq!(body["choices"][0]["message"]["content"], Value::Null);
     assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
 
-    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+    let schema =
+        json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
     let format = json!({"type": "json_schema", "json_schema": {"name": "x", "schema": schema}});
-    for (max_tokens, finish, content) in [(50, "stop", r#"{"ok":true}"#), (2, "length", r#"{"ok":tr"#)] {
+    for (max_tokens, finish, content) in
+        [(50, "stop", r#"{"ok":true}"#), (2, "length", r#"{"ok":tr"#)]
+    {
         let req = chat_body(json!({"response_format": format, "max_tokens": max_tokens}));
         let (_, _, text) = post(&sim, "/v1/chat/completions", &req).await;
         let body: Value = serde_json::from_str(&text).unwrap();
