@@ -7,6 +7,7 @@
 //! intermediate data and no per-request entry, whatever the run's length).
 
 pub mod agentx;
+mod bfcl;
 mod conversations;
 mod embedding;
 mod files;
@@ -372,6 +373,17 @@ impl Prompts {
         })
     }
 
+    /// Whether any loaded row is a body carrying `tools`, `tool_choice` or `response_format`.
+    pub fn mentions_structure(&self) -> bool {
+        match &self.source {
+            Source::Items(items) => items.iter().any(|i| match i {
+                Item::Body(b) => crate::structured::mentions_structure(b),
+                _ => false,
+            }),
+            Source::Synthetic(_) | Source::Conversations(_) => false,
+        }
+    }
+
     /// Prompts from ready items (cycled), e.g. for tests.
     pub fn from_items(items: Vec<Item>) -> Prompts {
         Prompts {
@@ -486,6 +498,8 @@ fn load_file(
         DatasetKind::OpenQa => text_lines::openqa(&read()?, shaper, limit)
             .with_context(|| format!("--dataset openqa: reading {}", path.display())),
         DatasetKind::Custom => Ok(text_lines::custom(&read()?, shaper, limit)),
+        DatasetKind::Bfcl => bfcl::parse(&read()?, limit)
+            .with_context(|| format!("--dataset bfcl: reading {}", path.display())),
         DatasetKind::LineByLine => line_by_line::parse(&read()?, shaper, limit)
             .with_context(|| format!("--dataset line_by_line: reading {}", path.display())),
         DatasetKind::Embedding | DatasetKind::EmbeddingBatch => {

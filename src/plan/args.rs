@@ -22,6 +22,9 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         put("mock_itl_ms", json!(mock.itl.as_secs_f64() * 1000.0));
         put("mock_output_tokens", json!(mock.output_tokens));
         put("mock_threads", json!(mock.threads));
+        if mock.invalid_output_rate > 0.0 {
+            put("mock_invalid_output_rate", json!(mock.invalid_output_rate));
+        }
     }
     m
 }

@@ -257,6 +257,7 @@ impl RunPlan {
         let dataset_args = dataset_args(&cli, &tokens, &prompt_source)?;
         let image = image_settings(&cli)?;
         let query_template = prompts::query_template(&cli)?;
+        prompts::check_extra_args(&cli)?;
         let apply_chat_template =
             prompts::chat_template_and_url(&cli, &prompt_source, &tokens, &mut url);
         let outputs = outputs(&cli, &model_id, now);

@@ -275,6 +275,11 @@ fn start_aggregator(
                 image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
                 responses: plan.api == crate::plan::ApiKind::Responses,
             },
+            tools: crate::tool_calls::Analyzer::for_run(
+                plan,
+                &ctx.prompts,
+                ctx.prompts.tokenizer.clone(),
+            ),
         },
     ))
 }

@@ -171,6 +171,7 @@ fn record(line: &str) -> Result<(f64, TraceRequest, Option<u64>), String> {
             "body contains reserved key {k:?}; remove it from the trace body"
         ));
     }
+    crate::structured::check_body(&body).map_err(|e| e.to_string())?;
     let ts = timestamp(obj.get("timestamp").ok_or("missing \"timestamp\"")?)?;
     let headers = match obj.get("headers") {
         None | Some(Value::Null) => Vec::new(),
@@ -352,6 +353,16 @@ mod tests {
             .unwrap_err()
             .contains("yesterday"));
         assert!(timestamp(&json!(true)).is_err());
+    }
+
+    #[test]
+    fn bad_tools_in_a_body_name_the_line() {
+        let e =
+            record(r#"{"body": {"tools": [{"type": "function"}]}, "timestamp": 1}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "\"tools\"[0] is not a function definition: no \"function\" object"
+        );
     }
 
     #[test]

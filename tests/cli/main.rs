@@ -42,6 +42,7 @@ mod swe_smith;
 mod swe_smith_live;
 mod tls;
 mod tokens;
+mod tool_calls;
 mod visualizer;
 mod workload;
 mod workload_trace;
