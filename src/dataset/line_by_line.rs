@@ -28,7 +28,7 @@ pub fn parse(text: &str, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
         match parsed {
             Some(Value::Array(messages)) => items.push(Item::Chat(messages)),
             Some(Value::Object(body)) => items.push(Item::Body(body)),
-            _ => items.extend(shaper.prepare(line)),
+            _ => items.extend(shaper.prepare(line)?),
         }
     }
     Ok(items)

@@ -10,6 +10,7 @@ mod agentx;
 pub mod args;
 mod endpoint;
 mod kinds;
+mod legacy_args;
 mod load;
 mod multi_turn;
 mod parse;
@@ -233,7 +234,11 @@ fn request_url(
 
 impl RunPlan {
     /// Validates `cli` into a plan. `now` names the timestamp folder.
-    pub fn from_cli(cli: Cli, now: chrono::DateTime<chrono::Local>) -> Result<RunPlan, UsageError> {
+    pub fn from_cli(
+        mut cli: Cli,
+        now: chrono::DateTime<chrono::Local>,
+    ) -> Result<RunPlan, UsageError> {
+        legacy_args::normalize(&mut cli)?;
         let (model, model_id) = model_and_id(&cli)?;
         let api = ApiKind::from(cli.api);
         let tuning = cli.tuning.validate().map_err(UsageError)?;

@@ -468,6 +468,7 @@ fn start_aggregator(
                 template_kwargs: crate::dataset::template_kwargs(plan),
                 image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
                 responses: plan.api == crate::plan::ApiKind::Responses,
+                rerank: plan.api == crate::plan::ApiKind::Rerank,
             },
         },
     ))
