@@ -548,6 +548,15 @@ mod tests {
         assert!(body_requests_stream(r#"{"stream": true}"#));
         assert!(!body_requests_stream(r#"{"stream": false}"#));
         assert!(!body_requests_stream("nope"));
+        // evalscope's `is_stream_body`: absent, or truthy but not the boolean true, is not a stream.
+        for body in [
+            r#"{}"#,
+            r#"{"stream": "true"}"#,
+            r#"{"stream": "True"}"#,
+            r#"{"stream": 1}"#,
+        ] {
+            assert!(!body_requests_stream(body), "{body}");
+        }
     }
 
     #[test]

@@ -331,7 +331,10 @@ impl RunPlan {
                 connect_timeout_s: cli.connect_timeout,
                 read_timeout_s: cli.read_timeout,
                 total_timeout_s: cli.total_timeout,
-                warmup_num: cli.warmup_num,
+                // A replayed trace takes its warmup from its own records: evalscope records 0.
+                warmup_num: cli
+                    .warmup_num
+                    .filter(|_| trace.is_none() && replay.is_none()),
                 duration_s: cli.duration,
                 prompt: cli.prompt,
                 query_template: cli.query_template,

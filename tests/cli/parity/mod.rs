@@ -3,17 +3,23 @@
 //! small stub server on 127.0.0.1). One file per evalscope test file; the table that maps every applicable
 //! evalscope test to its llmperf test (here or elsewhere in the suite) is docs/evalscope-regression-parity.md.
 
+mod async_lifecycle;
 pub mod chat_template_error;
 mod dataset_args;
 mod line_by_line_body;
 mod multi_turn;
+mod open_loop_strategy;
 mod parse_responses;
+mod perf_basic;
 mod prefix_injection;
+mod report_loader;
 mod request_build_errors;
 mod rerank;
 mod responses_stream;
 mod streaming;
 mod target_input_len;
+mod trie_replay;
+mod workload_trace;
 
 use std::path::PathBuf;
 
