@@ -11,6 +11,8 @@ mod multi_turn;
 mod open_loop_strategy;
 mod parse_responses;
 mod perf_basic;
+mod perf_embedding_rerank;
+mod perf_sla;
 mod prefix_injection;
 mod report_loader;
 mod request_build_errors;

@@ -34,3 +34,44 @@ fn responses_turns_send_their_output_cap_as_max_output_tokens() {
         .iter()
         .all(|(path, _, _)| path == "/v1/responses"));
 }
+
+/// evalscope's `test_perf_multi_turn.py::test_share_gpt_zh_multi_turn` (run against DashScope there): the
+/// ShareGPT conversations replayed turn by turn, at most `--max-turns` user turns each, the recorded
+/// assistant answers replaced by the server's. (`random_multi_turn` and `swe_smith`, its other two cases,
+/// are `multi_turn::random_multi_turn_resends_the_history_with_the_real_answers` and
+/// `swe_smith_live::swe_smith_live_runs_the_documented_command`.)
+#[test]
+fn share_gpt_conversations_replay_with_the_real_answers_up_to_max_turns() {
+    let sim = fast_sim();
+    let conversation = |tag: &str| {
+        let turns: Vec<serde_json::Value> = (1..=5)
+            .map(|k| serde_json::json!({"human": format!("{tag} question {k}"), "assistant": format!("recorded answer {k}")}))
+            .collect();
+        serde_json::json!({"conversation": turns}).to_string() + "\n"
+    };
+    let dir = Run::at(&sim, "/v1/chat/completions")
+        .flags("--multi-turn --dataset share_gpt_zh_multi_turn --parallel 2 --number 2")
+        .flags("--max-tokens 4 --max-turns 4 --no-test-connection")
+        .input(
+            "--dataset-path",
+            "common_zh_70k.jsonl",
+            conversation("a") + &conversation("b"),
+        )
+        .ok_dir("parallel_2_number_2");
+    let rows = turns(&dir.db());
+    assert_eq!(rows.len(), 8, "two conversations of --max-turns 4 turns");
+    for t in &rows {
+        let messages = t.2["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 2 * t.1 as usize + 1);
+        for (k, m) in messages.iter().enumerate() {
+            if k % 2 == 1 {
+                assert_eq!(m["role"], "assistant");
+                assert_eq!(
+                    m["content"], "hello hello hello hello ",
+                    "the server's answer"
+                );
+            }
+        }
+    }
+    assert_eq!(dir.summary()["Total Requests"], 8);
+}

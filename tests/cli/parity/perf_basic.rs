@@ -52,3 +52,27 @@ fn multi_turn_warmup_counts_conversations_and_the_total_counts_turns() {
         "2 warmup conversations were sent too: {sent}"
     );
 }
+
+/// `test_completion_endpoint`: `random` prompts of exactly 1024 tokens streamed to `/v1/completions` (plain
+/// text: no chat template there), as a sweep.
+#[test]
+fn random_prompts_to_a_completions_endpoint_as_a_sweep() {
+    let sim = fast_sim();
+    let run = Run::at(&sim, "/v1/completions")
+        .flags("--dataset random --parallel 1 2 --number 2 4 --min-tokens 8 --max-tokens 8 --prefix-length 0")
+        .flags(r#"--min-prompt-length 1024 --max-prompt-length 1024 --stream --extra-args '{"ignore_eos": true}'"#)
+        .flags("--no-test-connection")
+        .flag("--tokenizer-path", tokenizer_dir("qwen3"));
+    run.ok();
+    let tok = crate::tokens::raw_tokenizer("qwen3");
+    let bodies = super::sim_bodies(&sim);
+    assert_eq!(bodies.len(), 6);
+    for b in &bodies {
+        let prompt = b["prompt"].as_str().expect("a text prompt");
+        assert_eq!(crate::tokens::count(&tok, prompt), 1024);
+        assert_eq!(b["stream"], true);
+    }
+    for (dir, n) in [("parallel_1_number_2", 2), ("parallel_2_number_4", 4)] {
+        assert_eq!(run.run_dir(dir).summary()["Success Requests"], n);
+    }
+}

@@ -28,14 +28,14 @@ fn prompts(dataset_args: Option<&str>) -> Vec<String> {
 }
 
 fn ten_words() -> String {
-    vec!["word"; 10].join(" ")
+    ["word"; 10].join(" ")
 }
 
 #[test]
 fn cap_cuts_and_keeps_drop_keeps_only_the_exact_length_and_none_filters() {
     let tok = raw_tokenizer("qwen3");
     assert_eq!(count(&tok, &ten_words()), 10);
-    let five = vec!["word"; 5].join(" ");
+    let five = ["word"; 5].join(" ");
     assert_eq!(
         prompts(Some(r#"{"target_input_len": 5, "input_len_mode": "cap"}"#)),
         [five.as_str(), "abc"]
