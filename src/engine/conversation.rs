@@ -7,8 +7,8 @@
 //! turn but the first), the history extended by the turn's messages, a Poisson pause when `--rate` is set,
 //! the body built from the history (the turn's own output cap overriding `--max-tokens`, under the API's
 //! key: `max_output_tokens` for the Responses API). A failed turn ends its conversation; `--max-turns` caps
-//! it. `--duration` stops claiming new conversations once passed
-//! (armed by the first measured claim; conversations already claimed run to their end).
+//! it. `--duration` stops claiming new conversations once passed (armed by the first measured claim;
+//! conversations already claimed run to their end).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
