@@ -33,7 +33,7 @@ pub fn parse(text: &str, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
                 crate::structured::check_body(&body).map_err(|e| anyhow!("line {}: {e}", n + 1))?;
                 items.push(Item::Body(body));
             }
-            _ => items.extend(shaper.prepare(line)),
+            _ => items.extend(shaper.prepare(line)?),
         }
     }
     Ok(items)

@@ -26,6 +26,7 @@ mod media;
 mod memory;
 mod multi_turn;
 mod outputs;
+mod parity;
 mod parquet_sets;
 mod pd_metrics;
 mod proxy;
