@@ -260,7 +260,10 @@ fn evalscope_match_output_length() {
     // Constrained decoding keeps only max_tokens; text formats and free tool choice also get ignore_eos.
     for (extra, ignore_eos) in [
         (json!({"response_format": {"type": "json_object"}}), false),
-        (json!({"response_format": {"type": "json_schema"}}), false),
+        (
+            json!({"response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "object"}}}}),
+            false,
+        ),
         (json!({"response_format": {"type": "text"}}), true),
         (json!({"tools": tools, "tool_choice": "required"}), false),
         (
