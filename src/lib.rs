@@ -33,6 +33,7 @@ pub mod run_folder;
 pub(crate) mod runner;
 pub mod scenario;
 pub(crate) mod secret;
+pub mod server_control;
 pub mod server_metrics;
 pub mod shard;
 pub mod shutdown;

@@ -13,6 +13,7 @@ pub mod mock_output;
 mod multi_turn;
 mod parsers;
 pub mod scenario;
+pub mod server_control;
 pub mod server_metrics;
 pub mod shard;
 pub mod sla;
@@ -452,6 +453,12 @@ pub struct Cli {
     /// The simulator's invalid tool calls and JSON outputs.
     #[command(flatten)]
     pub mock_output: mock_output::MockOutputArgs,
+    /// `--mock-prefix-cache`.
+    #[command(flatten)]
+    pub mock_cache: server_control::MockCacheArgs,
+    /// `--reset-prefix-cache`, `--server-profile`, `--target-cache-hit-rate` and their companions.
+    #[command(flatten)]
+    pub server_control: server_control::ServerControlArgs,
     /// `--burstiness`, `--ramp-up`.
     #[command(flatten)]
     pub arrival: arrival::ArrivalArgs,

@@ -67,6 +67,10 @@ struct ServeMockArgs {
     /// `--mock-invalid-output-rate`, as for `llmperf --api mock`.
     #[command(flatten)]
     output: crate::cli::mock_output::MockOutputArgs,
+
+    /// `--mock-prefix-cache on|off` (default off), as for `llmperf --api mock`.
+    #[command(flatten)]
+    cache: crate::cli::server_control::MockCacheArgs,
 }
 
 fn millis(flag: &str, v: f64) -> Result<Duration, String> {
@@ -96,6 +100,7 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         prefill_tok_per_s: args.capacity.mock_prefill_tok_per_s,
         decode_tok_per_s: args.capacity.mock_decode_tok_per_s,
         invalid_output_rate: args.output.mock_invalid_output_rate,
+        prefix_cache: args.cache.mock_prefix_cache == Some(crate::cli::server_control::OnOff::On),
         ..SimConfig::default()
     };
     crate::clock::init();

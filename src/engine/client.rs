@@ -54,6 +54,17 @@ struct Inner {
     hooks: super::hooks::Hooks,
     /// The API whose events are read.
     api: ApiKind,
+    /// Requests between the start of their send and their record (read by `--server-profile-at-inflight`).
+    in_flight: AtomicUsize,
+}
+
+/// Counts a request in flight while it lives.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The most a size hint reserves up front.
@@ -79,8 +90,14 @@ impl HttpClient {
                 size_hint: Default::default(),
                 api: plan.api,
                 hooks: super::hooks::Hooks::from_env(),
+                in_flight: AtomicUsize::new(0),
             }),
         })
+    }
+
+    /// Requests in flight now (sent, or being sent, and not yet finished).
+    pub fn in_flight(&self) -> usize {
+        self.inner.in_flight.load(Ordering::Relaxed)
     }
 
     /// The endpoint.
@@ -120,6 +137,8 @@ impl HttpClient {
         started: Option<Started>,
     ) -> RequestRecord {
         let inner = &*self.inner;
+        inner.in_flight.fetch_add(1, Ordering::Relaxed);
+        let _in_flight = InFlight(&inner.in_flight);
         if inner.debug {
             tracing::debug!(
                 index = record.index,

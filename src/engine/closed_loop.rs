@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, Mutex};
+use tokio::sync::{mpsc, Mutex, Notify};
 use tokio::task::JoinSet;
 
 use super::timer::PreciseTimer;
-use super::{send_one, Dispatch, DispatchOutcome, HttpClient, PreparedRequest, RequestFeed};
+use super::{send_one, Dispatch, DispatchOutcome, Gate, HttpClient, PreparedRequest, RequestFeed};
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
 
@@ -39,6 +39,12 @@ struct Shared {
     /// End of the measured phase (`--duration` after the first measured request was scheduled).
     deadline: OnceLock<Instant>,
     duration: Option<Duration>,
+    /// Warmup requests not finished yet, and the signal that one finished (for the gate).
+    warm_left: AtomicUsize,
+    warm_done: Notify,
+    /// Passed before the first measured request, once the warmup has drained.
+    gate: Option<Gate>,
+    held_at_gate: AtomicBool,
 }
 
 impl Shared {
@@ -53,18 +59,55 @@ impl Shared {
         let Taker { feed, pacing } = &mut *guard;
         let Some((t0, timer)) = pacing else {
             let (i, request) = feed.next().await?;
+            if !request.is_warmup && self.gate.is_some() {
+                // Still holding the feed: no other worker sends until the gate has been passed.
+                let went = self.pass_gate().await;
+                return went.then(|| (i, request, free_at.max(Instant::now())));
+            }
             return Some((i, request, free_at));
         };
         if self.done.load(Ordering::Relaxed) || shutdown.stopping() {
             return None;
         }
         let (i, request) = feed.next().await?;
+        if !request.is_warmup && self.gate.is_some() && !self.pass_gate().await {
+            return None;
+        }
         let at = *t0 + Duration::from_secs_f64(request.offset_s.unwrap_or(0.0));
         tokio::select! {
             _ = timer.sleep_until(at) => {}
             _ = shutdown.stopped() => return None,
         }
         Some((i, request, at.max(free_at)))
+    }
+
+    /// Waits for every warmup request to finish, then passes the gate (the first time; later calls
+    /// return at once). `false`: the gate stayed shut, the run sends no measured request.
+    async fn pass_gate(&self) -> bool {
+        let Some(gate) = &self.gate else {
+            return true;
+        };
+        loop {
+            let notified = self.warm_done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.warm_left.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            notified.await;
+        }
+        if gate.pass().await {
+            return true;
+        }
+        self.held_at_gate.store(true, Ordering::Relaxed);
+        self.done.store(true, Ordering::Relaxed);
+        false
+    }
+
+    /// A warmup request finished.
+    fn warmup_finished(&self) {
+        self.warm_left.fetch_sub(1, Ordering::AcqRel);
+        self.warm_done.notify_waiters();
     }
 
     /// Whether a measured request scheduled at `at` may still go (`--duration`).
@@ -101,6 +144,7 @@ async fn worker(
             return;
         }
         shared.dispatched.fetch_add(1, Ordering::Relaxed);
+        let warmup = request.is_warmup;
         let abandoned = send_one(
             &client,
             index,
@@ -111,6 +155,9 @@ async fn worker(
             &mut free_at,
         )
         .await;
+        if warmup {
+            shared.warmup_finished();
+        }
         if abandoned {
             shared.abandoned.fetch_add(1, Ordering::Relaxed);
             return;
@@ -127,6 +174,7 @@ pub(super) async fn run(
 ) -> DispatchOutcome {
     let began = Instant::now();
     let len = requests.len();
+    let warm_left = AtomicUsize::new(requests.warmup());
     let workers = dispatch.parallel.max(1).min(len.max(1));
     let shared = Arc::new(Shared {
         taker: Mutex::new(Taker {
@@ -143,6 +191,10 @@ pub(super) async fn run(
         abandoned: AtomicUsize::new(0),
         deadline: OnceLock::new(),
         duration: dispatch.duration,
+        warm_left,
+        warm_done: Notify::new(),
+        gate: dispatch.gate.clone(),
+        held_at_gate: AtomicBool::new(false),
     });
     let mut set = JoinSet::new();
     for _ in 0..workers {
@@ -164,5 +216,6 @@ pub(super) async fn run(
         // Workers only stop before the list is done for `--duration` or a signal.
         interrupted: !hit_duration && dispatched < shared.len && shutdown.stopping(),
         began: Some(began),
+        held_at_gate: shared.held_at_gate.load(Ordering::Relaxed),
     }
 }

@@ -284,5 +284,6 @@ pub async fn run(
         hit_duration: shared.hit_duration.load(Ordering::Relaxed),
         interrupted: shared.cut_short.load(Ordering::Relaxed),
         began: Some(began),
+        held_at_gate: false,
     }
 }

@@ -11,6 +11,7 @@ pub mod conn_test;
 pub mod conversation;
 pub mod dag;
 pub mod feed;
+pub mod gate;
 pub mod hooks;
 pub mod http1;
 mod open_loop;
@@ -29,6 +30,7 @@ use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
 pub use client::HttpClient;
 pub use feed::RequestFeed;
+pub use gate::{Gate, GateKeeper};
 
 /// One prepared request.
 #[derive(Debug, Clone)]
@@ -84,6 +86,8 @@ pub struct Dispatch {
     pub duration: Option<Duration>,
     /// Open loop: the origin of the measured schedule (`--start-at`), if later than the warmup's end.
     pub origin: Option<Instant>,
+    /// Passed once the warmup has drained, right before the first measured request (see [`gate`]).
+    pub gate: Option<Gate>,
 }
 
 /// How dispatching ended.
@@ -99,6 +103,8 @@ pub struct DispatchOutcome {
     pub interrupted: bool,
     /// When the measured schedule began (open loop: after the warmup phase; closed loop: at once).
     pub began: Option<Instant>,
+    /// The gate stayed shut: no measured request was sent.
+    pub held_at_gate: bool,
 }
 
 /// Sends the requests of `feed` (warmup first) per `dispatch`, delivering every finished record to `records`. Returns

@@ -185,6 +185,12 @@ pub(super) async fn run(
             outcome.abandoned += 1;
         }
     }
+    if let Some(gate) = &dispatch.gate {
+        if !gate.pass().await {
+            outcome.held_at_gate = true;
+            return Ok(outcome);
+        }
+    }
 
     // The measured requests carry their offsets: a replayed trace's own, else the seeded schedule.
     let in_flight = Arc::new(InFlight::default());

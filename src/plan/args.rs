@@ -25,7 +25,11 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         if mock.invalid_output_rate > 0.0 {
             put("mock_invalid_output_rate", json!(mock.invalid_output_rate));
         }
+        if let Some(on) = plan.server_side.mock_prefix_cache {
+            put("mock_prefix_cache", json!(if on { "on" } else { "off" }));
+        }
     }
+    crate::server_control::outcome::args_keys(&plan.server_control, &mut put);
     m
 }
 

@@ -16,6 +16,7 @@ mod multi_turn;
 mod parse;
 mod prompts;
 mod run_spec;
+mod server_control;
 mod server_side;
 pub mod sharding;
 pub mod sla;
@@ -139,6 +140,8 @@ pub struct RunPlan {
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
     pub sharding: Option<sharding::Sharding>,
+    /// `--reset-prefix-cache`, `--server-profile`, `--target-cache-hit-rate` (issue 27).
+    pub server_control: crate::server_control::ServerControlPlan,
 }
 
 /// Where a plan's results go: the parts of the run root's path ([`crate::run_folder::RunRoot::of`]).
@@ -278,6 +281,12 @@ impl RunPlan {
         .map_err(UsageError)?;
         let goodput = crate::metrics::GoodputSlos::parse(&cli.sla.goodput).map_err(UsageError)?;
         let server_side = server_side::server_side_plan(&cli, api, &runs)?;
+        let server_control = server_control::server_control_plan(
+            &cli,
+            &prompt_source,
+            &tokens,
+            matches!(workload, Workload::MultiTurn(_)),
+        )?;
         let shard_flags = cli.sharding.clone();
         let mut plan = RunPlan {
             model,
@@ -342,6 +351,7 @@ impl RunPlan {
             goodput,
             workload,
             server_side,
+            server_control,
             sharding: None,
         };
         plan.shard(&shard_flags)?;

@@ -22,6 +22,8 @@ pub struct ServerSidePlan {
     pub mock_metrics_fault: Option<MetricsFault>,
     /// `--mock-reasoning-tokens`.
     pub mock_reasoning_tokens: u32,
+    /// `--mock-prefix-cache` (`None`: the workload decides).
+    pub mock_prefix_cache: Option<bool>,
 }
 
 /// Validates the flags against the runs (`runs` know whether they are paced).
@@ -55,11 +57,17 @@ pub fn server_side_plan(
     let mock = api == ApiKind::Mock;
     let fault = cli.server_side.mock_metrics_fault;
     let reasoning = cli.server_side.mock_reasoning_tokens;
-    if !mock && (fault.is_some() || reasoning > 0) {
+    let prefix_cache = cli
+        .mock_cache
+        .mock_prefix_cache
+        .map(|v| v == crate::cli::server_control::OnOff::On);
+    if !mock && (fault.is_some() || reasoning > 0 || prefix_cache.is_some()) {
         let flag = if fault.is_some() {
             "--mock-metrics-fault"
-        } else {
+        } else if reasoning > 0 {
             "--mock-reasoning-tokens"
+        } else {
+            "--mock-prefix-cache"
         };
         return usage(format!(
             "{flag} configures the built-in simulator: add --api mock, or drop {flag}"
@@ -70,6 +78,7 @@ pub fn server_side_plan(
         arrival,
         mock_metrics_fault: fault,
         mock_reasoning_tokens: reasoning,
+        mock_prefix_cache: prefix_cache,
     })
 }
 

@@ -66,6 +66,12 @@ impl RunDir {
             .with_context(|| format!("creating {}", self.path().display()))
     }
 
+    /// Removes the run folder and everything in it (a run stopped before its load: nothing is kept).
+    pub fn remove(&self) -> Result<()> {
+        std::fs::remove_dir_all(self.path())
+            .with_context(|| format!("removing {}", self.path().display()))
+    }
+
     /// Writes the run's arguments.
     pub fn write_args(&self, args: &Map<String, Value>) -> Result<()> {
         write_text(&self.args(), &pyjson::dumps_indent4(args))

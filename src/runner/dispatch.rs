@@ -90,6 +90,11 @@ pub(super) struct Measured {
     pub rows: u64,
     /// The client's CPU use over the run.
     pub cpu_use: crate::metrics::CpuUse,
+    /// Server control in this run, and the failure that stops the sweep (see [`super::control`]).
+    pub control: (
+        crate::server_control::RunControl,
+        Option<crate::server_control::ControlError>,
+    ),
 }
 
 /// Creates the run's database, starts the aggregator, sends this process's share of the requests (all of
@@ -120,6 +125,7 @@ pub(super) async fn dispatch(
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
+    let armed = super::control::arm(ctx, this.index, client).await;
     // After the connection test and just before sending: a shard records itself and waits for --start-at.
     let shard = crate::shard::begin(
         plan,
@@ -136,8 +142,17 @@ pub(super) async fn dispatch(
         parallel: work.parallel,
         duration: plan.duration,
         origin: shard.as_ref().and_then(|s| s.origin),
+        gate: armed.gate.clone(),
+    };
+    // A shard whose reset failed sends nothing.
+    let payload = if armed.failed_early() {
+        payload.nothing()
+    } else {
+        payload
     };
     let (outcome, produced) = send(ctx, this, client, &dispatch, payload, tx).await;
+    drop(dispatch);
+    let control = armed.finish().await?;
     let mut done = aggregator.await.context("the aggregator task failed")?;
     *tracker = done.observers.tracker.take();
     let outcome = outcome?;
@@ -172,6 +187,10 @@ pub(super) async fn dispatch(
         wall: window_start.elapsed(),
         cpus: crate::resources::available_cpus(),
     };
+    let mut control = control;
+    if let Some(f) = plan.server_control.target_hit_rate {
+        control.0.hit_rate = Some(super::control::measured_hit_rate(&db_path, f)?);
+    }
     Ok(Measured {
         acc: done.acc,
         scrape,
@@ -179,6 +198,7 @@ pub(super) async fn dispatch(
         outcome,
         rows,
         cpu_use,
+        control,
     })
 }
 
@@ -197,6 +217,14 @@ async fn send(
             let outcome = engine::run(client, dispatch, feed, tx, &ctx.shutdown).await;
             // The feed is gone: the producer stops at its next hand-over, if it has not ended.
             (outcome, producer.finish().await)
+        }
+        Payload::Conversations { .. } | Payload::Sessions(_) if !pass_gate(dispatch).await => {
+            drop(tx);
+            let outcome = engine::DispatchOutcome {
+                held_at_gate: true,
+                ..engine::DispatchOutcome::default()
+            };
+            (Ok(outcome), Ok(()))
         }
         Payload::Conversations {
             settings,
@@ -226,6 +254,15 @@ async fn send(
             };
             (Ok(engine::DispatchOutcome::default()), produced)
         }
+    }
+}
+
+/// Conversations and sessions have no warmup phase of their own to wait for (the plan refuses a reset
+/// with warmup conversations): they pass the gate before their first request.
+async fn pass_gate(dispatch: &Dispatch) -> bool {
+    match &dispatch.gate {
+        Some(gate) => gate.pass().await,
+        None => true,
     }
 }
 

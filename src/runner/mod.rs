@@ -4,6 +4,7 @@
 mod agentx;
 mod aggregate;
 mod context;
+mod control;
 mod dispatch;
 mod multi_turn;
 mod requests;
@@ -62,7 +63,10 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         prefill_tok_per_s: mock.prefill_tok_per_s,
         decode_tok_per_s: mock.decode_tok_per_s,
         // Conversations resend their history, replayed traces repeat blocks: let the simulator report it cached.
-        prefix_cache: plan.workload.repeats_prefixes(),
+        prefix_cache: plan
+            .server_side
+            .mock_prefix_cache
+            .unwrap_or_else(|| plan.workload.repeats_prefixes()),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         invalid_output_rate: mock.invalid_output_rate,

@@ -26,6 +26,7 @@ pub(super) async fn write(
         rows,
         cpu_use,
         outcome,
+        control,
     } = measured;
     // Marked only when the signal cut the run short: a run whose every request was sent and finished is
     // complete, even if the signal came while its last requests were in flight.
@@ -60,6 +61,7 @@ pub(super) async fn write(
         .extras
         .appended
         .extend(observers.tool_calls.summary_keys());
+    summary.extras.appended.extend(control.0.summary_keys());
     if let Some(server) = crate::server_metrics::finish_for_run(scrape, &mut summary).await {
         if let Err(e) = dir.write_server_metrics(&server) {
             tracing::warn!("--server-metrics: {e:#}");

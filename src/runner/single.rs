@@ -89,8 +89,11 @@ pub async fn run_single(
         dir: &dir,
         args: &args,
     };
-    let measured = dispatch(ctx, &this, &client, sending, tracker).await?;
+    let mut measured = dispatch(ctx, &this, &client, sending, tracker).await?;
+    super::control::stop_before_load(&measured, &dir)?;
+    let control_error = measured.control.1.take();
     let result = super::results::write(ctx, spec, dir, measured, stopped_early).await?;
+    super::control::stop_after_run(control_error)?;
     if let Some(t) = tracker.as_mut() {
         t.run_finished();
     }

@@ -88,6 +88,7 @@ pub(super) async fn generate(
             .serve(&chain, chat, tokens, TOKEN_TEXT.trim_end()),
         None => 0,
     };
+    shared.metrics.cache_hits(cached_tokens);
     let reasoning_tokens = match api {
         Api::Chat if structured.is_some() => 0,
         Api::Chat => cfg.reasoning_tokens.min(tokens),

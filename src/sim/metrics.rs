@@ -8,8 +8,8 @@
 //!
 //! Exposed families (label `model_name`, the most recent request's model):
 //! * counters `vllm:request_success_total`, `vllm:prompt_tokens_total`, `vllm:generation_tokens_total`,
-//!   `vllm:prefix_cache_queries_total` (= prompt tokens), `vllm:prefix_cache_hits_total` (0: the simulator
-//!   caches nothing), `vllm:num_preemptions_total` (0);
+//!   `vllm:prefix_cache_queries_total` (= prompt tokens), `vllm:prefix_cache_hits_total` (the tokens its
+//!   prefix cache reported cached; 0 with the cache off), `vllm:num_preemptions_total` (0);
 //! * gauges `vllm:num_requests_running` (generation requests between head and last frame),
 //!   `vllm:num_requests_waiting` (0: no queue), `vllm:kv_cache_usage_perc` (running / 256);
 //! * histograms `vllm:time_to_first_token_seconds` (first output frame − request received),
@@ -149,6 +149,7 @@ pub(crate) struct SimMetrics {
     success: AtomicU64,
     prompt_tokens: AtomicU64,
     generation_tokens: AtomicU64,
+    cached_tokens: AtomicU64,
     running: AtomicI64,
     ttft: Histogram,
     itl: Histogram,
@@ -162,6 +163,7 @@ impl Default for SimMetrics {
             success: AtomicU64::new(0),
             prompt_tokens: AtomicU64::new(0),
             generation_tokens: AtomicU64::new(0),
+            cached_tokens: AtomicU64::new(0),
             running: AtomicI64::new(0),
             ttft: Histogram::new(TTFT_BOUNDS_S),
             itl: Histogram::new(ITL_BOUNDS_S),
@@ -177,6 +179,16 @@ impl SimMetrics {
         self.running.fetch_add(1, Ordering::Relaxed);
         // No queue: every request is scheduled at once.
         self.queue.observe(0.0);
+    }
+
+    /// Generation requests between their head and their last frame.
+    pub(crate) fn running(&self) -> i64 {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// A request's prompt tokens served from the prefix cache.
+    pub(crate) fn cache_hits(&self, tokens: u64) {
+        self.cached_tokens.fetch_add(tokens, Ordering::Relaxed);
     }
 
     /// One gap between two output frames of a stream.
@@ -229,7 +241,7 @@ impl SimMetrics {
             (
                 "vllm:prefix_cache_hits_total",
                 "Prefix cache hits, in terms of number of cached tokens.",
-                0,
+                self.cached_tokens.load(Ordering::Relaxed),
             ),
             (
                 "vllm:num_preemptions_total",

@@ -27,6 +27,9 @@
 //!   tokens = words of the query plus words of every document (vLLM reports only `total_tokens`).
 //! * `GET /v1/models` — one model: the `model` of the most recent request, else `"mock-model"`.
 //! * `GET /health` — `{"status":"ok"}`.
+//! * `POST /reset_prefix_cache` (vLLM), `POST /flush_cache` (SGLang) — empty the prefix cache;
+//!   `POST /start_profile`, `POST /stop_profile` — a pretend profiler; every call is recorded with its time
+//!   ([`SimServer::control_calls`]). See [`control`].
 //! * `GET /metrics` — Prometheus text with vLLM's metric names and the simulator's true counters, gauges
 //!   and histograms ([`metrics`]); [`SimConfig::metrics_fault`] makes it missing, slow or garbage.
 //! * Anything else: 404 `{"error":{"message":…,"type":"not_found","code":404}}`; a known path with the
@@ -89,6 +92,7 @@
 mod bench;
 mod capacity;
 mod conn;
+pub mod control;
 pub mod fault;
 mod generate;
 mod instance;
@@ -119,6 +123,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
+pub use control::ControlCall;
 pub use fault::{Fault, FaultRule};
 pub use metrics::MetricsFault;
 pub use routes::FAULT_HEADER;
@@ -196,6 +201,7 @@ pub(crate) struct Shared {
     capacity: Arc<capacity::Capacity>,
     prefix: prefix_cache::PrefixCache,
     metrics: Arc<metrics::SimMetrics>,
+    control: control::ControlLog,
 }
 
 impl Shared {
@@ -301,6 +307,7 @@ impl SimServer {
             model: Mutex::default(),
             prefix: prefix_cache::PrefixCache::default(),
             metrics: Arc::default(),
+            control: control::ControlLog::default(),
         });
         let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, port)))?;
         Ok(SimServer {
@@ -356,6 +363,12 @@ impl SimServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Every call to a control endpoint so far (prefix-cache resets, profiler starts and stops), in
+    /// order, kept whatever `record_truth` says.
+    pub fn control_calls(&self) -> Vec<ControlCall> {
+        self.shared.control.snapshot()
     }
 
     /// Stops accepting, drops every connection and joins the server thread.

@@ -102,6 +102,11 @@ impl Chain {
 }
 
 impl PrefixCache {
+    /// Forgets every prefix (a server's prefix-cache reset).
+    pub fn clear(&self) {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
     /// Looks `prompt` up (the cached token count, at most `prompt_words − 1`), then remembers it followed
     /// by the answer (`answer_words` words of `word`, as an assistant message for chat requests).
     pub fn serve(&self, prompt: &Chain, chat: bool, answer_words: u32, word: &str) -> u64 {

@@ -81,6 +81,7 @@ pub(crate) async fn handle(
             });
         }
         Route::Metrics => return Ok(metrics(&shared).await),
+        Route::Control => return Ok(super::control::handle(&shared, path)),
         Route::Answer(response) => return Ok(response),
     };
     let request: GenRequest = match serde_json::from_slice(&body) {
@@ -168,6 +169,8 @@ enum Route {
     Rerank,
     /// `/metrics` (Prometheus text).
     Metrics,
+    /// A prefix-cache reset or a profiler call (see [`super::control`]).
+    Control,
     /// Answered from the path alone (models, health, wrong method, unknown path).
     Answer(Response<SimBody>),
 }
@@ -192,6 +195,7 @@ fn route(shared: &Shared, path: &str, method: &Method) -> Route {
         ("/v1/rerank" | "/v1/reranks" | "/rerank", &Method::POST) => Route::Rerank,
         ("/v1/models", &Method::GET) => Route::Answer(models(shared)),
         ("/metrics", &Method::GET) => Route::Metrics,
+        (p, &Method::POST) if super::control::PATHS.contains(&p) => Route::Control,
         ("/health", &Method::GET) => Route::Answer(json(StatusCode::OK, r#"{"status":"ok"}"#)),
         (
             "/v1/chat/completions"
@@ -203,7 +207,11 @@ fn route(shared: &Shared, path: &str, method: &Method) -> Route {
             | "/rerank"
             | "/v1/models"
             | "/metrics"
-            | "/health",
+            | "/health"
+            | "/reset_prefix_cache"
+            | "/flush_cache"
+            | "/start_profile"
+            | "/stop_profile",
             m,
         ) => {
             let msg = format!("method {m} not allowed on {path}");

@@ -3,6 +3,7 @@
 mod agentx;
 mod arrivals;
 mod bad_input;
+mod cache_control;
 mod commands;
 #[path = "../common/mod.rs"]
 mod common;
