@@ -3,6 +3,12 @@
 //! * Allowed vocabulary: every id below `len(tokenizer)` except special and byte-fallback tokens, ascending.
 //! * Prefix pool: `--prefix-count` random prefixes of `--prefix-length` tokens, request `i` gets
 //!   `pool[i % count]`.
+//! * `--target-cache-hit-rate F` (instead of the pool): one shared sequence of `hi` allowed ids is drawn,
+//!   and request `i` of input length `L` starts with its first `P = 16·round(F·L/16)` ids (whole 16-token
+//!   blocks, as vLLM and llama.cpp cache them), then `L − P` ids of its own window. Once the server has
+//!   served one request of the longest `P`, every request's first `P` tokens are in its prefix cache, so
+//!   the expected share of prompt tokens served from cache is `F` (exactly, with `--tokenize-prompt`;
+//!   block rounding moves it by under 8 tokens per request).
 //! * Lengths: drawn uniformly from `[lo, hi)`, where with a chat template (and no `--tokenize-prompt`) the
 //!   template's own tokens `T` — rendered with the request's `chat_template_kwargs` — are taken off the
 //!   `--min/--max-prompt-length` bounds, so the server sees the requested total.
@@ -31,6 +37,9 @@ use crate::tokenizer::Tokenizer;
 
 /// Corrections tried before the convergence loop gives up (evalscope's 10).
 const MAX_CORRECTIONS: usize = 10;
+
+/// `--target-cache-hit-rate`: the shared part of a prompt is whole blocks of this many tokens.
+pub const BLOCK_TOKENS: u64 = 16;
 
 /// Requests generated per batch (memory stays proportional to one batch).
 pub const BATCH: usize = 64;
@@ -129,6 +138,8 @@ pub struct RandomText {
     prefix_length: u64,
     prefix_count: u64,
     tokenize_prompt: bool,
+    /// `--target-cache-hit-rate`: the share of each prompt taken from the shared sequence.
+    hit_rate: Option<f64>,
     /// Precomputed encoding of the vocabulary sequence (text mode, byte-level tokenizers).
     corpus: Option<Arc<corpus::Corpus>>,
 }
@@ -239,8 +250,15 @@ impl RandomText {
             prefix_length,
             prefix_count,
             tokenize_prompt,
+            hit_rate: None,
             corpus,
         })
+    }
+
+    /// `--target-cache-hit-rate F`: prompts share a leading `F` of their tokens (see the module docs).
+    pub fn with_hit_rate(mut self, f: Option<f64>) -> Self {
+        self.hit_rate = f;
+        self
     }
 
     /// The same settings without the precomputed sequence: every window is decoded and re-encoded whole
@@ -303,6 +321,15 @@ impl RandomText {
     fn prefix_pool(&self, rng: &mut ChaCha8Rng) -> Vec<Vec<u32>> {
         let n = self.vocab.allowed.len() as u64;
         let mut pool: Vec<Vec<u32>> = Vec::new();
+        if self.hit_rate.is_some() {
+            // One shared sequence as long as the longest input.
+            pool.push(
+                (0..self.hi)
+                    .map(|_| self.vocab.allowed[rng.random_range(0..n) as usize])
+                    .collect(),
+            );
+            return pool;
+        }
         if self.prefix_length > 0 {
             for _ in 0..self.prefix_count {
                 let mut idx: Vec<u64> = (0..self.prefix_length)
@@ -335,13 +362,18 @@ impl RandomText {
     pub fn item(&self, d: &RunDraws, i: usize) -> Result<Generated> {
         let allowed = &self.vocab.allowed;
         let n = allowed.len() as u64;
-        let prefix: &[u32] = if d.pool.is_empty() {
-            &[]
-        } else {
-            &d.pool[i % d.pool.len()]
-        };
         let j = i - d.base;
-        let len = d.input_lens[j];
+        let mut len = d.input_lens[j];
+        let prefix: &[u32] = match self.hit_rate {
+            Some(f) => {
+                let shared =
+                    (BLOCK_TOKENS * (f * len as f64 / BLOCK_TOKENS as f64).round() as u64).min(len);
+                len -= shared;
+                &d.pool[0][..shared as usize]
+            }
+            None if d.pool.is_empty() => &[],
+            None => &d.pool[i % d.pool.len()],
+        };
         let start = (d.offsets[j] + i as u64 % n) % n;
         let mut ids = Vec::with_capacity(prefix.len() + len as usize);
         ids.extend_from_slice(prefix);

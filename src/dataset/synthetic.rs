@@ -66,14 +66,17 @@ impl Synthetic {
                 template_tokens =
                     tok.chat_token_count(&[json!({"role": "user", "content": ""})], kwargs)? as u64;
             }
-            text = Some(RandomText::new(
-                vocab.clone(),
-                plan.prompt_length,
-                template_tokens,
-                plan.tokens.prefix_length,
-                plan.tokens.prefix_count,
-                plan.tokens.tokenize_prompt,
-            )?);
+            text = Some(
+                RandomText::new(
+                    vocab.clone(),
+                    plan.prompt_length,
+                    template_tokens,
+                    plan.tokens.prefix_length,
+                    plan.tokens.prefix_count,
+                    plan.tokens.tokenize_prompt,
+                )?
+                .with_hit_rate(plan.server_control.target_hit_rate),
+            );
         }
         if kind == DatasetKind::RandomVl && !plan.apply_chat_template {
             tracing::warn!("--dataset random_vl without a chat template sends the text only: images need messages");

@@ -327,3 +327,45 @@ fn a_failed_profiler_call_exits_1_naming_it() {
         "{summary}"
     );
 }
+
+/// The measured share of a `--target-cache-hit-rate F` run on the simulator with its cache on.
+fn measured_share(f: &str, extra: &str) -> (f64, f64) {
+    let run = Run::new()
+        .flags("--api mock --model m --url http://127.0.0.1:1/v1/completions --dataset random")
+        .flag("--tokenizer-path", crate::tokens::tokenizer_dir("qwen3"))
+        .flags("--min-prompt-length 200 --max-prompt-length 400 --number 40 --parallel 1 --seed 7")
+        .flags("--mock-ttft-ms 0 --mock-itl-ms 0 --mock-output-tokens 2 --mock-prefix-cache on")
+        .flags(extra)
+        .flag("--target-cache-hit-rate", f);
+    let dir = run.ok_dir("parallel_1_number_40");
+    // Recomputed from the stored rows, after the first 10 % (4 requests).
+    let rows = cached_rows(&dir.db());
+    let (c, p) = rows[4..]
+        .iter()
+        .fold((0, 0), |(c, p), r| (c + r.1, p + r.2));
+    let from_rows = c as f64 / p as f64;
+    let reported = &dir.summary()["prefix_cache_hit_rate"];
+    assert_eq!(reported["expected"], f.parse::<f64>().unwrap());
+    assert_eq!(reported["requests"], 36);
+    let measured = reported["measured"].as_f64().unwrap();
+    assert!(
+        (measured - from_rows).abs() < 1e-9,
+        "{measured} vs {from_rows}"
+    );
+    assert_eq!(
+        dir.args()["target_cache_hit_rate"],
+        f.parse::<f64>().unwrap()
+    );
+    (measured, from_rows)
+}
+
+#[test]
+fn the_target_hit_rate_is_met_within_three_points() {
+    for (f, want) in [("0.5", 0.5), ("0", 0.0), ("0.9", 0.9)] {
+        let (measured, _) = measured_share(f, "--tokenize-prompt");
+        assert!(
+            (measured - want).abs() <= 0.03,
+            "--target-cache-hit-rate {f}: measured {measured}"
+        );
+    }
+}
