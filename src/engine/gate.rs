@@ -7,10 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+/// What the first pass takes: the signal that the gate was reached, and the keeper's word.
+type Pending = (oneshot::Sender<()>, oneshot::Receiver<bool>);
+
 /// The dispatcher's side: passed once, before the first measured request.
 #[derive(Debug, Clone, Default)]
 pub struct Gate {
-    inner: Arc<Mutex<Option<(oneshot::Sender<()>, oneshot::Receiver<bool>)>>>,
+    inner: Arc<Mutex<Option<Pending>>>,
     /// The keeper's word once given: 0 not yet, 1 open, 2 shut.
     word: Arc<AtomicU8>,
 }

@@ -8,7 +8,6 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::context::SweepContext;
-use super::dispatch::Measured;
 use crate::engine::{Gate, GateKeeper, HttpClient};
 use crate::run_folder::RunDir;
 use crate::server_control::{profile, reset, ControlError, Controller, RunControl};
@@ -195,8 +194,8 @@ pub(super) fn measured_hit_rate(
 
 /// A control call that failed before the run's load (the reset, or finding the engine): the run's folder
 /// is removed — nothing is written for it — and the sweep stops with the endpoint and the server's answer.
-pub(super) fn stop_before_load(measured: &Measured, dir: &RunDir) -> Result<()> {
-    let (rc, err) = &measured.control;
+pub(super) fn stop_before_load(control: &Controlled, dir: &RunDir) -> Result<()> {
+    let (rc, err) = control;
     match err {
         Some(e) if rc.profile.is_none() => {
             if let Err(rm) = dir.remove() {

@@ -90,7 +90,7 @@ pub async fn run_single(
         args: &args,
     };
     let mut measured = dispatch(ctx, &this, &client, sending, tracker).await?;
-    super::control::stop_before_load(&measured, &dir)?;
+    super::control::stop_before_load(&measured.control, &dir)?;
     let control_error = measured.control.1.take();
     let result = super::results::write(ctx, spec, dir, measured, stopped_early).await?;
     super::control::stop_after_run(control_error)?;
