@@ -274,3 +274,55 @@ fn llmperf_own_list_flags_add_up() {
     assert_eq!(cli.mock_fault.len(), 2);
     assert_eq!(cli.sla.goodput, ["ttft:5", "tpot:6"]);
 }
+
+/// Abbreviations of evalscope flags that were already ambiguous in llmperf before this test was written:
+/// `--h`, `--he` (`--headers` vs `--help`, as in argparse itself, which the list leaves out), `--v`
+/// (`--visualizer` vs `--version`), `--mo` (`--mock-*`), `--ra` (`--ramp-up`), `--se` (`--server-metrics`,
+/// `--session-header`). A new flag must not add to it.
+const AMBIGUOUS_BEFORE: &[&str] = &["--h", "--he", "--mo", "--ra", "--se", "--v"];
+
+#[test]
+fn new_flags_leave_evalscope_abbreviations_unambiguous() {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let ours: Vec<String> = cmd
+        .get_arguments()
+        .flat_map(|a| {
+            let mut names: Vec<String> = a.get_long().into_iter().map(String::from).collect();
+            names.extend(
+                a.get_all_aliases()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(String::from),
+            );
+            names
+        })
+        .map(|l| format!("--{l}"))
+        .collect();
+    let theirs: Vec<&str> = EVALSCOPE_FLAGS
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' ').map(|(f, _)| f))
+        .filter(|f| f.starts_with("--"))
+        .collect();
+    let mut ambiguous = Vec::new();
+    for flag in &theirs {
+        for end in 3..flag.len() {
+            let p = &flag[..end];
+            let unique_in_evalscope = theirs.iter().filter(|f| f.starts_with(p)).count() == 1;
+            if !unique_in_evalscope || theirs.contains(&p) {
+                continue;
+            }
+            let matches: Vec<&String> = ours.iter().filter(|f| f.starts_with(p)).collect();
+            if matches.len() > 1 && !ours.iter().any(|f| f == p) {
+                ambiguous.push(p.to_string());
+            }
+        }
+    }
+    ambiguous.sort();
+    ambiguous.dedup();
+    assert_eq!(
+        ambiguous, AMBIGUOUS_BEFORE,
+        "an abbreviation argparse resolves to one evalscope flag is ambiguous in llmperf"
+    );
+}

@@ -1,5 +1,6 @@
 //! End-to-end tests of the simulator over real loopback HTTP (reqwest, and raw TCP for disconnects).
 
+mod control;
 mod faults;
 mod structured;
 
