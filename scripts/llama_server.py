@@ -5,7 +5,7 @@ Used by llmperf's end-to-end tests and examples: a real OpenAI-compatible LLM se
 machine. Install with `scripts/setup_real_server.sh`. Stops cleanly on SIGINT/SIGTERM.
 
     python scripts/llama_server.py --port 18080 [--embedding] [--slots 4] [--ctx 8192] [--threads 1]
-        [--chat-template-file TEMPLATE.jinja]
+        [--chat-template-file TEMPLATE.jinja] [--slot-save-path DIR]
 """
 
 import argparse
@@ -53,6 +53,15 @@ def main() -> None:
         "--chat-template-file",
         help="a Jinja chat template instead of the model's own (llama.cpp's --chat-template-file)",
     )
+    ap.add_argument(
+        "--slot-save-path",
+        help="llama.cpp's --slot-save-path: enables POST /slots/{id}?action=save|restore|erase (a prefix-cache reset)",
+    )
+    ap.add_argument(
+        "--cache-ram-mib",
+        type=int,
+        help="llama.cpp's --cache-ram: the host-memory prompt cache in MiB (0 turns it off; default 8192)",
+    )
     args = ap.parse_args()
 
     # Block the stop signals before the server threads start, so they inherit the mask and this thread alone
@@ -77,6 +86,10 @@ def main() -> None:
         # Templates are rendered with Jinja (use_jinja, on by default), which tool calling needs.
         with open(args.chat_template_file, encoding="utf-8") as f:
             p.chat_template = f.read()
+    if args.slot_save_path:
+        p.slot_save_path = args.slot_save_path
+    if args.cache_ram_mib is not None:
+        p.cache_ram_mib = args.cache_ram_mib
     if args.embedding:
         p.embedding = True
         p.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN

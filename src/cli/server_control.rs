@@ -43,7 +43,8 @@ pub enum ServerKind {
     /// SGLang: `POST /flush_cache`, `/start_profile`, `/stop_profile`.
     #[value(name = "sglang")]
     Sglang,
-    /// llama.cpp's `llama-server`: `POST /slots/0?action=erase` on every slot (needs `--slot-save-path`).
+    /// llama.cpp's `llama-server`: `POST /slots/{id}?action=erase` on every slot (needs `--slot-save-path`;
+    /// `--cache-ram 0` too, as an erase leaves the host-memory prompt cache).
     #[value(name = "llama.cpp", alias = "llamacpp")]
     LlamaCpp,
 }

@@ -19,6 +19,7 @@ pub const CACHE_COUNTERS: &[&str] = &[
     "sglang:cached_tokens_total",
     "sglang:prompt_tokens_total",
     "llamacpp:prompt_tokens_total",
+    "llamacpp:prompt_tokens_cached_total",
 ];
 
 /// The counters of [`CACHE_COUNTERS`] the server's `/metrics` shows now (empty when it has none).

@@ -3,6 +3,7 @@
 //! 45 tokens/s on one core.
 
 mod agentx;
+mod cache_control;
 #[path = "../common/mod.rs"]
 #[allow(dead_code, unused_imports)]
 mod common;
