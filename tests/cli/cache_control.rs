@@ -369,3 +369,35 @@ fn the_target_hit_rate_is_met_within_three_points() {
         );
     }
 }
+
+#[test]
+fn with_shards_only_shard_0_resets() {
+    let sim = cache_sim(1);
+    for shard in ["0/2", "1/2"] {
+        Run::at(&sim, "/v1/chat/completions")
+            .flags("--prompt hello --parallel 2 --number 4 --reset-prefix-cache each-run")
+            .flag("--shard", shard)
+            .flag("--name", format!("s{}", &shard[..1]))
+            .ok();
+        let resets = sim.control_calls().len();
+        assert_eq!(resets, 1, "after shard {shard}: shard 0's one reset");
+    }
+}
+
+#[test]
+fn serve_mock_takes_mock_prefix_cache() {
+    let (mut child, base) = serve_mock(&[
+        "--ttft-ms",
+        "0",
+        "--itl-ms",
+        "0",
+        "--mock-prefix-cache",
+        "on",
+    ]);
+    let run = Run::with_url(&format!("{base}/chat/completions"))
+        .flags("--prompt 'a b c d' --number 2 --max-tokens 2 --reset-prefix-cache once");
+    let rows = cached_rows(&run.ok_dir("parallel_1_number_2").db());
+    assert_eq!((rows[0].1, rows[1].1 > 0), (0, true), "{rows:?}");
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+}
