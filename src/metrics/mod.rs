@@ -4,6 +4,7 @@
 
 mod accumulator;
 mod client;
+mod first_errors;
 pub mod goodput;
 mod pd;
 mod percentile;
@@ -24,6 +25,7 @@ pub use client::{
     ClientDiagnostics, CpuUse, FromSchedule, CPU_LIMIT_PCT, LAG_LIMIT_CLOSED, LAG_LIMIT_OPEN,
     SCHED_DELAY_LIMIT,
 };
+pub use first_errors::FirstError;
 pub use goodput::{GoodputCounter, GoodputSlos, GoodputSummary};
 pub use percentile::{columns, nearest_rank, PercentileTable, PERCENTILE_LABELS};
 pub(crate) use samples::Sample;

@@ -4,6 +4,7 @@
 mod agentx;
 mod aggregate;
 mod multi_turn;
+mod outcome;
 mod requests;
 mod single;
 mod sla;
@@ -79,15 +80,21 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
         return Err(Error::Interrupted { signal });
     }
     plan.check_output_is_free()?;
-    sweep(&plan, &Arc::new(items), &shutdown).await?;
+    let tally = outcome::Tally::default();
+    sweep(&plan, &Arc::new(items), &shutdown, &tally).await?;
     match shutdown.signal() {
         Some(signal) => Err(Error::Interrupted { signal }),
-        None => Ok(()),
+        None => tally.verdict(),
     }
 }
 
 /// The sweep proper: the tracker, the run root, the simulator, each run, the report.
-async fn sweep(plan: &RunPlan, items: &Arc<Prompts>, shutdown: &Shutdown) -> Result<()> {
+async fn sweep(
+    plan: &RunPlan,
+    items: &Arc<Prompts>,
+    shutdown: &Shutdown,
+    tally: &outcome::Tally,
+) -> Result<()> {
     // The tracker's SDK must import before anything is created or sent.
     let mut visualizer = match plan.visualizer.clone() {
         Some(settings) => Some(
@@ -120,6 +127,7 @@ async fn sweep(plan: &RunPlan, items: &Arc<Prompts>, shutdown: &Shutdown) -> Res
         .for_api(plan.api),
         shutdown: shutdown.clone(),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
+        tally,
     };
     if let Some(sla) = &plan.sla {
         // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).

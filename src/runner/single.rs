@@ -41,6 +41,8 @@ pub struct SweepContext<'a> {
     pub shutdown: Shutdown,
     /// `--visualizer`: the queue to the tracker bridge.
     pub visualizer: Option<VisualizerFeed>,
+    /// Measured and successful requests over every run (the exit code).
+    pub tally: &'a super::outcome::Tally,
 }
 
 /// The outcome of one run.
@@ -572,6 +574,7 @@ async fn write_results(
         "Save the summary to: {} ({rows} requests stored)",
         run_dir.display()
     );
+    ctx.tally.run_finished(&spec.dir_name, &summary);
     if let Some(feed) = &ctx.visualizer {
         feed.summary(&spec.dir_name, &summary.to_json_string());
     }

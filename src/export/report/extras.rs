@@ -1,5 +1,6 @@
 //! llmperf's additions to `performance_summary.txt`, after every evalscope part (so evalscope's text
-//! stays a byte-identical prefix): the `Failures` table, the interrupted-run lines, the `Client
+//! stays a byte-identical prefix): the `Failures` table and the first error of each kind per run, the
+//! interrupted-run lines, the `Client
 //! Diagnostics` table and the client-limited warnings.
 
 use super::{conc_rate, report_table, Doc, RunReport};
@@ -32,6 +33,17 @@ pub(super) fn print_llmperf_extras(doc: &mut Doc, runs: &[&RunReport]) {
             }
         }
         doc.print_table(&table);
+        doc.print("");
+        for r in &failing {
+            for e in &r.summary.extras.first_errors {
+                doc.print(&format!(
+                    "! Run {}: first {} error: {}",
+                    run_label(r),
+                    e.kind,
+                    e.line()
+                ));
+            }
+        }
     }
     let interrupted: Vec<String> = runs
         .iter()
