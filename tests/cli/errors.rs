@@ -201,3 +201,37 @@ fn a_sweep_in_which_one_run_succeeds_exits_0_and_flags_the_failed_run() {
     assert!(!err.contains("ERROR: Run parallel_1_number_1"), "{err}");
     assert!(!err.contains("no request succeeded"), "{err}");
 }
+
+#[test]
+fn an_unreachable_url_says_how_long_it_retries_which_flag_bounds_it_and_that_ctrl_c_stops_it() {
+    use std::io::{BufRead, BufReader};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let run = Run::with_url(&format!("http://127.0.0.1:{port}/v1/chat/completions"))
+        .flags("--prompt x --number 1");
+    let mut child = run
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first failed attempt is reported at once (the next is 10 s later): read up to it, then stop.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines
+        .by_ref()
+        .map(|l| l.unwrap())
+        .find(|l| l.contains("Test connection failed"))
+        .expect("the first failed attempt is logged");
+    signal(&child, libc::SIGINT);
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{rest:?}");
+    assert!(
+        first.ends_with(
+            "retrying every 10 s for up to 6 h (--total-timeout 21600 s bounds it); press Ctrl-C to stop"
+        ),
+        "{first}"
+    );
+}
