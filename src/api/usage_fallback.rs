@@ -74,6 +74,26 @@ impl UsageFallback {
         r.usage.completion_tokens = Some(completion);
     }
 
+    /// A counter for the simulator (`--api mock` with `--tokenizer-path`, `serve-mock --tokenizer-path`):
+    /// the prompt tokens of a chat or completions body as a server with this tokenizer counts them, the
+    /// body's own `chat_template_kwargs` over this fallback's. `None` without a tokenizer.
+    pub fn prompt_counter(&self) -> Option<crate::sim::PromptCounter> {
+        self.tokenizer.as_ref()?;
+        let this = self.clone();
+        Some(crate::sim::PromptCounter::new(move |body| {
+            let tok = this.tokenizer.as_deref()?;
+            let body: Value = serde_json::from_slice(body).ok()?;
+            match body.get("chat_template_kwargs") {
+                Some(Value::Object(kwargs)) => {
+                    let mut with = this.clone();
+                    with.template_kwargs.extend(kwargs.clone());
+                    Some(with.count_input(tok, &body))
+                }
+                _ => Some(this.count_input(tok, &body)),
+            }
+        }))
+    }
+
     fn count_input(&self, tok: &Tokenizer, body: &Value) -> u64 {
         let count = |s: &str| tok.count(s).unwrap_or(0) as u64;
         let count_value = |v: &Value| -> u64 {

@@ -74,6 +74,34 @@ impl TuningFlags {
     }
 }
 
+/// The long flags `arg` (`--max`, `--max=4`) is a prefix of when it names none exactly and more than one
+/// (argparse's "ambiguous option"), sorted; `None` otherwise.
+pub fn ambiguous_prefix(cmd: &clap::Command, arg: &str) -> Option<Vec<String>> {
+    let typed = arg.strip_prefix("--")?.split('=').next()?;
+    if typed.is_empty() {
+        return None;
+    }
+    let longs: Vec<&str> = cmd
+        .get_arguments()
+        .flat_map(|a| {
+            a.get_long()
+                .into_iter()
+                .chain(a.get_all_aliases().into_iter().flatten())
+        })
+        .collect();
+    if longs.contains(&typed) {
+        return None;
+    }
+    let mut candidates: Vec<String> = longs
+        .iter()
+        .filter(|l| l.starts_with(typed))
+        .map(|l| format!("--{l}"))
+        .collect();
+    candidates.sort();
+    candidates.dedup();
+    (candidates.len() > 1).then_some(candidates)
+}
+
 /// Added to the error for an `--api` name llmperf does not run (evalscope's `custom` is a Python class to
 /// subclass, `dashscope` sends no requests in 1.14.1, `systemone`/`autotrust` are decision services):
 /// how to shape requests instead.
@@ -137,5 +165,13 @@ mod tests {
         assert!(cli.stream_enabled());
         let err = parse(&["--max", "10"]).unwrap_err().to_string();
         assert!(err.contains("--max"), "{err}");
+        let cmd = <Cli as clap::CommandFactory>::command();
+        assert_eq!(
+            ambiguous_prefix(&cmd, "--max=4").unwrap(),
+            ["--max-prompt-length", "--max-tokens", "--max-turns"]
+        );
+        assert_eq!(ambiguous_prefix(&cmd, "--stream"), None, "an exact name");
+        assert_eq!(ambiguous_prefix(&cmd, "--max-tok"), None, "one candidate");
+        assert_eq!(ambiguous_prefix(&cmd, "--zzz"), None, "no candidate");
     }
 }

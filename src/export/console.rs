@@ -263,7 +263,7 @@ mod tests {
         }];
         assert!(
             summary_table(&s)
-                .ends_with("│\nFirst http_500 error: HTTP 500 Internal Server Error: boom"),
+                .ends_with("┘\nFirst http_500 error: HTTP 500 Internal Server Error: boom"),
             "{}",
             summary_table(&s)
         );

@@ -41,7 +41,7 @@ fn effective_url(plan: &RunPlan, sim: Option<&SimServer>) -> Result<reqwest::Url
     }
 }
 
-fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
+fn start_simulator(plan: &RunPlan, items: &Prompts) -> Result<Option<SimServer>> {
     let Some(mock) = &plan.mock else {
         return Ok(None);
     };
@@ -60,6 +60,8 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         prefix_cache: plan.multi_turn.is_some() || plan.replay.is_some() || plan.agentx.is_some(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
+        // With --tokenizer-path the simulator counts prompts as a server with that tokenizer would.
+        prompt_counter: aggregate::usage_fallback(plan, items).prompt_counter(),
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;
@@ -105,7 +107,7 @@ async fn sweep(
         None => None,
     };
     create_root(plan)?;
-    let sim = start_simulator(plan)?;
+    let sim = start_simulator(plan, items)?;
     let url = effective_url(plan, sim.as_ref())?;
     if let Some(vis) = visualizer.as_mut() {
         start_visualizer(plan, url.as_str(), vis)?;
@@ -181,7 +183,7 @@ fn create_root(plan: &RunPlan) -> Result<()> {
         .with_context(|| format!("--outputs-dir: cannot write in {}", root.display()))?;
     tracing::info!("Save the result to: {}", root.display());
     if let Some(typed) = &plan.url_appended_to {
-        tracing::warn!("--url {typed} names no endpoint: using {}", plan.url);
+        tracing::info!("--url {typed} names no endpoint: using {}", plan.url);
     }
     if plan.mode == LoadMode::Open {
         let rates: Vec<String> = plan

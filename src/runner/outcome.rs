@@ -91,7 +91,11 @@ mod tests {
         tally.run_finished("a", &summary(4, 0));
         let e = tally.verdict().unwrap_err();
         assert_eq!(e.exit_code(), 4);
-        assert!(e.to_string().contains("4 requests"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("all 4 measured requests of 1 run(s)"),
+            "{e}"
+        );
         tally.run_finished("b", &summary(4, 1));
         assert!(tally.verdict().is_ok(), "one success anywhere is a result");
     }

@@ -13,7 +13,6 @@ use tokio::sync::mpsc;
 use super::aggregate::{aggregate, Completion, Observers};
 use super::tracker::ProgressTracker;
 use crate::api::openai::BodyComposer;
-use crate::api::usage_fallback::UsageFallback;
 use crate::dataset::Prompts;
 use crate::engine::feed::Producer;
 use crate::engine::{self, conn_test, Dispatch, HttpClient, RequestFeed};
@@ -188,7 +187,7 @@ pub async fn run_single(
         super::multi_turn::log_warmup(spec);
     } else if plan.agentx.is_none() {
         // AgentX refuses --warmup-num (as evalscope): no advice to pass it.
-        log_warmup(plan, spec);
+        log_warmup(plan, spec, work.parallel);
     }
 
     let this = ThisRun {
@@ -247,7 +246,13 @@ async fn test_connection(ctx: &SweepContext<'_>, client: &HttpClient, seed: u64)
     Ok(checked != conn_test::Checked::Interrupted)
 }
 
-fn log_warmup(plan: &RunPlan, spec: &RunSpec) {
+/// The warmup line; without warmup, evalscope's burst warning, sized by `--parallel` or, in a shard, by
+/// `shard_slots`, the requests this shard has in flight.
+fn log_warmup(plan: &RunPlan, spec: &RunSpec, shard_slots: usize) {
+    let slots = match plan.sharding {
+        Some(_) => shard_slots,
+        None => spec.parallel.max(0) as usize,
+    };
     if spec.warmup > 0 {
         tracing::info!(
             "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
@@ -255,11 +260,11 @@ fn log_warmup(plan: &RunPlan, spec: &RunSpec) {
             spec.total(),
             spec.number
         );
-    } else if plan.mode == LoadMode::Closed && spec.parallel > 1 {
+    } else if plan.mode == LoadMode::Closed && slots > 1 {
         tracing::warn!(
             "Warmup is disabled, so the first {p} requests are released at once against an idle server. Their TTFT carries the start-up burst and can dominate the reported percentiles. Pass --warmup-num {p} to keep that burst out of the measured window, or {} if you also read the max column.",
-            2 * spec.parallel,
-            p = spec.parallel
+            2 * slots,
+            p = slots
         );
     }
 }
@@ -464,13 +469,7 @@ fn start_aggregator(
         plan.log_every_n,
         observers,
         Completion {
-            counter: UsageFallback {
-                tokenizer: ctx.prompts.tokenizer.clone(),
-                input_only: plan.api.input_only(),
-                template_kwargs: crate::dataset::template_kwargs(plan),
-                image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
-                responses: plan.api == crate::plan::ApiKind::Responses,
-            },
+            counter: super::aggregate::usage_fallback(plan, &ctx.prompts),
         },
     ))
 }
@@ -495,7 +494,12 @@ async fn write_results(
     let mut summary = acc.summary();
     summary.extras.interrupted = interrupted;
     summary.extras.client = acc.client_diagnostics(cpu_use, ctx.plan.mode == LoadMode::Open);
-    if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
+    if let Some(warning) = summary
+        .extras
+        .client
+        .as_ref()
+        .and_then(|c| c.limit_message())
+    {
         tracing::warn!("{warning}");
     }
     if let Some(built) = &ctx.prompts.replay {

@@ -12,6 +12,7 @@ use hyper::{Response, StatusCode};
 use super::fault::{Fault, FaultyBody, ResetFlag};
 use super::metrics::Finished;
 use super::prefix_cache::Chain;
+use super::prompt_count::PromptCount;
 use super::reply::{json, json_string, sleep_until, unix_now};
 use super::request::GenRequest;
 use super::stream::{write_text_fault, Api, Plan, SimBody, SseBody, ERROR_EVENT, TOKEN_TEXT};
@@ -59,12 +60,13 @@ pub(super) async fn generate(
     id: u64,
     model: &str,
     request: &GenRequest,
-    prompt_tokens: u64,
+    prompt: PromptCount,
     fault: Option<Fault>,
     reset: ResetFlag,
     times: Times,
     body: &[u8],
 ) -> Response<SimBody> {
+    let prompt_tokens = prompt.tokens;
     let Times {
         received,
         received_s,
@@ -74,9 +76,12 @@ pub(super) async fn generate(
 
     let (tokens, finish_reason) = request.output_plan(cfg.output_tokens);
     let cached_tokens = match cfg.prefix_cache.then(|| Chain::of_body(body)).flatten() {
-        Some((chain, chat)) => shared
-            .prefix
-            .serve(&chain, chat, tokens, TOKEN_TEXT.trim_end()),
+        Some((chain, chat)) => prompt.cached_tokens(shared.prefix.serve(
+            &chain,
+            chat,
+            tokens,
+            TOKEN_TEXT.trim_end(),
+        )),
         None => 0,
     };
     let reasoning_tokens = match api {

@@ -218,10 +218,12 @@ fn a_starved_client_warns_that_it_limited_the_run() {
     let warning = s["Client Warning"].as_str().unwrap();
     assert!(warning.contains("send lag p99"), "{warning}");
     let stderr = stderr(&o);
+    // The log line's level says it once (not "WARN: WARNING: …").
     assert!(
-        stderr.contains("WARNING: the client itself limited this run"),
+        stderr.contains("- WARN: the client itself limited this run"),
         "{stderr}"
     );
+    assert!(!stderr.contains("WARN: WARNING"), "{stderr}");
     let report = std::fs::read_to_string(root.join("performance_summary.txt")).unwrap();
     assert!(report.contains("Client Diagnostics"), "{report}");
     assert!(
@@ -229,7 +231,7 @@ fn a_starved_client_warns_that_it_limited_the_run() {
         "{report}"
     );
     let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
-    assert!(log.contains("WARNING: the client itself limited this run"));
+    assert!(log.contains("- WARN: the client itself limited this run"));
 }
 
 /// Runs `run` with its open-file limit set to `soft` / `hard` before exec.

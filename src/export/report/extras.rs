@@ -33,15 +33,21 @@ pub(super) fn print_llmperf_extras(doc: &mut Doc, runs: &[&RunReport]) {
             }
         }
         doc.print_table(&table);
-        doc.print("");
-        for r in &failing {
-            for e in &r.summary.extras.first_errors {
-                doc.print(&format!(
-                    "! Run {}: first {} error: {}",
-                    run_label(r),
-                    e.kind,
-                    e.line()
-                ));
+        let first: Vec<String> = failing
+            .iter()
+            .flat_map(|r| {
+                let run = run_label(r);
+                r.summary
+                    .extras
+                    .first_errors
+                    .iter()
+                    .map(move |e| format!("! Run {run}: first {} error: {}", e.kind, e.line()))
+            })
+            .collect();
+        if !first.is_empty() {
+            doc.print("");
+            for line in first {
+                doc.print(&line);
             }
         }
     }
