@@ -417,3 +417,67 @@ fn the_pinned_revision_is_found_in_the_hugging_face_cache() {
     assert_eq!(d["verified"], false);
     assert_eq!(summary["duration"], 0.5);
 }
+
+#[test]
+fn the_pinned_revision_is_downloaded_from_modelscope_with_its_checksum_checked() {
+    let sim = crate::common::fast_sim();
+    let hub = crate::common::fake_hub::FakeHub::modelscope();
+    let id = "evalscope/cc-traces-weka-062126-256k";
+    let revision = "a97a07a0474f9287023827b89a1478e52f1917da";
+    hub.dataset_file(id, "traces.jsonl", TRACE.as_bytes());
+    let cache = tempfile::tempdir().unwrap();
+    let run = |mode: &str, name: &str| {
+        crate::common::Run::at(&sim, "/v1/chat/completions")
+            .args(&[
+                "--scenario",
+                &match mode {
+                    "smoke" => r#"{"name":"agentx","mode":"smoke","trace_limit":1}"#.to_string(),
+                    _ => r#"{"name":"agentx","mode":"benchmark"}"#.to_string(),
+                },
+                "--duration",
+                // Benchmark mode's minimum; it stops at the checksum, before sending anything.
+                if mode == "smoke" { "0.5" } else { "900" },
+                "--name",
+                name,
+            ])
+            .flag("--tokenizer-path", tokenizer_dir("qwen3"))
+            .online(cache.path())
+            .hub(&hub)
+    };
+    // The default data source is ModelScope: downloaded at the pinned revision into its cache.
+    let smoke = run("smoke", "ms");
+    smoke.ok();
+    let fetched = hub.requests_to(&format!("/api/v1/datasets/{id}/repo?"));
+    assert_eq!(fetched.len(), 1, "{:?}", hub.requests());
+    assert!(
+        fetched[0].target.contains(&format!("Revision={revision}"))
+            && fetched[0].target.contains("FilePath=traces.jsonl"),
+        "{}",
+        fetched[0].target
+    );
+    let summary = json_file(
+        &smoke
+            .root()
+            .join("agentx_256k/parallel_1/agentx_summary.json"),
+    );
+    let d = &summary["dataset"];
+    assert_eq!(d["source"], "modelscope");
+    assert_eq!(d["dataset_id"], id);
+    assert_eq!(d["revision"], revision);
+    let file = std::path::PathBuf::from(d["trace_file"].as_str().unwrap());
+    assert!(
+        file.starts_with(cache.path().join("modelscope")),
+        "{file:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), TRACE);
+    // The sha256 is checked: these bytes are not the pinned file, so a smoke run marks them unverified and
+    // a benchmark run refuses them (from the cache: no second download).
+    assert_eq!(d["verified"], false);
+    let err = run("benchmark", "bench").fails(2);
+    assert!(err.contains("hash mismatch for "), "{err}");
+    assert_eq!(
+        hub.requests_to(&format!("/api/v1/datasets/{id}/repo?"))
+            .len(),
+        1
+    );
+}
