@@ -89,6 +89,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
 pub fn run(cli: cli::Cli) -> i32 {
     clock::init();
     logging::init(cli.debug);
+    cli.warn_repeated_flags();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -80,14 +80,17 @@ fn ambiguous_or(e: clap::Error) -> Error {
 /// `llmperf help [NAME]` prints a help page; a subcommand name anywhere but first is an error.
 pub fn parse_flat(args: Vec<OsString>) -> Result<crate::cli::Cli, Error> {
     let matches = full_command()
-        .try_get_matches_from(args)
+        .try_get_matches_from(&args)
         .map_err(ambiguous_or)?;
     if let Some((name, _)) = matches.subcommand() {
         return Err(Error::usage(format!(
             "`{name}` is a subcommand: it must come first (`llmperf {name} …`); see `llmperf help {name}`"
         )));
     }
-    Ok(crate::cli::Cli::from_arg_matches(&matches)?)
+    let mut cli = crate::cli::Cli::from_arg_matches(&matches)?;
+    cli.repeated_json_flags =
+        crate::cli::compat::repeated_json_flags(&crate::cli::Cli::command(), &args);
+    Ok(cli)
 }
 
 #[cfg(test)]
