@@ -2,7 +2,7 @@
 //!
 //! Hot paths keep [`Instant`]s (cheap to read and compare); they become `f64` seconds only when stored.
 //! The seconds are those of the system's `CLOCK_MONOTONIC` — the same clock Python's `time.perf_counter()`
-//! reads on Linux — so `start_time`/`completed_time` in `benchmark_data.db` mean what evalscope's mean, and a
+//! reads on Linux — so `start_time`/`completed_time` in the run's database mean what evalscope's mean, and a
 //! simulator in another process on the same machine can be joined against the client's stamps.
 
 use std::sync::OnceLock;

@@ -29,6 +29,7 @@ pub mod pyjson;
 pub mod reasoning;
 pub mod record;
 pub mod resources;
+pub mod run_folder;
 pub(crate) mod runner;
 pub mod scenario;
 pub(crate) mod secret;
@@ -38,12 +39,14 @@ pub mod shutdown;
 pub mod sim;
 pub mod sla;
 pub mod store;
+pub mod structured;
 mod sys;
 
 #[cfg(test)]
 mod test_support;
 pub(crate) mod text;
 pub mod tokenizer;
+pub mod tool_calls;
 pub(crate) mod traces;
 pub(crate) mod visualizer;
 
@@ -53,14 +56,15 @@ pub use error::{Error, EXIT_FAILURE, EXIT_USAGE};
 /// two with the in-process simulator of `--api mock`); an error names the limit when it cannot be raised
 /// far enough. Open loop has no fixed cap: the soft limit is raised as far as allowed.
 fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), Error> {
-    if plan.mode == plan::LoadMode::Open {
+    if plan.runs.iter().any(|r| r.load.is_open()) {
         let _ = resources::ensure_file_limit(u64::MAX);
         return Ok(());
     }
     let parallel = plan
         .runs
         .iter()
-        .map(|r| plan::sharding::share(plan.sharding.as_ref(), r.parallel.max(1) as u64))
+        .filter_map(|r| r.load.parallel())
+        .map(|p| plan::sharding::share(plan.sharding.as_ref(), p.get() as u64))
         .max()
         .unwrap_or(1);
     let per_request = if plan.mock.is_some() { 2 } else { 1 };
@@ -120,7 +124,7 @@ fn run_on(
     shutdown: shutdown::Shutdown,
 ) -> Result<(), Error> {
     let plan = plan::RunPlan::from_cli(cli, chrono::Local::now())?;
-    plan.check_output_is_free()?;
+    run_folder::RunRoot::of(&plan).check_free(&plan)?;
     ensure_open_files(&plan)?;
     let limit = plan.runs.iter().map(|r| r.total()).max().unwrap_or(1) as usize;
     let tokenizer = match &plan.tokens.tokenizer_path {

@@ -205,22 +205,6 @@ fn models_ready(port: u16) -> bool {
     s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200")
 }
 
-/// Asks the kernel to send SIGTERM to the child when llmperf's main thread ends (llmperf killed, or a
-/// second Ctrl-C that exits at once), so no server outlives it.
-#[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: prctl(2) is async-signal-safe and touches only the calling (child) process.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
 impl LocalServer {
     /// Starts the server for `settings` and waits until `GET /v1/models` answers, at most `timeout`, or
     /// until `stopped_by()` names the signal that interrupted the run.
@@ -231,7 +215,7 @@ impl LocalServer {
     ) -> Result<LocalServer, Error> {
         let kind = choose(settings).map_err(Error::usage)?;
         let mut cmd = command(kind, settings);
-        die_with_parent(&mut cmd);
+        crate::sys::process::die_with_parent(&mut cmd);
         cmd.stdin(Stdio::null());
         let name = match kind {
             ServerKind::Vllm => "vLLM",
@@ -300,12 +284,7 @@ impl Drop for LocalServer {
         }
         tracing::info!("Terminating the child process...");
         // SIGTERM first, as evalscope's proc.terminate().
-        let pid = self.child.id() as libc::pid_t;
-        #[allow(unsafe_code)]
-        // SAFETY: kill(2) on our own child, not yet reaped (try_wait above saw it running).
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
+        crate::sys::process::terminate(&self.child);
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(10) {
             if let Ok(Some(_)) = self.child.try_wait() {

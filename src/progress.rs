@@ -26,7 +26,7 @@ fn hms(d: Duration) -> String {
 }
 
 impl Progress {
-    /// Progress for `total` measured requests, labelled like evalscope (`Processing[parallel_1_number_20]`).
+    /// Progress for `total` measured requests, labelled like evalscope (`Processing[<run folder>]`).
     pub fn new(label: String, total: u64) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(10));

@@ -155,7 +155,7 @@ impl VisualizerFeed {
 }
 
 impl VisualizerFeed {
-    /// Queues one run's summary (`benchmark_summary.json` text); waits for room, never skips it.
+    /// Queues one run's summary (the run's summary file text); waits for room, never skips it.
     pub fn summary(&self, run: &str, summary_json: &str) {
         // One line: JSON strings escape their newlines, so every raw newline is indentation.
         let summary_json = summary_json.replace('\n', "");

@@ -1,5 +1,5 @@
 //! evalscope compatibility at the flag level: evalscope's engine-tuning flags (accepted, validated as
-//! evalscope validates them, recorded in `benchmark_args.json`, with no effect on llmperf's engine), and the
+//! evalscope validates them, recorded in the run's arguments file, with no effect on llmperf's engine), and the
 //! hint for evalscope API plugins llmperf has no counterpart for.
 
 use clap::Args;
@@ -47,7 +47,7 @@ pub struct LocalFlags {
     pub attn_implementation: Option<String>,
 }
 
-/// The tuning values after evalscope's validators, as `benchmark_args.json` records them.
+/// The tuning values after evalscope's validators, as a run's arguments record them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
     /// `--num-workers` (0 when not given).

@@ -9,6 +9,7 @@
 
 pub mod arrival;
 pub mod compat;
+pub mod mock_output;
 mod multi_turn;
 mod parsers;
 pub mod scenario;
@@ -448,6 +449,9 @@ pub struct Cli {
     /// The simulator's capacity model.
     #[command(flatten)]
     pub capacity: sla::MockCapacityArgs,
+    /// The simulator's invalid tool calls and JSON outputs.
+    #[command(flatten)]
+    pub mock_output: mock_output::MockOutputArgs,
     /// `--burstiness`, `--ramp-up`.
     #[command(flatten)]
     pub arrival: arrival::ArrivalArgs,

@@ -12,7 +12,7 @@ pub struct ServerMetricsArgs {
     /// Scrape the server's Prometheus metrics during each run (off by default): give no URL for
     /// `<scheme>://<host:port>/metrics` of `--url`, or one or more URLs (e.g. vLLM's and a DCGM exporter's:
     /// `--server-metrics http://gpu:8000/metrics http://gpu:9400/metrics`). Writes `server_metrics.json` per
-    /// run and `Server …` keys in `benchmark_summary.json`; a failing endpoint is a warning, never an error.
+    /// run and `Server …` keys in the run's summary file; a failing endpoint is a warning, never an error.
     #[arg(long, num_args = 0.., value_name = "URL", help_heading = "Server metrics")]
     pub server_metrics: Option<Vec<String>>,
 

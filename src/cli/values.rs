@@ -1,6 +1,6 @@
 //! The closed sets of names `--api` and `--dataset` accept, as value enums: clap lists them in `--help` and
 //! shell completion, and a typo gets "did you mean …". Aliases are variants of their own so the name stays
-//! as typed (evalscope writes it so in `benchmark_args.json`); [`crate::plan`] maps each to its plugin.
+//! as typed (evalscope writes it so in the run's arguments file); [`crate::plan`] maps each to its plugin.
 
 use std::ffi::OsStr;
 use std::marker::PhantomData;
@@ -62,6 +62,9 @@ pub enum DatasetName {
     /// Text lines.
     #[value(name = "custom")]
     Custom,
+    /// The Berkeley Function Calling Leaderboard's question/function files: chat requests with tools.
+    #[value(name = "bfcl")]
+    Bfcl,
     /// Random token windows of exact length (needs `--tokenizer-path`).
     #[value(name = "random")]
     Random,
@@ -192,6 +195,7 @@ impl DatasetName {
             DatasetName::OpenQaAlias => "open_qa",
             DatasetName::LineByLine => "line_by_line",
             DatasetName::Custom => "custom",
+            DatasetName::Bfcl => "bfcl",
             DatasetName::Random => "random",
             DatasetName::RandomVl => "random_vl",
             DatasetName::Embedding => "embedding",

@@ -84,6 +84,10 @@ struct ServeMockArgs {
     /// as for `llmperf --api mock`.
     #[command(flatten)]
     capacity: crate::cli::sla::MockCapacityArgs,
+
+    /// `--mock-invalid-output-rate`, as for `llmperf --api mock`.
+    #[command(flatten)]
+    output: crate::cli::mock_output::MockOutputArgs,
 }
 
 fn millis(flag: &str, v: f64) -> Result<Duration, String> {
@@ -129,6 +133,7 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         metrics_fault: args.mock_metrics_fault,
         reasoning_tokens: args.mock_reasoning_tokens,
         prompt_counter,
+        invalid_output_rate: args.output.mock_invalid_output_rate,
         ..SimConfig::default()
     };
     crate::clock::init();

@@ -23,38 +23,10 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
 use super::random::{RandomPrompt, RandomText, Vocab};
+pub use super::turn::{Conversation, Turn};
 use super::Shaper;
 use crate::plan::{DatasetKind, MultiTurnSettings, RunPlan};
 use crate::tokenizer::Tokenizer;
-
-/// One turn of a conversation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Turn {
-    /// Messages appended to the history before this turn is sent.
-    pub messages: Vec<Value>,
-    /// This turn's `max_tokens`, overriding `--max-tokens` (trace replays).
-    pub max_tokens: Option<u64>,
-    /// Seconds to wait before sending this turn (a replayed tool call's latency).
-    pub tool_latency_s: Option<f64>,
-    /// The conversation's routing key (read from the first turn): each request gets `rid`
-    /// `<rid>_t<turn number>` unless its body already has one (`swe_smith`).
-    pub rid: Option<String>,
-}
-
-impl Turn {
-    /// A turn of plain messages.
-    pub fn new(messages: Vec<Value>) -> Self {
-        Turn {
-            messages,
-            max_tokens: None,
-            tool_latency_s: None,
-            rid: None,
-        }
-    }
-}
-
-/// A whole conversation.
-pub type Conversation = Vec<Turn>;
 
 /// Where a sweep's conversations come from.
 pub enum ConversationSource {
@@ -131,7 +103,7 @@ pub fn load(
             let file = super::conversations::sharegpt_file(path, name)?;
             share_gpt(&read(&file)?, settings.max_turns, shaper, limit, &file)?
         }
-        DatasetKind::CustomMultiTurn => custom(&read(path)?, settings.max_turns, shaper, limit),
+        DatasetKind::CustomMultiTurn => custom(&read(path)?, settings.max_turns, shaper, limit)?,
         DatasetKind::SweSmith => {
             let all = super::swe_smith::conversations(path)?;
             if all.iter().any(|c| !c.is_empty()) {
@@ -204,7 +176,7 @@ fn share_gpt(
         let Some(first) = humans.first() else {
             continue;
         };
-        if shaper.fits(first) {
+        if shaper.fits(first)? {
             out.push(humans.iter().map(|h| Turn::new(vec![user(h)])).collect());
         }
     }
@@ -212,7 +184,12 @@ fn share_gpt(
 }
 
 /// `custom_multi_turn`: turns split at assistant messages (whose content is discarded).
-fn custom(text: &str, max_turns: Option<u64>, shaper: &Shaper, limit: usize) -> Vec<Conversation> {
+fn custom(
+    text: &str,
+    max_turns: Option<u64>,
+    shaper: &Shaper,
+    limit: usize,
+) -> Result<Vec<Conversation>> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if out.len() >= limit {
@@ -267,11 +244,15 @@ fn custom(text: &str, max_turns: Option<u64>, shaper: &Shaper, limit: usize) -> 
             .iter()
             .find(|m| m["role"] == "user")
             .and_then(|m| m["content"].as_str());
-        if first_user.is_none_or(|t| shaper.fits(t)) {
+        let fits = match first_user {
+            Some(t) => shaper.fits(t)?,
+            None => true,
+        };
+        if fits {
             out.push(turns.into_iter().map(Turn::new).collect());
         }
     }
-    out
+    Ok(out)
 }
 
 impl ConversationSource {
@@ -341,7 +322,7 @@ mod tests {
             r#"[{"role":"user","content":"x1"},{"role":"assistant","content":"a"},{"role":"user","content":"x2"},{"role":"assistant","content":"b"},{"role":"user","content":"x3"}]"#,
         );
         let shaper = Shaper::chars(true, (0, 100));
-        let convs = custom(text, Some(2), &shaper, 10);
+        let convs = custom(text, Some(2), &shaper, 10).unwrap();
         assert_eq!(convs.len(), 2);
         assert_eq!(
             convs[0][0].messages,

@@ -15,7 +15,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use super::multi_turn::{Conversation, Turn};
+use super::turn::{Conversation, Turn};
 
 /// All conversations of the file, in file order; an empty conversation stays (as an empty list) so that
 /// the offset rotation counts it, as evalscope's does.

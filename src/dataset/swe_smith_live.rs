@@ -43,7 +43,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
 
-use super::multi_turn::{Conversation, Turn};
+use super::turn::{Conversation, Turn};
 use crate::plan::{IntOrRange, MultiTurnSettings, RunPlan};
 use crate::tokenizer::Tokenizer;
 

@@ -131,7 +131,10 @@ pub(super) async fn run(
     let shared = Arc::new(Shared {
         taker: Mutex::new(Taker {
             feed: requests,
-            pacing: (dispatch.rate > 0.0).then(|| (Instant::now(), PreciseTimer::new())),
+            pacing: dispatch
+                .load
+                .schedule_rate()
+                .map(|_| (Instant::now(), PreciseTimer::new())),
         }),
         len,
         done: AtomicBool::new(false),

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use crate::plan::LoadMode;
+use crate::plan::Load;
 use crate::record::RequestRecord;
 use crate::shutdown::Shutdown;
 pub use client::HttpClient;
@@ -75,13 +75,11 @@ impl PreparedRequest {
 /// What the dispatcher needs for one run.
 #[derive(Debug, Clone)]
 pub struct Dispatch {
-    /// Closed or open loop.
-    pub mode: LoadMode,
-    /// Concurrency cap (closed loop).
-    pub parallel: usize,
-    /// Rate in req/s; ≤ 0 means unpaced. A paced run's requests carry their offsets
+    /// How the run releases its requests. A paced or open-loop run's requests carry their offsets
     /// ([`PreparedRequest::offset_s`]).
-    pub rate: f64,
+    pub load: Load,
+    /// Workers (closed loop: this process's share of the concurrency cap).
+    pub parallel: usize,
     /// Soft time limit for the measured phase.
     pub duration: Option<Duration>,
     /// Open loop: the origin of the measured schedule (`--start-at`), if later than the warmup's end.
@@ -118,11 +116,11 @@ pub async fn run(
 ) -> anyhow::Result<DispatchOutcome> {
     let (client, dispatch, shutdown) = (client.clone(), dispatch.clone(), shutdown.clone());
     let task = tokio::spawn(async move {
-        match dispatch.mode {
-            LoadMode::Closed => {
+        match dispatch.load {
+            Load::Closed { .. } => {
                 Ok(closed_loop::run(&client, &dispatch, requests, records, &shutdown).await)
             }
-            LoadMode::Open => {
+            Load::Open { .. } | Load::Trace { .. } => {
                 open_loop::run(&client, &dispatch, requests, records, &shutdown).await
             }
         }

@@ -18,6 +18,17 @@ use crate::metrics::{
 use crate::text::format::{fmt_num, unit_for_key, Unit};
 use crate::text::table::{Align, SimpleOutline};
 
+/// Logs a finished run's summary and percentile tables, as evalscope does after each run.
+pub fn log_summary_tables(summary: &BenchmarkSummary, percentiles: &PercentileTable) {
+    tracing::info!("\n{}", summary_table(summary));
+    tracing::info!("\n{}", percentile_table(percentiles));
+}
+
+/// Logs a finished run's workload table (only a run in which a request succeeded has one).
+pub fn log_workload_table(w: &WorkloadThroughput) {
+    tracing::info!("\n{}", workload_table(w));
+}
+
 /// `Benchmarking summary:` and the summary table, lines joined by `\n`, no trailing newline.
 pub fn summary_table(s: &BenchmarkSummary) -> String {
     let mut rows: Vec<(String, String)> = Vec::new();

@@ -1,4 +1,4 @@
-//! Golden-text tests: the console tables and `performance_summary.txt` rendered from the JSON files of
+//! Golden-text tests: the console tables and the end-of-sweep text report rendered from the JSON files of
 //! real `evalscope perf` 1.14.1 runs must equal the text evalscope printed for them.
 //!
 //! Goldens live in `<shared>/reference/evalscope-golden`, where `<shared>` is `$LLMPERF_SHARED_DIR` or
@@ -115,7 +115,7 @@ fn percentiles_from(v: &Value) -> PercentileTable {
     PercentileTable { columns }
 }
 
-/// `workload_throughput.json`, when the run wrote one.
+/// The workload throughput file, when the run wrote one.
 fn workload_from(path: &Path) -> Option<WorkloadThroughput> {
     if !path.is_file() {
         return None;
@@ -186,9 +186,10 @@ fn runs(case: &str) -> Vec<RunReport> {
         .map(|d| {
             let summary = summary_from(&load_json(&d.join("benchmark_summary.json")));
             let percentiles = percentiles_from(&load_json(&d.join("benchmark_percentile.json")));
+            let (concurrency, rate) = RunReport::load_of(&summary);
             RunReport {
-                concurrency: summary.concurrency,
-                rate: summary.request_rate,
+                concurrency,
+                rate,
                 number: summary.total_requests,
                 summary,
                 percentiles,

@@ -1,9 +1,9 @@
 //! Output files and text, one file per format, matching `evalscope perf` 1.14.1:
 //!
 //! * [`console`]: `Benchmarking summary:`, `Percentile results:` and `Workload throughput` tables.
-//! * [`report`]: the whole `performance_summary.txt`.
+//! * [`report`]: the whole end-of-sweep text report.
 //! * [`html`]: `perf_report.html`, the self-contained report with charts (llmperf's own layout).
-//! * [`speed_benchmark`]: `speed_benchmark.json` (speed_benchmark datasets).
+//! * [`speed_benchmark`]: the speed table file (speed_benchmark datasets).
 
 pub mod console;
 pub mod html;

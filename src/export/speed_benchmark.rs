@@ -1,4 +1,4 @@
-//! `speed_benchmark.json` for `--dataset speed_benchmark(_long)`: evalscope's query over the run's
+//! The speed table of `--dataset speed_benchmark(_long)`: evalscope's query over the run's
 //! database — per prompt length, the mean decode speed `completion_tokens / latency` and the mean GPU
 //! memory, each rounded to 2 decimals by SQLite — written as a list of
 //! `{"Prompt Tokens", "Speed(tokens/s)", "GPU Memory(GB)"}` objects (indent 4), and the console table
@@ -27,15 +27,6 @@ pub fn speed_rows(db: &Path) -> Result<Vec<Map<String, Value>>> {
             Ok(m)
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
-}
-
-/// Writes `speed_benchmark.json` beside the database and returns the rows.
-pub fn write(db: &Path, run_dir: &Path) -> Result<Vec<Map<String, Value>>> {
-    let rows = speed_rows(db)?;
-    let path = run_dir.join("speed_benchmark.json");
-    std::fs::write(&path, crate::pyjson::dumps_indent4(&rows))
-        .with_context(|| format!("writing {}", path.display()))?;
     Ok(rows)
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::run_folder::{find_runs, RunDir};
 use crate::shard::ARGS_KEY;
 
 /// How deep below each given folder run folders are looked for (`<dir>/<stamp>/<root>/<run>`).
@@ -16,7 +17,7 @@ const MAX_DEPTH: usize = 4;
 pub struct ShardRun {
     /// The run folder.
     pub dir: PathBuf,
-    /// Its `benchmark_args.json`.
+    /// Its arguments.
     pub args: Map<String, Value>,
     /// `CLOCK_REALTIME − CLOCK_MONOTONIC` when the run started (`None`: it never started).
     pub wall_minus_monotonic_s: Option<f64>,
@@ -77,36 +78,9 @@ impl ShardSet {
     }
 }
 
-fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
-/// Every folder at most [`MAX_DEPTH`] below `dir` (and `dir` itself) holding a `benchmark_args.json` with a
-/// shard record.
-fn find_runs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-    if dir.join("benchmark_args.json").is_file() {
-        out.push(dir.to_path_buf());
-        return;
-    }
-    if depth == 0 {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    for d in dirs {
-        find_runs(&d, depth - 1, out);
-    }
-}
-
 /// Why a shard's run cannot be merged, or `None` when it finished.
-fn run_failure(dir: &Path, record: &Map<String, Value>) -> Option<String> {
-    let shown = dir.display();
+fn run_failure(run: &RunDir, record: &Map<String, Value>) -> Option<String> {
+    let shown = run.path().display();
     if record
         .get("wall_minus_monotonic_s")
         .and_then(Value::as_f64)
@@ -116,13 +90,11 @@ fn run_failure(dir: &Path, record: &Map<String, Value>) -> Option<String> {
             "{shown}: the run never started (no start recorded)"
         ));
     }
-    if !dir.join("benchmark_data.db").is_file() {
-        return Some(format!("{shown}: no benchmark_data.db"));
+    if !run.has_database() {
+        return Some(format!("{shown}: no database (the run stored no rows)"));
     }
-    match read_json(&dir.join("benchmark_summary.json")) {
-        None => Some(format!(
-            "{shown}: no benchmark_summary.json (the shard did not finish)"
-        )),
+    match run.read_summary() {
+        None => Some(format!("{shown}: no summary (the shard did not finish)")),
         Some(s) if s.get("Interrupted") == Some(&Value::Bool(true)) => {
             Some(format!("{shown}: the run was interrupted"))
         }
@@ -145,31 +117,29 @@ pub fn find_shards(dirs: &[PathBuf]) -> Result<Vec<ShardRoot>, String> {
         if !d.is_dir() {
             return Err(format!("{}: no such folder", d.display()));
         }
-        let before = run_dirs.len();
-        find_runs(d, MAX_DEPTH, &mut run_dirs);
-        if run_dirs.len() == before {
+        let found = find_runs(d, MAX_DEPTH);
+        if found.is_empty() {
             return Err(format!(
-                "{}: no run folder (with benchmark_args.json) found in it",
+                "{}: no run folder (with the run's arguments) found in it",
                 d.display()
             ));
         }
+        run_dirs.extend(found.into_iter().map(|r| r.path().to_path_buf()));
     }
     run_dirs.sort();
     run_dirs.dedup();
     let mut roots: BTreeMap<PathBuf, ShardRoot> = BTreeMap::new();
     for dir in run_dirs {
-        let args = match read_json(&dir.join("benchmark_args.json")) {
-            Some(Value::Object(m)) => m,
-            _ => {
-                return Err(format!(
-                    "{}/benchmark_args.json: not a JSON object",
-                    dir.display()
-                ))
-            }
+        let run = RunDir::at(&dir);
+        let Some(args) = run.read_args() else {
+            return Err(format!(
+                "{}: its arguments are not a JSON object",
+                run.args().display()
+            ));
         };
         let Some(record) = args.get(ARGS_KEY).and_then(Value::as_object) else {
             return Err(format!(
-                "{}: not a shard result (its benchmark_args.json has no {ARGS_KEY}; run with --shard K/N)",
+                "{}: not a shard result (its arguments have no {ARGS_KEY}; run with --shard K/N)",
                 dir.display()
             ));
         };
@@ -183,7 +153,7 @@ pub fn find_shards(dirs: &[PathBuf]) -> Result<Vec<ShardRoot>, String> {
                 dir.display()
             ));
         };
-        let failure = run_failure(&dir, record);
+        let failure = run_failure(&run, record);
         let wall = record.get("wall_minus_monotonic_s").and_then(Value::as_f64);
         let root_dir = dir.parent().unwrap_or(Path::new("")).to_path_buf();
         let name = dir

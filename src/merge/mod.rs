@@ -16,8 +16,8 @@ use clap::Parser;
 use crate::error::Error;
 
 /// Merge the results of `llmperf --shard K/N` runs into one run root, as one process would have written
-/// it: benchmark_data.db (every shard's rows on one wall-clock time base, with shard_index and shard_host
-/// columns), the summary, percentile and workload files, performance_summary.txt and perf_report.html,
+/// it: the database (every shard's rows on one wall-clock time base, with shard_index and shard_host
+/// columns), the summary, percentile and workload files, and the text and HTML reports,
 /// all recomputed from the rows.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "llmperf merge", max_term_width = 110)]

@@ -1,4 +1,4 @@
-//! The merged `benchmark_data.db`: every shard's rows on one time base (wall-clock epoch seconds: each
+//! The merged database: every shard's rows on one time base (wall-clock epoch seconds: each
 //! shard's monotonic stamps plus its recorded `CLOCK_REALTIME − CLOCK_MONOTONIC`), in completion order,
 //! with `shard_index` and `shard_host` appended after the shard's columns; and the replay of those rows
 //! through the same accumulator and workload timeline a run uses.
@@ -36,7 +36,7 @@ const FAILURE_KINDS: [FailureKind; 10] = [
 
 /// One shard's contribution to a run.
 pub struct ShardRows<'a> {
-    /// The shard's `benchmark_data.db`.
+    /// The shard's database.
     pub db: &'a Path,
     /// K.
     pub index: u32,

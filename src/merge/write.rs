@@ -1,7 +1,7 @@
 //! Writing the merged run root: per run, the merged database and the files recomputed from it; then the
-//! root's `performance_summary.txt` and `perf_report.html`, through the same code a run uses.
+//! root's end-of-sweep text report and `perf_report.html`, through the same code a run uses.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
@@ -11,15 +11,15 @@ use super::rows::{merge_rows, ShardRows};
 use super::MergeArgs;
 use crate::export;
 use crate::metrics::SummaryContext;
-use crate::plan::RunSpec;
-use crate::pyjson;
+use crate::plan::{Load, RunRole, RunSpec};
+use crate::run_folder::{RunDir, RunResults, RunRoot};
 use crate::runner::RunResult;
 use crate::shard::ARGS_KEY;
 
 /// The checked shard set and where its merge goes.
 pub struct MergePlan {
     set: ShardSet,
-    root: PathBuf,
+    root: RunRoot,
 }
 
 /// The merged root's name: `--name`, else the first shard's root name without `_shard<K>of<N>`.
@@ -37,26 +37,19 @@ fn root_name(args: &MergeArgs, set: &ShardSet) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "merged".into());
-    match name.rfind("_shard") {
-        Some(i) if name[i..].ends_with(&format!("of{}", set.count)) => name[..i].to_string(),
-        _ => name,
-    }
+    RunRoot::unsharded_name(&name, set.count).to_string()
 }
 
 /// Decides the merged root; an existing one is an error (never overwritten).
 pub fn target(args: &MergeArgs, set: ShardSet) -> Result<MergePlan, String> {
-    let root = args.outputs_dir.join(root_name(args, &set));
-    if root.exists() {
+    let root = RunRoot::compose(&args.outputs_dir, None, &root_name(args, &set), None);
+    if root.path().exists() {
         return Err(format!(
             "{} already exists: merge never overwrites a run root; choose another --outputs-dir or --name",
-            root.display()
+            root.path().display()
         ));
     }
     Ok(MergePlan { set, root })
-}
-
-fn write_file(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 fn input_only(api: &str) -> bool {
@@ -66,7 +59,7 @@ fn input_only(api: &str) -> bool {
     )
 }
 
-/// The merge record of a run's `benchmark_args.json`, and the shards that took part.
+/// The merge record of a run's arguments file, and the shards that took part.
 fn merge_record(set: &ShardSet, run: &str, missing: &[(u32, String)]) -> (Value, Vec<u32>) {
     let mut shards = Vec::new();
     let mut merged = Vec::new();
@@ -108,26 +101,33 @@ fn merge_record(set: &ShardSet, run: &str, missing: &[(u32, String)]) -> (Value,
     (record, merged)
 }
 
-fn spec_of(args: &Map<String, Value>, dir_name: &str) -> RunSpec {
-    RunSpec {
-        number: args.get("number").and_then(Value::as_u64).unwrap_or(0),
-        parallel: args.get("parallel").and_then(Value::as_i64).unwrap_or(-1),
-        rate: args.get("rate").and_then(Value::as_f64).unwrap_or(-1.0),
+/// The run a shard's arguments record (a sharded plan's runs are sweep runs).
+fn spec_of(args: &Map<String, Value>, run: &str) -> Result<RunSpec> {
+    let parallel = args.get("parallel").and_then(Value::as_i64).unwrap_or(-1);
+    let rate = args.get("rate").and_then(Value::as_f64).unwrap_or(-1.0);
+    let open_loop = args.get("open_loop").and_then(Value::as_bool) == Some(true);
+    let number = args.get("number").and_then(Value::as_u64).unwrap_or(0);
+    let load = Load::from_written(parallel, rate, number, open_loop).with_context(|| {
+        format!("{run}: its arguments name no load (parallel {parallel}, rate {rate})")
+    })?;
+    Ok(RunSpec {
+        number,
+        load,
         warmup: 0,
-        dir_name: dir_name.to_string(),
         dataset_offset: args
             .get("dataset_offset")
             .and_then(Value::as_u64)
             .unwrap_or(0),
-    }
+        role: RunRole::Sweep,
+    })
 }
 
-/// The summary settings a shard's `benchmark_args.json` implies for one run.
+/// The summary settings a shard's arguments imply for one run.
 fn summary_context(args: &Map<String, Value>, spec: &RunSpec) -> SummaryContext {
     let api = args.get("api").and_then(Value::as_str).unwrap_or("openai");
     SummaryContext {
-        concurrency: spec.parallel,
-        request_rate: spec.rate,
+        concurrency_as_written: spec.load.parallel_as_written(),
+        rate_as_written: spec.load.rate_as_written(),
         input_only: input_only(api),
         pd_metrics: args
             .get("enable_pd_metrics")
@@ -153,8 +153,11 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
     let (_, first) = parts
         .first()
         .with_context(|| format!("{run}: no shard finished this run"))?;
-    let run_dir = plan.root.join(run);
-    std::fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+    let mut args = first.args.clone();
+    let spec = spec_of(&args, run)?;
+    // The shards' own folder name (a replayed trace's keeps the --number typed, which its arguments lack).
+    let dir = plan.root.run_named(run);
+    dir.create()?;
     let hosts: Vec<String> = parts
         .iter()
         .map(|(_, r)| {
@@ -167,7 +170,7 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
         .collect();
     let dbs: Vec<PathBuf> = parts
         .iter()
-        .map(|(_, r)| r.dir.join("benchmark_data.db"))
+        .map(|(_, r)| RunDir::at(&r.dir).database())
         .collect();
     let shard_rows: Vec<ShardRows<'_>> = parts
         .iter()
@@ -180,10 +183,8 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
             offset_s: r.wall_minus_monotonic_s.unwrap_or(0.0),
         })
         .collect();
-    let mut args = first.args.clone();
-    let spec = spec_of(&args, run);
     let ctx = summary_context(&args, &spec);
-    let db_path = run_dir.join("benchmark_data.db");
+    let db_path = dir.database();
     let replayed = merge_rows(&db_path, &shard_rows, ctx)?;
     tracing::info!(
         "{run}: merged {} rows from {} shard(s) into {}",
@@ -194,12 +195,9 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
 
     let (record, merged) = merge_record(set, run, &missing);
     args.remove(ARGS_KEY);
-    args.insert("outputs_dir".into(), json!(run_dir.to_string_lossy()));
+    args.insert("outputs_dir".into(), json!(dir.path().to_string_lossy()));
     args.insert("llmperf_merge".into(), record);
-    write_file(
-        &run_dir.join("benchmark_args.json"),
-        &pyjson::dumps_indent4(&args),
-    )?;
+    dir.write_args(&args)?;
 
     let mut summary = replayed.acc.summary();
     let percentiles = replayed.acc.percentiles();
@@ -212,31 +210,19 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
             json!(missing.iter().map(|(k, _)| *k).collect::<Vec<_>>()),
         ),
     ]);
-    write_file(
-        &run_dir.join("benchmark_summary.json"),
-        &summary.to_json_string(),
-    )?;
-    write_file(
-        &run_dir.join("benchmark_percentile.json"),
-        &percentiles.to_json_string(),
-    )?;
-    tracing::info!("\n{}", export::console::summary_table(&summary));
-    tracing::info!("\n{}", export::console::percentile_table(&percentiles));
+    dir.write_results(&RunResults {
+        summary: &summary,
+        percentiles: &percentiles,
+        timeline: &replayed.timeline,
+    })?;
+    export::console::log_summary_tables(&summary, &percentiles);
     let workload = replayed.timeline.throughput();
     if let Some(w) = &workload {
-        write_file(
-            &run_dir.join("workload_throughput.json"),
-            &w.to_json_string(),
-        )?;
-        write_file(
-            &run_dir.join("workload_timeline.json"),
-            &replayed.timeline.to_json_string(),
-        )?;
-        tracing::info!("\n{}", export::console::workload_table(w));
+        export::console::log_workload_table(w);
     }
     let dataset = args.get("dataset").and_then(Value::as_str).unwrap_or("");
     if matches!(dataset, "speed_benchmark" | "speed_benchmark_long") {
-        export::speed_benchmark::write(&db_path, &run_dir)?;
+        crate::runner::write_speed_table(&dir)?;
     }
     for (k, why) in &missing {
         tracing::warn!("{run}: shard {k}/{} missing: {why}", set.count);
@@ -247,7 +233,7 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
         percentiles,
         interrupted: false,
         workload,
-        run_dir,
+        dir,
         trace: Default::default(),
     };
     Ok((result, args, missing.iter().map(|(k, _)| *k).collect()))
@@ -255,16 +241,19 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
 
 /// Writes the merged root.
 pub fn merge(plan: &MergePlan) -> Result<()> {
-    std::fs::create_dir_all(&plan.root)
-        .with_context(|| format!("--outputs-dir: cannot create {}", plan.root.display()))?;
-    crate::logging::set_log_file(&plan.root.join("benchmark.log"))
-        .with_context(|| format!("--outputs-dir: cannot write in {}", plan.root.display()))?;
+    plan.root.create()?;
+    crate::logging::set_log_file(&plan.root.log()).with_context(|| {
+        format!(
+            "--outputs-dir: cannot write in {}",
+            plan.root.path().display()
+        )
+    })?;
     tracing::info!(
         "Merging {} of {} shard(s) of plan {} into {}",
         plan.set.shards.len(),
         plan.set.count,
         plan.set.fingerprint,
-        plan.root.display()
+        plan.root.path().display()
     );
     let mut results = Vec::new();
     let mut missing_lines = Vec::new();
@@ -299,19 +288,19 @@ pub fn merge(plan: &MergePlan) -> Result<()> {
         api,
         alias: text("alias"),
         endpoint,
-        output_path: plan.root.to_string_lossy().into_owned(),
+        output_path: plan.root.path().to_string_lossy().into_owned(),
     };
     crate::runner::write_root_report(&info, &plan.root, &results, false)?;
     if !missing_lines.is_empty() {
-        let path = plan.root.join("performance_summary.txt");
-        let mut summary = std::fs::read_to_string(&path).unwrap_or_default();
+        let mut summary =
+            std::fs::read_to_string(plan.root.performance_summary()).unwrap_or_default();
         for line in &missing_lines {
             println!("{line}");
             summary.push_str(line);
             summary.push('\n');
         }
-        write_file(&path, &summary)?;
+        plan.root.write_performance_summary(&summary)?;
     }
-    tracing::info!("Merged run root: {}", plan.root.display());
+    tracing::info!("Merged run root: {}", plan.root.path().display());
     Ok(())
 }

@@ -24,10 +24,10 @@ use crate::record::RequestRecord;
 /// What a run's summary needs beyond its records.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SummaryContext {
-    /// `Concurrency`: the closed-loop parallelism, −1 in open loop.
-    pub concurrency: i64,
-    /// `Request Rate (req/s)`: the open-loop rate, −1.0 when not paced.
-    pub request_rate: f64,
+    /// `Concurrency` as evalscope writes it (the plan's `Load::parallel_as_written`).
+    pub concurrency_as_written: i64,
+    /// `Request Rate (req/s)` as evalscope writes it (the plan's `Load::rate_as_written`).
+    pub rate_as_written: f64,
     /// Embedding / rerank APIs: input-only summary keys and percentile columns.
     pub input_only: bool,
     /// `--enable-pd-metrics`: the PD handoff keys and columns ([`super::pd`]).
@@ -392,8 +392,11 @@ impl Accumulator {
 
         let mut m: Message = vec![
             (keys::TEST_DURATION, PyNum::Float(t).round(4)),
-            (keys::CONCURRENCY, PyNum::Int(self.ctx.concurrency)),
-            (keys::REQUEST_RATE, PyNum::Float(self.ctx.request_rate)),
+            (
+                keys::CONCURRENCY,
+                PyNum::Int(self.ctx.concurrency_as_written),
+            ),
+            (keys::REQUEST_RATE, PyNum::Float(self.ctx.rate_as_written)),
             (keys::TOTAL_REQUESTS, PyNum::Int(self.n_total as i64)),
             (keys::SUCCESS_REQUESTS, PyNum::Int(self.n_success as i64)),
             (keys::FAILED_REQUESTS, PyNum::Int(self.failed() as i64)),
@@ -508,7 +511,7 @@ impl Accumulator {
         (!self.client.is_empty()).then(|| client::diagnose(&self.client, cpu, open_loop))
     }
 
-    /// The send lag (seconds) of the measured records at each of [`super::percentile::PERCENTILES`],
+    /// The send lag (seconds) of the measured records at each of [`super::nearest_rank::PERCENTILES`],
     /// nearest rank, unrounded; NaN when none.
     pub fn send_lag_percentiles(&self) -> [f64; 11] {
         self.client.send_lag_percentiles()

@@ -81,7 +81,7 @@ impl ClientTiming {
         }
     }
 
-    /// The send lags' nearest-rank values at each of [`super::percentile::PERCENTILES`] (NaN when none).
+    /// The send lags' nearest-rank values at each of [`super::nearest_rank::PERCENTILES`] (NaN when none).
     pub fn send_lag_percentiles(&self) -> [f64; 11] {
         self.send_lag.percentiles()
     }
@@ -207,7 +207,7 @@ impl ClientDiagnostics {
     }
 }
 
-/// The summary keys of [`ClientDiagnostics`], in the order `benchmark_summary.json` writes them.
+/// The summary keys of [`ClientDiagnostics`], in the order the run's summary file writes them.
 #[derive(Serialize)]
 struct ClientKeys<'a> {
     #[serde(rename = "Client CPU (% of one core)")]
@@ -269,7 +269,7 @@ fn mean(sum: f64, n: u64) -> f64 {
     }
 }
 
-/// Indexes of p50 and p99 in [`super::percentile::PERCENTILES`].
+/// Indexes of p50 and p99 in [`super::nearest_rank::PERCENTILES`].
 const P50: usize = 5;
 const P99: usize = 9;
 

@@ -6,6 +6,7 @@ mod accumulator;
 mod client;
 mod first_errors;
 pub mod goodput;
+mod nearest_rank;
 mod pd;
 mod percentile;
 pub mod replay;
@@ -27,7 +28,8 @@ pub use client::{
 };
 pub use first_errors::FirstError;
 pub use goodput::{GoodputCounter, GoodputSlos, GoodputSummary};
-pub use percentile::{columns, nearest_rank, PercentileTable, PERCENTILE_LABELS};
+pub use nearest_rank::{nearest_rank, PERCENTILE_LABELS};
+pub use percentile::{columns, PercentileTable};
 pub(crate) use samples::Sample;
 pub use summary::{BenchmarkSummary, InputTokenError, SummaryExtras};
 pub use trace::{TraceAccumulator, TraceSummary};

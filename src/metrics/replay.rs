@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::percentile::PERCENTILES;
+use super::nearest_rank::PERCENTILES;
 use crate::record::RequestRecord;
 
 /// `Trace Requests`: requests of the trace replayed in the run.
@@ -103,7 +103,7 @@ mod tests {
         };
         // The nearest-rank values of the lags [0.002, 0.001, 0.0005] at each of PERCENTILES.
         let sorted = [0.0005, 0.001, 0.002];
-        let lags = PERCENTILES.map(|p| super::super::percentile::nearest_rank(&sorted, p));
+        let lags = PERCENTILES.map(|p| crate::metrics::nearest_rank(&sorted, p));
         let keys = f.keys(lags, &[40, 60], &[0, 30]);
         let get = |k: &str| keys.iter().find(|(n, _)| n == k).unwrap().1.clone();
         assert_eq!(get(REQUESTS), 2);

@@ -1,5 +1,5 @@
 //! What the statistics need of one request ([`Sample`], plain numbers, so a `RequestRecord` and a stored
-//! `benchmark_data.db` row feed the same code), and the per-success percentile columns
+//! the run's database row feed the same code), and the per-success percentile columns
 //! ([`SuccessRows`], exact and in bounded memory).
 
 use std::path::PathBuf;

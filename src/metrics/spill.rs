@@ -17,7 +17,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::percentile::{nearest_rank, PERCENTILES};
+use super::nearest_rank::{nearest_rank, PERCENTILES};
 
 /// Values a column holds in memory before it writes a sorted run (64 KiB of `f64`).
 pub const DEFAULT_SPILL_VALUES: usize = 1 << 13;

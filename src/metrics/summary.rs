@@ -1,4 +1,4 @@
-//! `benchmark_summary.json`: [`BenchmarkSummary`] is the file. Its serde field order is evalscope's key
+//! The run's summary file: [`BenchmarkSummary`] is the file. Its serde field order is evalscope's key
 //! order, each field `rename`d to evalscope's key; optional keys (PD, multi-turn, speculative decoding)
 //! are skipped when absent; llmperf's extra keys follow in [`SummaryExtras`] (interrupted, failures by
 //! kind, input-token error, the client's self-diagnostics, goodput, appended keys). It is written through
@@ -339,7 +339,7 @@ impl BenchmarkSummary {
         s
     }
 
-    /// The exact text of `benchmark_summary.json`: the fields in order (indent 4, Python float repr, no
+    /// The exact text of the run's summary file: the fields in order (indent 4, Python float repr, no
     /// trailing newline).
     pub fn to_json_string(&self) -> String {
         pyjson::dumps_indent4(self)

@@ -9,8 +9,8 @@ use super::{Accumulator, SummaryContext, PERCENTILE_LABELS};
 use crate::record::{FailureKind, RequestRecord};
 
 const LLM: SummaryContext = SummaryContext {
-    concurrency: 2,
-    request_rate: -1.0,
+    concurrency_as_written: 2,
+    rate_as_written: -1.0,
     input_only: false,
     pd_metrics: false,
 };
@@ -272,8 +272,8 @@ fn multi_token_chunks_add_speculative_decoding_keys() {
 #[test]
 fn input_only_run_reports_input_throughput() {
     let ctx = SummaryContext {
-        concurrency: -1,
-        request_rate: 20.0,
+        concurrency_as_written: -1,
+        rate_as_written: 20.0,
         input_only: true,
         pd_metrics: false,
     };

@@ -8,7 +8,7 @@
 //! (overall when the run is not longer than 30 s), `Steady (drop 20%)` from the latest point with
 //! `t ≤ 0.2·wall` (overall when that anchor is the last point). Feeding is O(1): one 32-byte point per
 //! success, held in memory up to [`POINTS_IN_MEMORY`] and then appended to an anonymous temporary file in
-//! blocks, so memory stays flat; the table and `workload_timeline.json` are computed and written by
+//! blocks, so memory stays flat; the table and the workload timeline file are computed and written by
 //! reading the points back in one stream.
 
 use std::io::{self, Write};
@@ -109,7 +109,7 @@ pub struct WorkloadRow {
     pub steady_state: f64,
 }
 
-/// `workload_throughput.json` (evalscope's `WorkloadThroughput`).
+/// The workload throughput file (evalscope's `WorkloadThroughput`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadThroughput {
     /// Points in the timeline (successful requests).
@@ -332,7 +332,7 @@ impl WorkloadTimeline {
         })
     }
 
-    /// The exact text of `workload_timeline.json` (`t` rounded to 6 decimals).
+    /// The exact text of the workload timeline file (`t` rounded to 6 decimals).
     pub fn to_json_string(&self) -> String {
         let mut out = Vec::new();
         self.write_json(&mut out)
@@ -340,7 +340,7 @@ impl WorkloadTimeline {
         String::from_utf8(out).expect("serde_json writes UTF-8")
     }
 
-    /// Writes `workload_timeline.json` to `w` as the points are read (no JSON object per point, and no
+    /// Writes the workload timeline file to `w` as the points are read (no JSON object per point, and no
     /// copy of the text in memory: a 10-million-request timeline costs only its buffer).
     pub fn write_json<W: Write>(&self, w: W) -> io::Result<()> {
         let mut ser = serde_json::Serializer::with_formatter(w, pyjson::PyFormatter::indent4());
@@ -352,7 +352,7 @@ impl WorkloadTimeline {
         .map_err(io::Error::other)
     }
 
-    /// Writes `workload_timeline.json` to `path`.
+    /// Writes the workload timeline file to `path`.
     pub fn write_json_file(&self, path: &Path) -> anyhow::Result<()> {
         use anyhow::Context;
         let file =
@@ -405,7 +405,7 @@ impl Iterator for PointIter<'_> {
     }
 }
 
-/// `workload_timeline.json`, keys in evalscope's order.
+/// The workload timeline file, keys in evalscope's order.
 #[derive(Serialize)]
 struct TimelineJson<'a> {
     wall_start: Option<f64>,
@@ -441,7 +441,7 @@ impl Serialize for PointsJson<'_> {
 }
 
 impl WorkloadThroughput {
-    /// The exact text of `workload_throughput.json` (rates unrounded, as evalscope writes them).
+    /// The exact text of the workload throughput file (rates unrounded, as evalscope writes them).
     pub fn to_json_string(&self) -> String {
         let rows: Vec<Value> = self
             .rows
@@ -472,5 +472,116 @@ impl WorkloadThroughput {
     /// `Steady (drop 20%)`: the steady-state column header.
     pub fn steady_label(&self) -> String {
         format!("Steady (drop {}%)", (self.warmup_frac * 100.0) as i64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! evalscope's `test_workload_timeline.py`, case by case (the window rules on other timelines are in
+    //! `golden_tests/workload.rs`).
+    use super::*;
+
+    fn rates_eq(a: [f64; 4], b: [f64; 4]) -> bool {
+        a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9)
+    }
+
+    #[test]
+    fn cumulative_counts_wall_time_and_overall_rates() {
+        let mut t = WorkloadTimeline::default();
+        t.feed(100.0, 101.0, 20, 10, 0);
+        t.feed(100.5, 102.0, 30, 15, 20);
+        t.feed(101.0, 104.0, 40, 20, 35);
+        assert_eq!(t.n_points(), 3);
+        assert_eq!(t.wall_time(), 4.0);
+        // Completion 45, new prompt 20 + 10 + 5 = 35, cached 55; over 4 s.
+        assert!(rates_eq(t.overall_rates(), [22.5, 8.75, 13.75, 11.25]));
+    }
+
+    #[test]
+    fn warmup_failed_and_unstamped_requests_are_skipped_and_the_start_is_locked() {
+        use std::sync::Arc;
+        use std::time::Instant;
+        let mut t = WorkloadTimeline::default();
+        let warmup = RequestRecord::new(0, true, Arc::from("{}"), Instant::now());
+        let failed = RequestRecord::new(1, false, Arc::from("{}"), Instant::now());
+        t.feed_record(&warmup);
+        t.feed_record(&failed);
+        t.feed(0.0, 0.0, 10, 5, 0);
+        assert_eq!((t.n_points(), t.wall_time()), (0, 0.0));
+        // A later request that started earlier does not move the start: offsets already taken stay right.
+        t.feed(100.0, 101.0, 10, 5, 0);
+        t.feed(99.0, 102.0, 10, 5, 0);
+        assert_eq!(t.wall_start, Some(100.0));
+        let offsets: Vec<f64> = t.each_point().map(|p| p.unwrap().t).collect();
+        assert_eq!(offsets, [1.0, 2.0]);
+        // Cached beyond the prompt: the new-prompt rate is not negative.
+        let mut t = WorkloadTimeline::default();
+        t.feed(1.0, 2.0, 10, 5, 50);
+        assert!(t.overall_rates()[1] >= 0.0);
+    }
+
+    #[test]
+    fn the_last_window_and_the_steady_state_anchor_inside_the_run() {
+        let mut t = WorkloadTimeline::default();
+        for (start, done) in [(0.0, 1.0), (0.5, 3.0), (1.0, 6.0), (1.5, 10.0)] {
+            t.feed(start, done, 10, 10, 0);
+        }
+        // Last 5 s of 10: anchor = latest point with t <= 5 (t = 3): 20 tokens over 7 s.
+        assert!((t.last_window_rates(5.0)[3] - 20.0 / 7.0).abs() < 1e-9);
+        // A window longer than the run falls back to the overall rates.
+        assert!(rates_eq(t.last_window_rates(30.0), t.overall_rates()));
+        let mut t = WorkloadTimeline::default();
+        for (start, done) in [(0.0, 1.0), (0.5, 2.0), (1.0, 8.0), (1.5, 10.0)] {
+            t.feed(start, done, 10, 10, 0);
+        }
+        // Drop 20 % of 10 s: anchor = the point at t = 2: 20 tokens over 8 s.
+        assert!((t.steady_state_rates(0.2)[3] - 20.0 / 8.0).abs() < 1e-9);
+        // One point cannot carve a steady window: the overall rates.
+        let mut t = WorkloadTimeline::default();
+        t.feed(0.0, 1.0, 10, 10, 0);
+        assert!(rates_eq(t.steady_state_rates(0.2), t.overall_rates()));
+    }
+
+    #[test]
+    fn four_rows_in_order_labels_from_the_window_and_timeline_points() {
+        let mut t = WorkloadTimeline::default();
+        t.feed(0.0, 1.0, 10, 10, 0);
+        t.feed(0.5, 2.0, 20, 20, 10);
+        let mut w = t.throughput().unwrap();
+        assert_eq!(w.n_samples, 2);
+        let names: Vec<&str> = w.rows.iter().map(|r| r.metric).collect();
+        assert_eq!(
+            names,
+            [
+                "Total Prompt tok/s",
+                "New Prompt tok/s",
+                "Cached Prompt tok/s",
+                "Completion tok/s"
+            ]
+        );
+        (w.last_window_s, w.warmup_frac) = (60.0, 0.25);
+        assert_eq!(
+            (w.last_label(), w.steady_label()),
+            ("Last 60s".to_string(), "Steady (drop 25%)".to_string())
+        );
+        let mut t = WorkloadTimeline::default();
+        t.feed(0.0, 1.5, 20, 10, 5);
+        let v: Value = serde_json::from_str(&t.to_json_string()).unwrap();
+        let p = &v["points"][0];
+        assert_eq!(
+            (p["t"].as_f64(), p["cum_completion"].as_u64()),
+            (Some(1.5), Some(10))
+        );
+        assert_eq!(
+            (
+                p["cum_new_prompt"].as_u64(),
+                p["cum_cached_prompt"].as_u64()
+            ),
+            (Some(15), Some(5))
+        );
+        assert!(
+            WorkloadTimeline::default().throughput().is_none(),
+            "no points, no table"
+        );
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{usage, RunSpec, UsageError};
+use super::{usage, Load, RunRole, RunSpec, UsageError};
 use crate::cli::{ApiName, Cli, DatasetName};
 use crate::scenario::{self, AgentX, Graph, Provenance};
 
@@ -137,11 +137,13 @@ pub(super) fn agentx_plan(
         .iter()
         .map(|&p| RunSpec {
             number: calls as u64,
-            parallel: p,
-            rate: -1.0,
+            load: Load::Closed {
+                parallel: std::num::NonZeroUsize::new(p as usize).expect("checked > 0"),
+                pacing: None,
+            },
             warmup: 0,
-            dir_name: format!("agentx_{}/parallel_{p}", s.variant.as_str()),
             dataset_offset: 0,
+            role: RunRole::Agentx { variant: s.variant },
         })
         .collect();
     tracing::info!(

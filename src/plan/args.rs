@@ -1,4 +1,4 @@
-//! `benchmark_args.json`: every evalscope `Arguments` field in declaration order (spec §5.4), with this
+//! The run's arguments file: every evalscope `Arguments` field in declaration order (spec §5.4), with this
 //! run's values, secrets masked; llmperf's own settings follow after evalscope's keys.
 
 use serde_json::{json, Map, Value};
@@ -22,6 +22,9 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         put("mock_itl_ms", json!(mock.itl.as_secs_f64() * 1000.0));
         put("mock_output_tokens", json!(mock.output_tokens));
         put("mock_threads", json!(mock.threads));
+        if mock.invalid_output_rate > 0.0 {
+            put("mock_invalid_output_rate", json!(mock.invalid_output_rate));
+        }
     }
     m
 }
@@ -76,19 +79,19 @@ fn endpoint_and_load(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec,
     put("no_test_connection", json!(!plan.test_connection));
     put(
         "scenario",
-        plan.agentx
-            .as_ref()
+        plan.workload
+            .agentx()
             .map_or(Value::Null, |a| a.scenario.to_json()),
     );
     put("number", json!(spec.number));
-    put("parallel", json!(spec.parallel));
+    put("parallel", json!(spec.load.parallel_as_written()));
     // An SLA probe sets the rate as evalscope does: an integer (-1 when searching parallel).
     let sla = plan.sla.as_ref();
     put(
         "rate",
         match sla {
-            Some(_) => json!(spec.rate as i64),
-            None => json!(spec.rate),
+            Some(_) => json!(spec.load.rate_as_written() as i64),
+            None => json!(spec.load.rate_as_written()),
         },
     );
     // argparse keeps the default as the int 0; a typed value is a float.
@@ -176,7 +179,7 @@ fn output_and_prompts(m: &mut Map<String, Value>, plan: &RunPlan, spec: &RunSpec
     put("dataset_path", json!(typed.dataset_path));
     put(
         "data_source",
-        match (&typed.data_source, &plan.agentx) {
+        match (&typed.data_source, plan.workload.agentx()) {
             (Some(_), _) | (None, None) => json!(typed.data_source),
             (None, Some(a)) => json!(a.provenance.source),
         },
@@ -217,7 +220,7 @@ fn generation(m: &mut Map<String, Value>, plan: &RunPlan) {
     put("top_k", json!(params.top_k));
     put("extra_args", Value::Object(params.extra_args.clone()));
     put("tokenize_prompt", json!(plan.tokens.tokenize_prompt));
-    let turns = plan.multi_turn.as_ref();
+    let turns = plan.workload.multi_turn();
     put("multi_turn", json!(turns.is_some()));
     put("min_turns", json!(turns.map_or(1, |t| t.min_turns)));
     put("max_turns", json!(turns.and_then(|t| t.max_turns)));
@@ -281,6 +284,40 @@ mod tests {
         assert_eq!(keys[golden.len()], "llmperf_version");
     }
 
+    /// evalscope's `test_arguments_secrets.py`: the API key, the Authorization header it becomes and the
+    /// tracker keys are masked in `benchmark_args.json` (the request itself carries the raw key:
+    /// `tests/cli/secrets.rs`).
+    #[test]
+    fn api_key_authorization_and_tracker_keys_are_masked() {
+        for (tracker, flag) in [
+            ("wandb", "--wandb-api-key"),
+            ("swanlab", "--swanlab-api-key"),
+        ] {
+            let cli = Cli::try_parse_from([
+                "llmperf",
+                "--model",
+                "m",
+                "--prompt",
+                "p",
+                "--api-key",
+                "secret-token",
+                "--visualizer",
+                tracker,
+                flag,
+                "tracker-token",
+            ])
+            .unwrap();
+            let plan = RunPlan::from_cli(cli, chrono::Local::now()).unwrap();
+            let m = args_json(&plan, &plan.runs[0], plan.url.as_str(), "out/run");
+            assert_eq!(m["api_key"], json!(MASK));
+            assert_eq!(m["headers"]["Authorization"], json!(MASK));
+            assert_eq!(m[&format!("{tracker}_api_key")], json!(MASK));
+            let text = crate::pyjson::dumps_indent4(&m);
+            assert!(!text.contains("secret-token") && !text.contains("tracker-token"));
+            assert!(!format!("{plan:?}").contains("secret-token"));
+        }
+    }
+
     /// evalscope's command line of a golden case, as argv: `{"a": 1}` split by spaces is joined again.
     fn golden_argv(command: &str) -> Vec<String> {
         let mut argv = vec!["llmperf".to_string()];
@@ -325,8 +362,9 @@ mod tests {
                 plan.as_typed.dataset_path = typed_path;
             }
             for spec in &plan.runs {
-                let files: Vec<_> = find(&case.join("outputs"), &spec.dir_name);
-                assert_eq!(files.len(), 1, "{}: {}", case.display(), spec.dir_name);
+                let name = crate::run_folder::run_name(spec);
+                let files: Vec<_> = find(&case.join("outputs"), &name);
+                assert_eq!(files.len(), 1, "{}: {name}", case.display());
                 let golden_text = std::fs::read_to_string(&files[0]).unwrap();
                 let golden: Map<String, Value> = serde_json::from_str(&golden_text).unwrap();
                 let ours = args_json(

@@ -1,6 +1,8 @@
 //! The load side of the plan: closed or open loop, the runs of the sweep with their warmup and dataset
 //! offsets, and the soft time limit.
 
+use std::num::NonZeroUsize;
+
 use super::*;
 
 /// The load mode and the runs of the sweep, each pair `(--number, --parallel/--rate)` distinct.
@@ -23,10 +25,13 @@ pub(super) fn runs(cli: &Cli) -> Result<(LoadMode, Vec<RunSpec>), UsageError> {
         offset = offset.wrapping_add(r.number);
     }
     for (i, r) in runs.iter().enumerate() {
-        if runs[..i].iter().any(|o| o.dir_name == r.dir_name) {
+        if runs[..i]
+            .iter()
+            .any(|o| (o.number, o.load) == (r.number, r.load))
+        {
             return usage(format!(
                 "the sweep repeats the run {}: each (--number, --parallel/--rate) pair must be distinct",
-                r.dir_name
+                r.as_flags()
             ));
         }
     }
@@ -46,10 +51,12 @@ fn closed_runs(cli: &Cli) -> Result<Vec<RunSpec>, UsageError> {
             "--parallel {p}: every value must be greater than 0"
         ));
     }
-    let rate = cli.rate[0];
-    if !rate.is_finite() || (rate <= 0.0 && rate != -1.0) {
+    // evalscope's default -1 means "not paced".
+    let typed = cli.rate[0];
+    let pacing = Rate::new(typed);
+    if pacing.is_none() && typed != -1.0 {
         return usage(format!(
-            "--rate {rate}: must be a finite number of requests per second > 0, or -1 for no pacing"
+            "--rate {typed}: must be a finite number of requests per second > 0, or -1 for no pacing"
         ));
     }
     Ok(cli
@@ -58,11 +65,13 @@ fn closed_runs(cli: &Cli) -> Result<Vec<RunSpec>, UsageError> {
         .zip(&cli.parallel)
         .map(|(&number, &parallel)| RunSpec {
             number,
-            parallel,
-            rate,
+            load: Load::Closed {
+                parallel: NonZeroUsize::new(parallel as usize).expect("checked > 0"),
+                pacing,
+            },
             warmup: warmup_count(cli.warmup_num.unwrap_or(0.0), number),
-            dir_name: format!("parallel_{parallel}_number_{number}"),
             dataset_offset: 0,
+            role: RunRole::Sweep,
         })
         .collect())
 }
@@ -92,13 +101,31 @@ fn open_runs(cli: &Cli) -> Result<Vec<RunSpec>, UsageError> {
         .zip(&cli.rate)
         .map(|(&number, &rate)| RunSpec {
             number,
-            parallel: -1,
-            rate,
+            load: match Rate::new(rate) {
+                Some(rate) => Load::Open { rate },
+                None => Load::Trace {
+                    rate_as_typed: rate,
+                    number_as_typed: number,
+                },
+            },
             warmup: warmup_count(cli.warmup_num.unwrap_or(0.0), number),
-            dir_name: format!("rate_{}_number_{number}", crate::pyjson::float_repr(rate)),
             dataset_offset: 0,
+            role: RunRole::Sweep,
         })
         .collect())
+}
+
+/// A trace brings its own arrival times (its runs are fitted to it in [`super::trace`]); any other
+/// workload needs a rate for every open-loop run.
+pub(super) fn check_rates(runs: &[RunSpec], workload: &Workload) -> Result<(), UsageError> {
+    let own_schedule = matches!(workload, Workload::WorkloadTrace(_) | Workload::Replay(_));
+    match runs.iter().find(|r| matches!(r.load, Load::Trace { .. })) {
+        Some(r) if !own_schedule => usage(format!(
+            "--rate {}: --open-loop needs every rate greater than 0 (requests per second)",
+            r.load.rate_as_written()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// `--warmup-num` must be a number; `--duration` a number of seconds > 0.

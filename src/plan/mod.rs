@@ -1,5 +1,5 @@
 //! `RunPlan::from_cli`: every cross-flag rule, checked once, turning raw flags into typed values; and the
-//! plan written back out as `benchmark_args.json` ([`args`](mod@args)).
+//! plan written back out as the run's arguments file ([`args`](mod@args)).
 //!
 //! The engine never re-checks a flag and nothing downstream reads the raw flags. Errors here are usage
 //! errors (exit code 2) and name the flag. The checks are grouped by concern: [`endpoint`] (model, API,
@@ -10,16 +10,19 @@ mod agentx;
 pub mod args;
 mod endpoint;
 mod kinds;
+mod legacy_args;
 mod load;
 mod multi_turn;
 mod parse;
 mod prompts;
+mod run_spec;
 mod server_side;
 pub mod sharding;
 pub mod sla;
 #[cfg(test)]
 mod tests;
 mod trace;
+mod workload;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -35,34 +38,12 @@ pub use kinds::*;
 pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use run_spec::{Load, Rate, RunRole, RunSpec};
 pub use server_side::ServerSidePlan;
+pub use workload::Workload;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
     Err(UsageError(msg.into()))
-}
-
-/// One run of a sweep.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunSpec {
-    /// Measured requests.
-    pub number: u64,
-    /// Concurrency (−1 in open loop).
-    pub parallel: i64,
-    /// Rate in req/s (−1.0 when not paced).
-    pub rate: f64,
-    /// Warmup requests sent first, not measured.
-    pub warmup: u64,
-    /// `parallel_<P>_number_<N>` or `rate_<R>_number_<N>`.
-    pub dir_name: String,
-    /// `--dataset-offset` advanced by the `--number` of every earlier run.
-    pub dataset_offset: u64,
-}
-
-impl RunSpec {
-    /// Warmup plus measured requests.
-    pub fn total(&self) -> u64 {
-        self.number + self.warmup
-    }
 }
 
 /// The validated plan of a whole invocation: typed values only.
@@ -82,7 +63,7 @@ pub struct RunPlan {
     pub url_appended_to: Option<String>,
     /// Headers sent with every request (Authorization included when `--api-key` is set).
     pub headers: crate::secret::Headers,
-    /// `--api-key` was given (it is in `headers`; `benchmark_args.json` shows it masked).
+    /// `--api-key` was given (it is in `headers`; the run's arguments file shows it masked).
     pub api_key_given: bool,
     /// Timeouts.
     pub timeouts: Timeouts,
@@ -112,13 +93,13 @@ pub struct RunPlan {
     pub prompt_length: (u64, u64),
     /// Body parameters.
     pub params: GenParams,
-    /// Run root: `<outputs-dir>/[<timestamp>/]<name>`.
-    pub output_root: PathBuf,
-    /// `--name` as given (the tracker's run name; the folder name is sanitised into `output_root`).
+    /// Where the results go (the run root is [`crate::run_folder::RunRoot::of`] the plan).
+    pub outputs: Outputs,
+    /// `--name` as given (the tracker's run name; the folder name is sanitised into `outputs`).
     pub name: Option<String>,
     /// `--alias`: the display label of the report.
     pub alias: Option<String>,
-    /// `--no-timestamp`: `output_root` has no timestamp level.
+    /// `--no-timestamp`: the run root has no timestamp level.
     pub no_timestamp: bool,
     /// Commit every N rows.
     pub db_commit_interval: usize,
@@ -138,16 +119,14 @@ pub struct RunPlan {
     pub dataset_args: DatasetArgs,
     /// `random_vl` images.
     pub image: ImageSettings,
-    /// Values evalscope writes into `benchmark_args.json` exactly as typed.
+    /// Values evalscope writes into the run's arguments file exactly as typed.
     pub as_typed: AsTyped,
     /// `--sla-auto-tune`: the search settings (the runs then come from the search, not `runs`).
     pub sla: Option<sla::SlaPlan>,
     /// `--goodput`: the per-request SLOs counted into every summary.
     pub goodput: Option<crate::metrics::GoodputSlos>,
-    /// `--multi-turn`: conversations instead of single requests.
-    pub multi_turn: Option<MultiTurnSettings>,
-    /// `--dataset workload_trace`: the requests to replay, in order, with their arrival offsets.
-    pub trace: Option<std::sync::Arc<Vec<crate::traces::workload_trace::TraceRequest>>>,
+    /// What the runs send: single requests, conversations, a replayed trace or agent sessions.
+    pub workload: Workload,
     /// evalscope's engine-tuning flags, validated (recorded only).
     pub tuning: crate::cli::compat::Tuning,
     /// `--enable-pd-metrics`.
@@ -156,14 +135,21 @@ pub struct RunPlan {
     pub local: Option<crate::local_server::LocalSettings>,
     /// `--port`.
     pub port: u16,
-    /// `--dataset mooncake_trace / burstgpt_trace / azure_trace`: the checked trace, prompts still to build.
-    pub replay: Option<std::sync::Arc<crate::traces::replay::ReplayTrace>>,
     /// `--server-metrics`, arrival shape, simulator reasoning and `/metrics` faults.
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
     pub sharding: Option<sharding::Sharding>,
-    /// `--scenario agentx`: the recorded agent sessions to replay (one run per `--parallel` value).
-    pub agentx: Option<std::sync::Arc<AgentxPlan>>,
+}
+
+/// Where a plan's results go: the parts of the run root's path ([`crate::run_folder::RunRoot::of`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outputs {
+    /// `--outputs-dir`.
+    pub dir: PathBuf,
+    /// The timestamp folder (`YYYYmmdd_HHMMSS`), `None` with `--no-timestamp`.
+    pub stamp: Option<String>,
+    /// `--name` (sanitised), else the model's basename.
+    pub name: String,
 }
 
 /// Warmup requests before a run of `number` measured ones (the `--warmup-num` rule).
@@ -171,7 +157,7 @@ pub fn warmup_requests(warmup_num: f64, number: u64) -> u64 {
     warmup_count(warmup_num, number)
 }
 
-/// Flag values that `benchmark_args.json` shows exactly as typed (evalscope writes its parsed arguments),
+/// Flag values that the run's arguments file shows exactly as typed (evalscope writes its parsed arguments),
 /// where the plan's typed value differs: `@file` before it is read, `0` that means "no timeout", the JSON
 /// of `--dataset-args` in the order written. Nothing but that file reads them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -233,7 +219,11 @@ fn request_url(
 
 impl RunPlan {
     /// Validates `cli` into a plan. `now` names the timestamp folder.
-    pub fn from_cli(cli: Cli, now: chrono::DateTime<chrono::Local>) -> Result<RunPlan, UsageError> {
+    pub fn from_cli(
+        mut cli: Cli,
+        now: chrono::DateTime<chrono::Local>,
+    ) -> Result<RunPlan, UsageError> {
+        legacy_args::normalize(&mut cli)?;
         let (model, model_id) = model_and_id(&cli)?;
         let api = ApiKind::from(cli.api);
         let tuning = cli.tuning.validate().map_err(UsageError)?;
@@ -258,13 +248,24 @@ impl RunPlan {
         let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompt_source)?;
         let trace = trace::workload_trace(&cli, mode, &prompt_source, &mut runs)?;
         let replay = trace::replay_trace(&cli, mode, &prompt_source, &mut runs)?;
+        // Each picks itself and refuses the others' flags (AgentX: --multi-turn, --open-loop; multi-turn:
+        // --open-loop, which both traces need), so at most one is set.
+        let workload = match (multi_turn, trace, replay, agentx) {
+            (Some(m), ..) => Workload::MultiTurn(m),
+            (_, Some(t), ..) => Workload::WorkloadTrace(t),
+            (_, _, Some(r), _) => Workload::Replay(r),
+            (.., Some(a)) => Workload::AgentGraph(a),
+            (None, None, None, None) => Workload::SingleTurn,
+        };
+        load::check_rates(&runs, &workload)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
         let dataset_args = dataset_args(&cli, &tokens, &prompt_source)?;
         let image = image_settings(&cli)?;
         let query_template = prompts::query_template(&cli)?;
+        prompts::check_extra_args(&cli)?;
         let apply_chat_template =
             prompts::chat_template_and_url(&cli, &prompt_source, &tokens, &mut url);
-        let output_root = output_root(&cli, &model_id, now);
+        let outputs = outputs(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
         let sla = sla::SlaPlan::from_cli(
@@ -305,7 +306,7 @@ impl RunPlan {
             apply_chat_template,
             prompt_length: (cli.min_prompt_length, cli.max_prompt_length),
             params: prompts::gen_params(&cli, max_tokens),
-            output_root,
+            outputs,
             name: cli.name.clone(),
             alias: cli.alias.clone(),
             no_timestamp: cli.no_timestamp,
@@ -326,7 +327,10 @@ impl RunPlan {
                 connect_timeout_s: cli.connect_timeout,
                 read_timeout_s: cli.read_timeout,
                 total_timeout_s: cli.total_timeout,
-                warmup_num: cli.warmup_num,
+                // A replayed trace takes its warmup from its own records: evalscope records 0.
+                warmup_num: cli.warmup_num.filter(|_| {
+                    !matches!(workload, Workload::WorkloadTrace(_) | Workload::Replay(_))
+                }),
                 duration_s: cli.duration,
                 prompt: cli.prompt,
                 query_template: cli.query_template,
@@ -336,12 +340,9 @@ impl RunPlan {
             },
             sla,
             goodput,
-            multi_turn,
-            trace,
-            replay,
+            workload,
             server_side,
             sharding: None,
-            agentx,
         };
         plan.shard(&shard_flags)?;
         Ok(plan)
@@ -352,11 +353,10 @@ impl RunPlan {
     fn shard(&mut self, flags: &crate::cli::shard::ShardArgs) -> Result<(), UsageError> {
         self.sharding =
             sharding::resolve(self, flags, &|k| std::env::var(k).ok()).map_err(UsageError)?;
-        let Some(s) = &self.sharding else {
+        if self.sharding.is_none() {
             return Ok(());
-        };
-        self.output_root = sharding::output_root(&self.output_root, s);
-        if self.agentx.is_some() {
+        }
+        if self.workload.agentx().is_some() {
             return usage(
                 "--scenario agentx replays its sessions in one process: drop --shard/--start-at",
             );
@@ -379,38 +379,20 @@ impl RunPlan {
     pub fn dataset_name(&self) -> &'static str {
         self.dataset_name.as_str()
     }
-
-    /// Whether `output_root` already holds a run that this plan would overwrite (its log, or a run
-    /// folder's database): a usage error, found before anything is loaded or written.
-    pub fn check_output_is_free(&self) -> Result<(), UsageError> {
-        let root = &self.output_root;
-        if root.join("benchmark.log").exists()
-            || self
-                .runs
-                .iter()
-                .any(|r| root.join(&r.dir_name).join("benchmark_data.db").exists())
-        {
-            return usage(format!(
-                "The database file already exists under {}: choose another --name/--outputs-dir, or drop --no-timestamp",
-                root.display()
-            ));
-        }
-        Ok(())
-    }
 }
 
-/// `<outputs-dir>/[<timestamp>/]<name>`; an empty `--name` counts as none (Python-falsy, as evalscope).
-fn output_root(cli: &Cli, model_id: &str, now: chrono::DateTime<chrono::Local>) -> PathBuf {
+/// `--outputs-dir`, the timestamp folder and the name; an empty `--name` counts as none (Python-falsy,
+/// as evalscope).
+fn outputs(cli: &Cli, model_id: &str, now: chrono::DateTime<chrono::Local>) -> Outputs {
     let name = sanitize_name(
         cli.name
             .as_deref()
             .filter(|n| !n.trim().is_empty())
             .unwrap_or(model_id),
     );
-    let mut root = PathBuf::from(&cli.outputs_dir);
-    if !cli.no_timestamp {
-        root.push(now.format("%Y%m%d_%H%M%S").to_string());
+    Outputs {
+        dir: PathBuf::from(&cli.outputs_dir),
+        stamp: (!cli.no_timestamp).then(|| now.format("%Y%m%d_%H%M%S").to_string()),
+        name,
     }
-    root.push(name);
-    root
 }

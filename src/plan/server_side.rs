@@ -31,7 +31,7 @@ pub fn server_side_plan(
     runs: &[RunSpec],
 ) -> Result<ServerSidePlan, UsageError> {
     let metrics = server_metrics_plan(&cli.server_side).map_err(UsageError)?;
-    let paced = runs.iter().all(|r| r.rate > 0.0);
+    let paced = runs.iter().all(|r| r.load.rate_as_written() > 0.0);
     let mut arrival = ArrivalShape::default();
     if let Some(k) = cli.arrival.burstiness {
         if !(k.is_finite() && k > 0.0) {

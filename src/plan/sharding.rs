@@ -1,17 +1,15 @@
 //! Which shard of a sharded plan this process is (`--shard K/N|auto`, `--shard-count`, `--start-at`),
 //! resolved at plan time against the validated runs: K and N (from the flag, Slurm's job array or a
-//! Kubernetes Indexed Job), the plan fingerprint every shard agrees on, the shard's output root and its
-//! share of requests and slots. What a shard does at run time (the split, the synchronised start, the
-//! record in `benchmark_args.json`) is in [`crate::shard`].
-
-use std::path::{Path, PathBuf};
+//! Kubernetes Indexed Job), the plan fingerprint every shard agrees on, and its share of requests and
+//! slots (its run root is [`crate::run_folder::RunRoot::of`] the plan). What a shard does at run time (the split, the synchronised start, the
+//! record in the run's arguments file) is in [`crate::shard`].
 
 use serde_json::Value;
 
-use super::{LoadMode, RunPlan};
+use super::RunPlan;
 use crate::cli::shard::{ShardArg, ShardArgs};
 
-/// Keys of `benchmark_args.json` that do not change the plan (where results go, logging) and so are left
+/// Keys of the run's arguments file that do not change the plan (where results go, logging) and so are left
 /// out of the fingerprint.
 const NOT_PLAN_KEYS: [&str; 12] = [
     "outputs_dir",
@@ -143,13 +141,14 @@ pub fn resolve(
                 count - 1
             ));
         }
-        if plan.mode == LoadMode::Closed && run.parallel < i64::from(count) {
-            return Err(format!(
-                "--parallel {} across {count} shards (--shard) leaves shard {} with 0 slots: use at most {} shards or a larger --parallel",
-                run.parallel,
-                count - 1,
-                run.parallel
-            ));
+        match run.load.parallel() {
+            Some(p) if p.get() < count as usize => {
+                return Err(format!(
+                    "--parallel {p} across {count} shards (--shard) leaves shard {} with 0 slots: use at most {p} shards or a larger --parallel",
+                    count - 1,
+                ));
+            }
+            _ => {}
         }
     }
     let fingerprint = fingerprint(plan);
@@ -182,7 +181,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The plan fingerprint: a hash of `benchmark_args.json` of every run without the keys that only say
+/// The plan fingerprint: a hash of the run's arguments file of every run without the keys that only say
 /// where results go or how much is logged ([`NOT_PLAN_KEYS`]).
 pub fn fingerprint(plan: &RunPlan) -> String {
     let runs: Vec<Value> = plan
@@ -198,21 +197,4 @@ pub fn fingerprint(plan: &RunPlan) -> String {
         .collect();
     let text = serde_json::to_string(&runs).unwrap_or_default();
     format!("{:016x}", fnv1a(text.as_bytes()))
-}
-
-/// The run root of a shard: the plan's root with `_shard<K>of<N>` appended to its name, so shards that
-/// share an output volume never collide.
-pub fn output_root(root: &Path, sharding: &Sharding) -> PathBuf {
-    if !sharding.is_split() {
-        return root.to_path_buf();
-    }
-    let width = (sharding.count - 1).to_string().len();
-    let name = root
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    root.with_file_name(format!(
-        "{name}_shard{:0width$}of{}",
-        sharding.index, sharding.count
-    ))
 }

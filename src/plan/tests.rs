@@ -47,20 +47,31 @@ fn sweep_runs_and_dir_names() {
         "0.5",
     ])
     .unwrap();
-    let names: Vec<_> = p.runs.iter().map(|r| r.dir_name.as_str()).collect();
+    let names: Vec<_> = p.runs.iter().map(crate::run_folder::run_name).collect();
     assert_eq!(names, ["parallel_1_number_10", "parallel_4_number_20"]);
     assert_eq!(p.runs[0].warmup, 5);
     assert_eq!(p.runs[1].warmup, 10);
     assert_eq!(p.model_id, "my-model");
-    assert!(p.output_root.ends_with("my-model"));
+    assert_eq!(p.outputs.name, "my-model");
+    let closed = p.runs.iter().map(|r| r.load.parallel().map(|n| n.get()));
+    assert_eq!(closed.collect::<Vec<_>>(), [Some(1), Some(4)]);
+    assert!(p.runs.iter().all(|r| r.load.schedule_rate().is_none()));
 }
 
 #[test]
 fn open_loop_uses_python_float_names() {
     let p = plan(&["--open-loop", "--rate", "5", "0.5", "--number", "10", "20"]).unwrap();
-    assert_eq!(p.runs[0].dir_name, "rate_5.0_number_10");
-    assert_eq!(p.runs[1].dir_name, "rate_0.5_number_20");
-    assert_eq!(p.runs[0].parallel, -1);
+    assert_eq!(
+        crate::run_folder::run_name(&p.runs[0]),
+        "rate_5.0_number_10"
+    );
+    assert_eq!(
+        crate::run_folder::run_name(&p.runs[1]),
+        "rate_0.5_number_20"
+    );
+    assert_eq!(p.runs[0].load.parallel(), None);
+    assert_eq!(p.runs[0].load.parallel_as_written(), -1);
+    assert_eq!(p.runs[1].load.schedule_rate().map(|r| r.per_s()), Some(0.5));
 }
 
 #[test]
@@ -137,6 +148,13 @@ fn chat_template_default_follows_url() {
     assert!(!p.apply_chat_template);
     let p = plan(&["--url", "http://h/v1/completions", "--apply-chat-template"]).unwrap();
     assert!(p.apply_chat_template);
+    let p = plan(&[
+        "--url",
+        "http://h/v1/chat/completions",
+        "--no-apply-chat-template",
+    ])
+    .unwrap();
+    assert!(!p.apply_chat_template);
 }
 
 fn plan_ds(args: &[&str]) -> Result<RunPlan, UsageError> {
@@ -257,7 +275,10 @@ fn dataset_offset_advances_by_number() {
 #[test]
 fn name_is_sanitized() {
     let p = plan(&["--name", "a/b:c", "--no-timestamp", "--outputs-dir", "o"]).unwrap();
-    assert_eq!(p.output_root, PathBuf::from("o/a_b_c"));
+    assert_eq!(
+        crate::run_folder::RunRoot::of(&p).path(),
+        PathBuf::from("o/a_b_c")
+    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! ([`crate::engine::dag`]), and the files evalscope's scenario writes after normalising AIPerf's export —
 //! `agentx_<variant>/parallel_<N>/agentx_summary.json` per run and `agentx_<variant>/agentx_sweep_summary.json`
 //! — with evalscope's keys, their metrics (AIPerf's names and units) computed from the run's own
-//! `benchmark_data.db`. llmperf's usual per-run files sit next to them (`raw_artifact_dir`).
+//! the run's database. llmperf's usual per-run files sit next to them (`raw_artifact_dir`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,13 +12,14 @@ use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
-use super::single::{RunResult, SweepContext};
+use super::context::{RunResult, SweepContext};
 use crate::dataset::replay_prompt::PromptShape;
 use crate::dataset::Item;
 use crate::engine::dag::{self, BodiesFn, DagRun};
 use crate::engine::{DispatchOutcome, HttpClient};
-use crate::plan::{AgentxPlan, RunPlan, RunSpec};
+use crate::plan::{AgentxPlan, RunSpec};
 use crate::record::RequestRecord;
+use crate::run_folder::RunRoot;
 
 /// Replays the sessions for one run.
 pub(super) async fn dispatch(
@@ -50,7 +51,7 @@ pub(super) async fn dispatch(
     let run = DagRun {
         graphs: Arc::new(agentx.graphs.clone()),
         bodies,
-        parallel: spec.parallel.max(1) as usize,
+        parallel: spec.load.parallel().map_or(1, |p| p.get()),
         duration: crate::plan::agentx_duration(agentx),
         grace: agentx
             .scenario
@@ -106,7 +107,7 @@ fn scalar(unit: &str, avg: f64) -> Value {
     v
 }
 
-/// The run's metrics under AIPerf's names, and its error summary, from `benchmark_data.db`.
+/// The run's metrics under AIPerf's names, and its error summary, from the run's database.
 /// llmperf's replay fidelity (`replay`, after evalscope's keys): each call's send time against the time the
 /// graph made it due, and the share of prompt tokens the server reported cached.
 fn metrics_from_db(db: &Path) -> Result<(Map<String, Value>, Vec<Value>, Value)> {
@@ -240,7 +241,7 @@ fn redacted_command() -> Vec<String> {
 
 /// One run's `agentx_summary.json` (evalscope's `AgentXRunSummary` keys, in order).
 fn run_summary(agentx: &AgentxPlan, result: &RunResult) -> Result<Value> {
-    let (metrics, errors, replay) = metrics_from_db(&result.run_dir.join("benchmark_data.db"))?;
+    let (metrics, errors, replay) = metrics_from_db(&result.dir.database())?;
     let derived = derived(&metrics, agentx.scenario.num_gpus);
     let status = if result.interrupted {
         "cancelled"
@@ -251,7 +252,7 @@ fn run_summary(agentx: &AgentxPlan, result: &RunResult) -> Result<Value> {
         "schema_version": "1.0",
         "status": status,
         "scenario": agentx.scenario.to_json(),
-        "concurrency": result.spec.parallel,
+        "concurrency": result.spec.load.parallel_as_written(),
         "duration": agentx.duration_s,
         "seed": agentx.seed,
         "aiperf_version": null,
@@ -264,31 +265,25 @@ fn run_summary(agentx: &AgentxPlan, result: &RunResult) -> Result<Value> {
         "metrics": metrics,
         "derived_metrics": derived,
         "error_summary": errors,
-        "raw_artifact_dir": result.run_dir.to_string_lossy(),
-        "raw_summary_file": result.run_dir.join("benchmark_summary.json").to_string_lossy(),
+        "raw_artifact_dir": result.dir.path().to_string_lossy(),
+        "raw_summary_file": result.dir.summary().to_string_lossy(),
         "command": redacted_command(),
         "replay_engine": format!("llmperf {}", env!("CARGO_PKG_VERSION")),
         "replay": replay,
     }))
 }
 
-fn write_json(path: &Path, v: &Value) -> Result<()> {
-    // Python's `json.dumps(data, indent=2, ensure_ascii=False)` plus a newline, as evalscope writes it.
-    let text = crate::pyjson::to_string_with(v, crate::pyjson::PyFormatter::indent2()) + "\n";
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-}
-
 /// Writes each run's `agentx_summary.json` and the sweep's `agentx_sweep_summary.json`, and logs evalscope's
 /// one-line summary per run.
 pub(super) fn write_summaries(
-    plan: &RunPlan,
+    root: &RunRoot,
     agentx: &AgentxPlan,
     results: &[RunResult],
 ) -> Result<()> {
     let mut sweep = Map::new();
     for result in results {
         let summary = run_summary(agentx, result)?;
-        write_json(&result.run_dir.join("agentx_summary.json"), &summary)?;
+        result.dir.write_agentx_summary(&summary)?;
         let highlights: Vec<String> = [
             "request_throughput",
             "output_token_throughput",
@@ -311,7 +306,7 @@ pub(super) fn write_summaries(
             })
         })
         .collect();
-        let key = format!("parallel_{}", result.spec.parallel);
+        let key = format!("parallel_{}", result.spec.load.parallel_as_written());
         tracing::info!(
             "AgentX {key}: submission_valid={}; {}",
             if summary["submission_valid"] == true {
@@ -323,12 +318,5 @@ pub(super) fn write_summaries(
         );
         sweep.insert(key, summary);
     }
-    let dir = plan
-        .output_root
-        .join(format!("agentx_{}", agentx.scenario.variant.as_str()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    write_json(
-        &dir.join("agentx_sweep_summary.json"),
-        &Value::Object(sweep),
-    )
+    root.write_agentx_sweep_summary(agentx.scenario.variant.as_str(), &Value::Object(sweep))
 }

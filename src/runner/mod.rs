@@ -3,9 +3,12 @@
 
 mod agentx;
 mod aggregate;
+mod context;
+mod dispatch;
 mod multi_turn;
 mod outcome;
 mod requests;
+mod results;
 mod single;
 mod sla;
 mod tracker;
@@ -21,11 +24,14 @@ use crate::error::Error;
 use crate::export;
 use crate::logging;
 use crate::plan::{LoadMode, RunPlan};
+use crate::run_folder::RunRoot;
 use crate::shutdown::Shutdown;
 use crate::sim::{SimConfig, SimServer};
 use crate::visualizer::{Visualizer, VisualizerKind};
-pub use single::RunResult;
-pub(crate) use single::{run_single, SweepContext};
+pub use context::RunResult;
+use context::SweepContext;
+pub(crate) use results::write_speed_table;
+use single::run_single;
 pub use tracker::{FinalStatus, ProgressTracker};
 
 /// The endpoint to use: the plan's, or the simulator's with the plan's path.
@@ -57,9 +63,10 @@ fn start_simulator(plan: &RunPlan, items: &Prompts) -> Result<Option<SimServer>>
         prefill_tok_per_s: mock.prefill_tok_per_s,
         decode_tok_per_s: mock.decode_tok_per_s,
         // Conversations resend their history, replayed traces repeat blocks: let the simulator report it cached.
-        prefix_cache: plan.multi_turn.is_some() || plan.replay.is_some() || plan.agentx.is_some(),
+        prefix_cache: plan.workload.repeats_prefixes(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
+        invalid_output_rate: mock.invalid_output_rate,
         // With --tokenizer-path the simulator counts prompts as a server with that tokenizer would.
         prompt_counter: aggregate::usage_fallback(plan, items).prompt_counter(),
         ..SimConfig::default()
@@ -81,9 +88,10 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
         // Interrupted before anything was written.
         return Err(Error::Interrupted { signal });
     }
-    plan.check_output_is_free()?;
+    let root = RunRoot::of(&plan);
+    root.check_free(&plan)?;
     let tally = outcome::Tally::default();
-    sweep(&plan, &Arc::new(items), &shutdown, &tally).await?;
+    sweep(&plan, root, &Arc::new(items), &shutdown, &tally).await?;
     match shutdown.signal() {
         Some(signal) => Err(Error::Interrupted { signal }),
         None => tally.verdict(),
@@ -93,6 +101,7 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
 /// The sweep proper: the tracker, the run root, the simulator, each run, the report.
 async fn sweep(
     plan: &RunPlan,
+    root: RunRoot,
     items: &Arc<Prompts>,
     shutdown: &Shutdown,
     tally: &outcome::Tally,
@@ -106,19 +115,20 @@ async fn sweep(
         ),
         None => None,
     };
-    create_root(plan)?;
+    create_root(plan, &root)?;
     let sim = start_simulator(plan, items)?;
     let url = effective_url(plan, sim.as_ref())?;
     if let Some(vis) = visualizer.as_mut() {
-        start_visualizer(plan, url.as_str(), vis)?;
+        start_visualizer(plan, &root, url.as_str(), vis)?;
     }
     let mut tracker = plan.progress_tracker.then(|| {
         let share = |n| crate::plan::sharding::share(plan.sharding.as_ref(), n);
         let total = plan.runs.iter().map(|r| share(r.number)).sum();
-        ProgressTracker::start(&plan.output_root, total, plan.runs.len())
+        ProgressTracker::start(root.progress(), total, plan.runs.len())
     });
     let ctx = SweepContext {
         plan,
+        root: root.clone(),
         url: url.clone(),
         prompts: items.clone(),
         composer: BodyComposer::new(
@@ -133,14 +143,14 @@ async fn sweep(
     };
     if let Some(sla) = &plan.sla {
         // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).
-        let outcome = sla::run(&ctx, sla, &report_info(plan, &url), tracker.take()).await;
+        let outcome = sla::run(&ctx, sla, &report_info(plan, &root, &url), tracker.take()).await;
         drop(ctx);
         drop(sim);
         return outcome;
     }
     let (results, mut failure) = run_each(&ctx, &mut tracker).await;
-    if let Some(agentx) = &plan.agentx {
-        if let Err(e) = agentx::write_summaries(plan, agentx, &results) {
+    if let Some(agentx) = plan.workload.agentx() {
+        if let Err(e) = agentx::write_summaries(&root, agentx, &results) {
             failure = failure.or(Some(e));
         }
     }
@@ -164,7 +174,12 @@ async fn sweep(
         }
     }
     if !results.is_empty() {
-        write_report(plan, &url, &results, interrupted)?;
+        write_root_report(
+            &report_info(plan, &root, &url),
+            &root,
+            &results,
+            interrupted,
+        )?;
     }
     drop(sim);
     tokio::time::sleep(Duration::from_millis(1)).await;
@@ -174,14 +189,12 @@ async fn sweep(
     }
 }
 
-/// Creates the run root and its `benchmark.log`, and logs what the sweep will do.
-fn create_root(plan: &RunPlan) -> Result<()> {
-    let root = &plan.output_root;
-    std::fs::create_dir_all(root)
-        .with_context(|| format!("--outputs-dir: cannot create {}", root.display()))?;
-    logging::set_log_file(&root.join("benchmark.log"))
-        .with_context(|| format!("--outputs-dir: cannot write in {}", root.display()))?;
-    tracing::info!("Save the result to: {}", root.display());
+/// Creates the run root and its log, and logs what the sweep will do.
+fn create_root(plan: &RunPlan, root: &RunRoot) -> Result<()> {
+    root.create()?;
+    logging::set_log_file(&root.log())
+        .with_context(|| format!("--outputs-dir: cannot write in {}", root.path().display()))?;
+    tracing::info!("Save the result to: {}", root.path().display());
     if let Some(typed) = &plan.url_appended_to {
         tracing::info!("--url {typed} names no endpoint: using {}", plan.url);
     }
@@ -189,7 +202,7 @@ fn create_root(plan: &RunPlan) -> Result<()> {
         let rates: Vec<String> = plan
             .runs
             .iter()
-            .map(|r| crate::pyjson::float_repr(r.rate))
+            .map(|r| crate::pyjson::float_repr(r.load.rate_as_written()))
             .collect();
         let numbers: Vec<String> = plan.runs.iter().map(|r| r.number.to_string()).collect();
         tracing::info!(
@@ -237,7 +250,7 @@ async fn run_each(
 }
 
 /// Initialises the tracker run: evalscope's run name and the sweep's masked arguments as its config.
-fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<()> {
+fn start_visualizer(plan: &RunPlan, root: &RunRoot, url: &str, vis: &mut Visualizer) -> Result<()> {
     let settings = plan
         .visualizer
         .as_ref()
@@ -253,7 +266,7 @@ fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<(
             settings.kind.name()
         );
     }
-    let root = plan.output_root.to_string_lossy().into_owned();
+    let root = root.path().to_string_lossy().into_owned();
     let mut config = crate::plan::args::args_json(plan, &plan.runs[0], url, &root);
     config.insert(
         "number".into(),
@@ -267,13 +280,17 @@ fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<(
         "parallel".into(),
         plan.runs
             .iter()
-            .map(|r| r.parallel)
+            .map(|r| r.load.parallel_as_written())
             .collect::<Vec<_>>()
             .into(),
     );
     config.insert(
         "rate".into(),
-        plan.runs.iter().map(|r| r.rate).collect::<Vec<_>>().into(),
+        plan.runs
+            .iter()
+            .map(|r| r.load.rate_as_written())
+            .collect::<Vec<_>>()
+            .into(),
     );
     let name = match &plan.name {
         Some(n) => n.clone(),
@@ -288,52 +305,42 @@ fn start_visualizer(plan: &RunPlan, url: &str, vis: &mut Visualizer) -> Result<(
     Ok(())
 }
 
-fn write_report(
-    plan: &RunPlan,
-    url: &reqwest::Url,
-    results: &[RunResult],
-    interrupted: bool,
-) -> Result<()> {
-    let info = report_info(plan, url);
-    write_root_report(&info, &plan.output_root, results, interrupted)
-}
-
-/// Prints `performance_summary.txt` and writes it and `perf_report.html` under `root` for `results`
+/// Prints the end-of-sweep text report and writes it and `perf_report.html` under `root` for `results`
 /// (also used by `llmperf merge`).
 pub fn write_root_report(
     info: &export::report::ReportInfo,
-    root: &std::path::Path,
+    root: &RunRoot,
     results: &[RunResult],
     interrupted: bool,
 ) -> Result<()> {
     let runs: Vec<export::report::RunReport> = results
         .iter()
-        .map(|r| export::report::RunReport {
-            concurrency: r.spec.parallel,
-            rate: r.spec.rate,
-            number: r.spec.number,
-            summary: r.summary.clone(),
-            percentiles: r.percentiles.clone(),
-            workload: r.workload.clone(),
-            trace: r.trace.clone(),
+        .map(|r| {
+            let (concurrency, rate) = export::report::RunReport::load_of(&r.summary);
+            export::report::RunReport {
+                concurrency,
+                rate,
+                number: r.spec.number,
+                summary: r.summary.clone(),
+                percentiles: r.percentiles.clone(),
+                workload: r.workload.clone(),
+                trace: r.trace.clone(),
+            }
         })
         .collect();
     let text = export::report::performance_summary(info, &runs);
     println!("{text}");
-    let path = root.join("performance_summary.txt");
-    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
-    tracing::info!("Performance summary saved to: {}", path.display());
+    root.write_performance_summary(&text)?;
+    tracing::info!(
+        "Performance summary saved to: {}",
+        root.performance_summary().display()
+    );
     let html_runs: Vec<export::html::HtmlRun> = results
         .iter()
         .zip(&runs)
-        .map(|(r, report)| export::html::HtmlRun {
-            name: r.spec.dir_name.clone(),
-            report: report.clone(),
-            db_path: r.run_dir.join("benchmark_data.db"),
-            summary_json: r.summary.to_json_string(),
-        })
+        .map(|(r, report)| html_run(r, report))
         .collect();
-    let path = root.join("perf_report.html");
+    let path = root.report_html();
     let header = export::html::HtmlHeader::new(info, interrupted);
     match export::html::write_report(&path, &header, &html_runs) {
         Ok(bytes) => tracing::info!(
@@ -346,8 +353,19 @@ pub fn write_root_report(
     Ok(())
 }
 
+/// A run as the HTML report reads it: its report, its rows and its server series.
+fn html_run(r: &RunResult, report: &export::report::RunReport) -> export::html::HtmlRun {
+    export::html::HtmlRun {
+        name: crate::run_folder::run_name(&r.spec),
+        report: report.clone(),
+        db_path: r.dir.database(),
+        server: r.dir.read_server_metrics(),
+        summary_json: r.summary.to_json_string(),
+    }
+}
+
 /// The `Basic Information` facts of the end-of-sweep report.
-fn report_info(plan: &RunPlan, url: &reqwest::Url) -> export::report::ReportInfo {
+fn report_info(plan: &RunPlan, root: &RunRoot, url: &reqwest::Url) -> export::report::ReportInfo {
     export::report::ReportInfo {
         model: plan.model_id.clone(),
         dataset: plan.dataset_name().to_string(),
@@ -357,7 +375,7 @@ fn report_info(plan: &RunPlan, url: &reqwest::Url) -> export::report::ReportInfo
             Some(p) => format!("{}:{p}", url.host_str().unwrap_or("")),
             None => url.host_str().unwrap_or("").to_string(),
         },
-        output_path: plan.output_root.to_string_lossy().into_owned(),
+        output_path: root.path().to_string_lossy().into_owned(),
         input_only: plan.api.input_only(),
     }
 }

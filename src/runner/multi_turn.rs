@@ -1,16 +1,13 @@
-//! The `--multi-turn` parts of one run: its conversations, their dispatch through the conversation
-//! driver, and `trace_summary.json`.
+//! The `--multi-turn` parts of one run: its conversations and their dispatch through the conversation
+//! driver.
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use tokio::sync::mpsc;
 
-use super::single::SweepContext;
+use super::context::SweepContext;
 use crate::dataset::multi_turn::Conversation;
 use crate::engine::conversation::{self, ConversationRun};
 use crate::engine::{DispatchOutcome, HttpClient};
-use crate::metrics::TraceSummary;
 use crate::plan::{MultiTurnSettings, RunSpec};
 use crate::record::RequestRecord;
 
@@ -42,20 +39,19 @@ pub(super) fn log_warmup(spec: &RunSpec) {
             spec.number
         );
     }
-    if spec.parallel <= 1 {
+    let parallel = spec.load.parallel().map_or(1, |p| p.get() as u64);
+    if parallel <= 1 {
         return;
     }
     if spec.warmup == 0 {
         tracing::warn!(
-            "Multi-turn warmup is disabled; the first measured cohort may start against an idle server. Use --warmup-num {} or higher to cover every concurrency slot.",
-            spec.parallel
+            "Multi-turn warmup is disabled; the first measured cohort may start against an idle server. Use --warmup-num {parallel} or higher to cover every concurrency slot."
         );
-    } else if (spec.warmup as i64) < spec.parallel {
+    } else if spec.warmup < parallel {
         tracing::warn!(
-            "Multi-turn warmup covers only {} of the {} concurrency slots; {} measured conversation(s) may still be released in the opening cohort.",
+            "Multi-turn warmup covers only {} of the {parallel} concurrency slots; {} measured conversation(s) may still be released in the opening cohort.",
             spec.warmup,
-            spec.parallel,
-            spec.parallel - spec.warmup as i64
+            parallel - spec.warmup
         );
     }
 }
@@ -74,8 +70,8 @@ pub(super) async fn dispatch(
         conversations,
         total: spec.total() as usize,
         warmup: spec.warmup as usize,
-        parallel: spec.parallel.max(1) as usize,
-        rate: spec.rate,
+        parallel: spec.load.parallel().map_or(1, |p| p.get()),
+        pacing: spec.load.schedule_rate(),
         duration: ctx.plan.duration,
         max_turns: settings.max_turns,
         think_time: settings.args.think_time,
@@ -83,20 +79,4 @@ pub(super) async fn dispatch(
         seed,
     };
     conversation::run(client, &ctx.composer, run, records, &ctx.shutdown).await
-}
-
-/// Writes `trace_summary.json` and logs the per-trace table, when any trace succeeded.
-pub(super) fn write_trace_summary(run_dir: &Path, trace: &TraceSummary) -> Result<()> {
-    if trace.is_empty() {
-        return Ok(());
-    }
-    let path = run_dir.join("trace_summary.json");
-    std::fs::write(&path, trace.to_json_string())
-        .with_context(|| format!("writing {}", path.display()))?;
-    tracing::info!(
-        "\nPer-trace summary ({} traces):\n{}",
-        trace.n_traces,
-        trace.to_table()
-    );
-    Ok(())
 }

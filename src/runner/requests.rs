@@ -17,12 +17,13 @@ use anyhow::Result;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use super::single::SweepContext;
+use super::context::SweepContext;
+use super::dispatch::{Payload, Sending};
 use crate::api::openai::BodyComposer;
 use crate::dataset::{Item, Prompts};
 use crate::engine::schedule::{ArrivalShape, Arrivals};
 use crate::engine::{self, PreparedRequest, RequestFeed};
-use crate::plan::{LoadMode, PromptSource, RunSpec};
+use crate::plan::{Load, PromptSource, RunSpec};
 use crate::shard::Pick;
 use crate::traces::workload_trace::{header_lines, TraceRequest};
 
@@ -64,8 +65,7 @@ impl TraceList {
 /// How the requests are timed.
 #[derive(Debug, Clone, Copy)]
 struct Timing {
-    mode: LoadMode,
-    rate: f64,
+    load: Load,
     shape: ArrivalShape,
     seed: u64,
 }
@@ -77,6 +77,9 @@ pub(super) struct RunRequests {
     /// The run's seed: the body composer's generator and the schedule.
     seed: u64,
     warmup: usize,
+    /// A replayed trace's first records marked warmup: sent on the trace's own schedule, left out of the
+    /// results (evalscope's `workload_trace` warmup; the separate warmup phase is off for traces).
+    trace_warmup: usize,
     /// Requests of the plan's run (all shards), warmup included.
     len: usize,
     timing: Timing,
@@ -86,15 +89,19 @@ impl RunRequests {
     /// The requests of run `spec` with seed `seed`.
     pub(super) fn new(ctx: &SweepContext<'_>, spec: &RunSpec, seed: u64) -> RunRequests {
         let plan = ctx.plan;
-        let trace = match (&plan.trace, &ctx.prompts.replay) {
+        let trace = match (plan.workload.workload_trace(), &ctx.prompts.replay) {
             (Some(t), _) => Some(TraceList::Plan(t.clone())),
             (None, Some(b)) => Some(TraceList::Built(b.clone())),
             (None, None) => None,
         };
         let total = spec.total() as usize;
+        let mut trace_warmup = 0;
         let (source, len) = match trace {
             Some(requests) => {
                 let len = requests.requests().len().min(spec.number as usize);
+                // `--warmup-num` counts the trace's own first records (a fraction: of those replayed).
+                trace_warmup =
+                    (crate::plan::warmup_requests(plan.warmup_num, len as u64) as usize).min(len);
                 let global_headers = plan
                     .headers
                     .iter()
@@ -121,10 +128,10 @@ impl RunRequests {
             composer: ctx.composer.clone(),
             seed,
             warmup: (spec.warmup as usize).min(len),
+            trace_warmup,
             len,
             timing: Timing {
-                mode: plan.mode,
-                rate: spec.rate,
+                load: spec.load,
                 shape: plan.server_side.arrival,
                 seed,
             },
@@ -171,23 +178,24 @@ impl RunRequests {
     /// The schedule of this run's mode.
     fn schedule(&self) -> Schedule {
         let t = self.timing;
-        let own = matches!(self.source, Source::Trace { .. });
-        match t.mode {
-            LoadMode::Open if own => Schedule::Own,
-            LoadMode::Open => Schedule::From {
+        match t.load {
+            Load::Trace { .. } => Schedule::Own,
+            Load::Open { rate } => Schedule::From {
                 first: self.warmup,
                 arrivals: Box::new(Arrivals::seeded(
                     self.len - self.warmup,
-                    t.rate,
+                    rate.per_s(),
                     t.shape,
                     t.seed,
                 )),
             },
-            LoadMode::Closed if t.rate > 0.0 => Schedule::From {
+            Load::Closed {
+                pacing: Some(rate), ..
+            } => Schedule::From {
                 first: 0,
-                arrivals: Box::new(Arrivals::seeded(self.len, t.rate, t.shape, t.seed)),
+                arrivals: Box::new(Arrivals::seeded(self.len, rate.per_s(), t.shape, t.seed)),
             },
-            LoadMode::Closed => Schedule::Unpaced,
+            Load::Closed { pacing: None, .. } => Schedule::Unpaced,
         }
     }
 
@@ -200,9 +208,9 @@ impl RunRequests {
                 requests,
                 global_headers,
             } => {
-                for t in requests.requests().iter().take(self.len) {
+                for (i, t) in requests.requests().iter().take(self.len).enumerate() {
                     let body = self.composer.compose(&Item::Body(t.body.clone()), &mut rng);
-                    let mut r = PreparedRequest::new(body, false);
+                    let mut r = PreparedRequest::new(body, i < self.trace_warmup);
                     r.offset_s = Some(t.offset_s);
                     r.request_id = t.request_id.as_deref().map(Arc::from);
                     r.extra_headers = header_lines(&t.headers, global_headers).map(Arc::from);
@@ -248,6 +256,42 @@ impl RunRequests {
             }
         }
     }
+}
+
+/// This process's share of run `spec`'s single requests (all of them unless sharded), as a feed whose
+/// producer is started and has filled its look-ahead: a run that fits in it is wholly prepared before the
+/// first request, and a dataset that fails at once fails before it. `workers` is the dispatcher's cap.
+pub(super) async fn prepare(
+    ctx: &SweepContext<'_>,
+    spec: &RunSpec,
+    seed: u64,
+    workers: usize,
+) -> Result<Sending> {
+    let started = std::time::Instant::now();
+    let requests = RunRequests::new(ctx, spec, seed);
+    let work = crate::shard::split(ctx.plan.sharding.as_ref(), spec, requests.len(), workers);
+    debug_assert_eq!(work.pick.warmup, requests.warmup());
+    let (mut feed, producer) = requests.start(work.pick)?;
+    let ready = feed.prime().await;
+    if ready < feed.len() && !feed.producing() {
+        // The producer ended early: its error says why.
+        drop(feed);
+        producer.finish().await?;
+        anyhow::bail!("the request producer stopped after {ready} requests");
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    if ready < feed.len() {
+        tracing::info!(
+            "Prepared the first {ready} of {} request bodies in {elapsed:.2} s (the rest are prepared while the run goes on)",
+            feed.len()
+        );
+    } else {
+        tracing::info!("Prepared {ready} request bodies in {elapsed:.2} s");
+    }
+    Ok(Sending {
+        work,
+        payload: Payload::Requests { feed, producer },
+    })
 }
 
 /// The arrival offsets handed out, by global index.

@@ -1,20 +1,24 @@
 //! Runs an SLA auto-tune ([`crate::sla`]) for real: every probe run goes through the normal run machinery
 //! ([`crate::runner::run_single`]) into `<root>/sla_tuning/sla_<var>_<value>_run_<i>/` (its own
-//! `benchmark_args.json`, database and summaries, as evalscope writes them), with `--number` =
+//! arguments, database and summaries, as evalscope writes them), with `--number` =
 //! `max(1, round(value × multiplier))`, `--dataset-offset` advanced by each run's number, and for
 //! `--sla-variable rate` the concurrency cap `--sla-fixed-parallel`. At the end: `sla_summary.json`,
-//! `performance_summary.txt` over the averaged probes, and the `SLA Auto-tune Summary` tables. As in
+//! the end-of-sweep text report over the averaged probes, and the `SLA Auto-tune Summary` tables. As in
 //! evalscope, no HTML report.
 
-use anyhow::{Context, Result};
+use std::num::NonZeroUsize;
 
-use super::{run_single, SweepContext};
+use anyhow::Result;
+
+use super::context::SweepContext;
+use super::single::run_single;
 use crate::export::report::{performance_summary, ReportInfo};
 use crate::plan::sla::{SlaPlan, Variable};
-use crate::plan::{LoadMode, RunSpec};
+use crate::plan::{Load, LoadMode, Rate, RunRole, RunSpec};
+use crate::run_folder::RunRoot;
 use crate::sla::probe::RunOutcome;
 use crate::sla::report;
-use crate::sla::search::{ProbeRunner, Tuner};
+use crate::sla::tuner::{ProbeRunner, Tuner};
 
 /// Probe runs through [`run_single`].
 struct RealRunner<'c, 'p> {
@@ -31,18 +35,30 @@ impl RealRunner<'_, '_> {
     fn spec(&self, value: i64, iteration: usize) -> RunSpec {
         let plan = self.ctx.plan;
         let number = self.sla.number_for(value);
-        let (parallel, rate) = match (self.sla.variable, plan.mode) {
-            (Variable::Parallel, _) => (value, -1.0),
-            (Variable::Rate, LoadMode::Closed) => (self.sla.fixed_parallel, value as f64),
-            (Variable::Rate, LoadMode::Open) => (-1, value as f64),
+        // The search's values and --sla-fixed-parallel are whole numbers ≥ 1 (--sla-lower-bound ≥ 1).
+        let slots = |v: i64| NonZeroUsize::new(v.max(1) as usize).expect("at least 1");
+        let rate = Rate::new(value.max(1) as f64).expect("at least 1 req/s");
+        let load = match (self.sla.variable, plan.mode) {
+            (Variable::Parallel, _) => Load::Closed {
+                parallel: slots(value),
+                pacing: None,
+            },
+            (Variable::Rate, LoadMode::Closed) => Load::Closed {
+                parallel: slots(self.sla.fixed_parallel),
+                pacing: Some(rate),
+            },
+            (Variable::Rate, LoadMode::Open) => Load::Open { rate },
         };
         RunSpec {
             number,
-            parallel,
-            rate,
+            load,
             warmup: crate::plan::warmup_requests(plan.warmup_num, number),
-            dir_name: format!("sla_tuning/{}", self.sla.run_dir_name(value, iteration)),
             dataset_offset: self.dataset_offset,
+            role: RunRole::SlaProbe {
+                variable: self.sla.variable,
+                value,
+                iteration,
+            },
         }
     }
 }
@@ -50,7 +66,11 @@ impl RealRunner<'_, '_> {
 impl ProbeRunner for RealRunner<'_, '_> {
     async fn run(&mut self, value: i64, iteration: usize) -> Result<RunOutcome> {
         let spec = self.spec(value, iteration);
-        let sockets = spec.parallel.clamp(1, spec.total().max(1) as i64) as u64;
+        let sockets = spec
+            .load
+            .parallel()
+            .map_or(1, |p| p.get())
+            .min(spec.total().max(1) as usize) as u64;
         if let Err(e) =
             crate::resources::ensure_file_limit(sockets * 2 + crate::resources::FD_HEADROOM)
         {
@@ -98,26 +118,30 @@ pub async fn run(
     };
     let mut tuner = Tuner::new(sla, runner);
     tuner.tune().await?;
-    finish(&mut tuner, &ctx.plan.output_root, info)
+    finish(&mut tuner, &ctx.root, info)
 }
 
-/// Writes `sla_summary.json` and `performance_summary.txt` and prints the summary tables.
+/// Writes `sla_summary.json` and the end-of-sweep text report and prints the summary tables.
 pub fn finish<R: ProbeRunner>(
     tuner: &mut Tuner<'_, R>,
-    root: &std::path::Path,
+    root: &RunRoot,
     info: &ReportInfo,
 ) -> Result<()> {
-    let path = root.join("sla_summary.json");
     let json = report::summary_json(tuner.plan, &tuner.probes, &tuner.selections);
-    std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
-    tuner.info(format!("SLA summary saved to: {}", path.display()));
+    root.write_sla_summary(&json)?;
+    tuner.info(format!(
+        "SLA summary saved to: {}",
+        root.sla_summary().display()
+    ));
     let runs = report::report_runs(&tuner.probes);
     let text = performance_summary(info, &runs);
     if !text.is_empty() {
         println!("{text}");
-        let path = root.join("performance_summary.txt");
-        std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
-        tuner.info(format!("Performance summary saved to: {}", path.display()));
+        root.write_performance_summary(&text)?;
+        tuner.info(format!(
+            "Performance summary saved to: {}",
+            root.performance_summary().display()
+        ));
     }
     let tables = report::tables(&tuner.probes, &tuner.selections);
     tuner.info(format!("SLA Auto-tune Summary:\n{tables}"));

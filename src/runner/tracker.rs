@@ -12,7 +12,7 @@
 //! second; every status or run change is written at once. A write error is logged once and never stops the
 //! run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
@@ -51,9 +51,9 @@ pub struct ProgressTracker {
 
 impl ProgressTracker {
     /// Starts tracking `total_count` measured requests over `runs_total` runs; writes the first state.
-    pub fn start(root: &Path, total_count: u64, runs_total: usize) -> Self {
+    pub fn start(path: PathBuf, total_count: u64, runs_total: usize) -> Self {
         let mut tracker = ProgressTracker {
-            path: root.join("progress.json"),
+            path,
             total_count,
             processed_count: 0,
             runs_total,
@@ -166,7 +166,7 @@ fn iso_now() -> String {
 mod tests {
     use super::*;
 
-    fn read(dir: &Path) -> Value {
+    fn read(dir: &std::path::Path) -> Value {
         let text = std::fs::read_to_string(dir.join("progress.json")).unwrap();
         serde_json::from_str(&text).unwrap()
     }
@@ -174,7 +174,8 @@ mod tests {
     #[test]
     fn writes_evalscope_keys_first_then_llmperf_extras() {
         let dir = tempfile::tempdir().unwrap();
-        let mut t = ProgressTracker::start(dir.path(), 3, 2);
+        let mut t =
+            ProgressTracker::start(crate::run_folder::RunRoot::at(dir.path()).progress(), 3, 2);
         let text = std::fs::read_to_string(dir.path().join("progress.json")).unwrap();
         let keys: Vec<String> = serde_json::from_str::<Map<String, Value>>(&text)
             .unwrap()
@@ -220,14 +221,16 @@ mod tests {
     #[test]
     fn percent_is_rounded_and_failures_are_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let mut t = ProgressTracker::start(dir.path(), 3, 1);
+        let mut t =
+            ProgressTracker::start(crate::run_folder::RunRoot::at(dir.path()).progress(), 3, 1);
         t.processed_count = 1;
         t.finish(FinalStatus::Failed("Test connection failed".into()));
         let v = read(dir.path());
         assert_eq!(v["percent"], 33.33);
         assert_eq!(v["status"], "error");
         assert_eq!(v["error"], "Test connection failed");
-        let mut t = ProgressTracker::start(dir.path(), 3, 1);
+        let mut t =
+            ProgressTracker::start(crate::run_folder::RunRoot::at(dir.path()).progress(), 3, 1);
         t.finish(FinalStatus::Interrupted);
         let v = read(dir.path());
         assert_eq!(

@@ -125,28 +125,24 @@ pub async fn start_for_run(plan: Option<&ServerMetricsPlan>, endpoint: &Url) -> 
         .flatten()
 }
 
-/// Ends one run's scraping: writes `<run_dir>/server_metrics.json` and appends the `Server …` keys (and the
-/// client-vs-server TTFT key) to `summary`. A failure to write the file is a warning.
+/// Ends one run's scraping: appends the `Server …` keys (and the client-vs-server TTFT key) to `summary`
+/// and returns the server's series, for the run's folder (`None` without a scrape or its result).
 pub async fn finish_for_run(
     scrape: Option<RunScrape>,
-    run_dir: &std::path::Path,
     summary: &mut crate::metrics::BenchmarkSummary,
-) {
-    let Some(scrape) = scrape else { return };
+) -> Option<serde_json::Value> {
+    let scrape = scrape?;
     let output_tokens = summary.avg_output_tokens * summary.success_requests as f64;
     let report = tokio::task::spawn_blocking(move || scrape.finish(output_tokens))
         .await
         .ok()
         .flatten();
-    let Some(report) = report else { return };
-    let path = run_dir.join("server_metrics.json");
-    if let Err(e) = std::fs::write(&path, crate::pyjson::dumps_indent4(&report.json)) {
-        tracing::warn!("--server-metrics: cannot write {}: {e}", path.display());
-    }
+    let report = report?;
     let overhead = report::client_vs_server(summary.avg_ttft_ms, &report.summary_keys);
     log_headline(summary.avg_ttft_ms, &report.summary_keys);
     summary.extras.appended.extend(report.summary_keys);
     summary.extras.appended.extend(overhead);
+    Some(report.json)
 }
 
 /// One log line with the server figures a user compares first.

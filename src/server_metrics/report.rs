@@ -23,7 +23,7 @@ use crate::pyjson::round;
 pub struct ServerReport {
     /// The text of `server_metrics.json`.
     pub json: Value,
-    /// Extra keys for `benchmark_summary.json`, in order.
+    /// Extra keys for the run's summary file, in order.
     pub summary_keys: Vec<(String, Value)>,
 }
 

@@ -37,7 +37,7 @@ impl ClockInfo {
             source: "none",
             ..ClockInfo::default()
         };
-        if let Some((est, max, synced)) = adjtimex() {
+        if let Some((est, max, synced)) = crate::sys::clock_estimates() {
             info.source = "adjtimex";
             info.est_error_s = Some(est);
             info.max_error_s = Some(max);
@@ -100,24 +100,13 @@ pub fn epoch_s(t: chrono::DateTime<chrono::Utc>) -> f64 {
     t.timestamp() as f64 + f64::from(t.timestamp_subsec_nanos()) * 1e-9
 }
 
-#[allow(unsafe_code)]
-fn read_clock_s(id: libc::clockid_t) -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; both clocks always exist on Linux/macOS.
-    unsafe { libc::clock_gettime(id, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 /// `CLOCK_REALTIME − CLOCK_MONOTONIC` in seconds, from the tightest of a few back-to-back reads.
 pub fn wall_minus_monotonic_s() -> f64 {
     let mut best = (f64::INFINITY, 0.0);
     for _ in 0..5 {
-        let m0 = read_clock_s(libc::CLOCK_MONOTONIC);
-        let w = read_clock_s(libc::CLOCK_REALTIME);
-        let m1 = read_clock_s(libc::CLOCK_MONOTONIC);
+        let m0 = crate::sys::monotonic_s();
+        let w = crate::sys::realtime_s();
+        let m1 = crate::sys::monotonic_s();
         if m1 - m0 < best.0 {
             best = (m1 - m0, w - (m0 + m1) / 2.0);
         }
@@ -153,29 +142,6 @@ pub fn host_name() -> String {
     from_proc
         .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| "unknown".into())
-}
-
-/// The kernel's clock estimates: (estimated error s, maximum error s, synchronised).
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn adjtimex() -> Option<(f64, f64, bool)> {
-    // SAFETY: an all-zero `timex` (modes = 0) only reads the kernel's state.
-    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
-    // SAFETY: `tx` is a valid, writable timex.
-    let state = unsafe { libc::adjtimex(&mut tx) };
-    if state < 0 {
-        return None;
-    }
-    Some((
-        tx.esterror as f64 * 1e-6,
-        tx.maxerror as f64 * 1e-6,
-        state != libc::TIME_ERROR,
-    ))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn adjtimex() -> Option<(f64, f64, bool)> {
-    None
 }
 
 /// `chronyc tracking`'s "System time: X seconds fast|slow of NTP time", as + fast / − slow.

@@ -18,14 +18,14 @@ use crate::plan::sharding::Sharding;
 pub use run::{begin, finish, ShardStart};
 pub use split::{split, Pick, ShardWork};
 
-/// The `benchmark_args.json` key holding this process's shard record (after evalscope's keys).
+/// The key of a run's arguments holding this process's shard record (after evalscope's keys).
 pub const ARGS_KEY: &str = "llmperf_shard";
 
-/// The shard record written into `benchmark_args.json` before the run (`started` is `None`) and again
+/// The shard record written into the run's arguments file before the run (`started` is `None`) and again
 /// once it has started.
 pub fn args_record(
     sharding: &Sharding,
-    (measured, slots): (u64, i64),
+    (measured, slots): (u64, Option<usize>),
     clock: &clock::ClockInfo,
     started: Option<&clock::StartInfo>,
 ) -> Value {
@@ -35,7 +35,8 @@ pub fn args_record(
     m.insert("source".into(), json!(sharding.source));
     m.insert("plan_fingerprint".into(), json!(sharding.fingerprint));
     m.insert("requests".into(), json!(measured));
-    m.insert("slots".into(), json!(slots));
+    // Open loop has no slots: −1, as evalscope writes an open loop's concurrency.
+    m.insert("slots".into(), json!(slots.map_or(-1, |s| s as i64)));
     m.insert("host".into(), json!(clock.host));
     m.insert(
         "start_at".into(),

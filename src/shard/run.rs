@@ -1,15 +1,15 @@
 //! A shard's part in one run: record who it is before sending, wait for `--start-at`, and record when it
-//! really started once it has (both in `benchmark_args.json`, after evalscope's keys).
+//! really started once it has (both in the run's arguments, after evalscope's keys).
 
-use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
 use super::clock::{self, ClockInfo, StartInfo};
-use super::{args_record, Sharding, ARGS_KEY};
-use crate::plan::{LoadMode, RunPlan};
+use super::{args_record, ShardWork, Sharding, ARGS_KEY};
+use crate::plan::{RunPlan, RunSpec};
+use crate::run_folder::RunDir;
 use crate::shutdown::Shutdown;
 
 /// What the runner carries from [`begin`] to [`finish`].
@@ -17,17 +17,15 @@ pub struct ShardStart {
     sharding: Sharding,
     clock: ClockInfo,
     measured: u64,
-    slots: i64,
+    slots: Option<usize>,
     /// Open loop: the origin the dispatcher anchors its schedule to.
     pub origin: Option<Instant>,
 }
 
-fn write_args(run_dir: &Path, args: &Map<String, Value>, record: Value) -> Result<()> {
+fn write_args(run_dir: &RunDir, args: &Map<String, Value>, record: Value) -> Result<()> {
     let mut args = args.clone();
     args.insert(ARGS_KEY.into(), record);
-    let path = run_dir.join("benchmark_args.json");
-    std::fs::write(&path, crate::pyjson::dumps_indent4(&args))
-        .with_context(|| format!("writing {}", path.display()))
+    run_dir.write_args(&args)
 }
 
 /// Before dispatch: writes the shard record and, for the first run with `--start-at`, waits for that
@@ -36,11 +34,13 @@ fn write_args(run_dir: &Path, args: &Map<String, Value>, record: Value) -> Resul
 pub async fn begin(
     plan: &RunPlan,
     run_index: usize,
-    (measured, slots): (u64, i64),
-    run_dir: &Path,
+    work: &ShardWork,
+    spec: &RunSpec,
+    run_dir: &RunDir,
     args: &Map<String, Value>,
     shutdown: &Shutdown,
 ) -> Result<Option<ShardStart>> {
+    let (measured, slots) = (work.measured, work.slots);
     let Some(sharding) = plan.sharding.clone() else {
         return Ok(None);
     };
@@ -64,10 +64,9 @@ pub async fn begin(
         start.sharding.label(),
         start.clock.host,
         measured,
-        if plan.mode == LoadMode::Closed {
-            format!(", {slots} slot(s)")
-        } else {
-            String::new()
+        match slots {
+            Some(slots) => format!(", {slots} slot(s)"),
+            None => String::new(),
         }
     );
     let Some(start_at) = start.sharding.start_at.filter(|_| run_index == 0) else {
@@ -86,10 +85,11 @@ pub async fn begin(
             start_at.to_rfc3339()
         );
     }
-    match plan.mode {
+    if spec.load.is_open() {
+        start.origin = Some(at);
+    } else {
         // A stop signal ends the wait; the dispatcher then sends nothing.
-        LoadMode::Closed => clock::sleep_until(at, shutdown).await,
-        LoadMode::Open => start.origin = Some(at),
+        clock::sleep_until(at, shutdown).await;
     }
     Ok(Some(start))
 }
@@ -99,7 +99,7 @@ pub async fn begin(
 pub fn finish(
     start: &ShardStart,
     began: Instant,
-    run_dir: &Path,
+    run_dir: &RunDir,
     args: &Map<String, Value>,
 ) -> Result<()> {
     let info = StartInfo::at(began, start.sharding.start_at);

@@ -2,7 +2,7 @@
 //! The requests themselves, and their offsets on the one global schedule, are produced lazily by the
 //! runner ([`Pick`] says which to keep).
 
-use crate::plan::{LoadMode, RunSpec};
+use crate::plan::RunSpec;
 
 use crate::plan::sharding::{slots, Sharding};
 
@@ -56,8 +56,8 @@ pub struct ShardWork {
     pub pick: Pick,
     /// Concurrency cap of the dispatcher (closed loop: this shard's share of `--parallel`).
     pub parallel: usize,
-    /// Closed loop: this shard's share of `--parallel`; open loop: −1.
-    pub slots: i64,
+    /// Closed loop: this shard's share of `--parallel`; `None` in open loop.
+    pub slots: Option<usize>,
     /// Measured requests this shard sends.
     pub measured: u64,
 }
@@ -66,17 +66,13 @@ pub struct ShardWork {
 /// for `sharding`; `parallel` is the plan's dispatcher cap.
 pub fn split(
     sharding: Option<&Sharding>,
-    mode: LoadMode,
     spec: &RunSpec,
     len: usize,
     parallel: usize,
 ) -> ShardWork {
     let mut pick = Pick::all(len, spec.warmup as usize);
-    let slots_of_plan = if mode == LoadMode::Closed {
-        parallel as i64
-    } else {
-        -1
-    };
+    let closed = spec.load.parallel().is_some();
+    let slots_of_plan = closed.then_some(parallel);
     let Some(s) = sharding.filter(|s| s.is_split()) else {
         return ShardWork {
             measured: pick.measured() as u64,
@@ -87,12 +83,11 @@ pub fn split(
     };
     pick.index = s.index as usize;
     pick.count = s.count as usize;
-    let (parallel, slots) = match mode {
-        LoadMode::Closed => {
-            let share = slots(parallel as u64, s.index, s.count).max(1) as usize;
-            (share, share as i64)
-        }
-        LoadMode::Open => (parallel, -1),
+    let (parallel, slots) = if closed {
+        let share = slots(parallel as u64, s.index, s.count).max(1) as usize;
+        (share, Some(share))
+    } else {
+        (parallel, None)
     };
     ShardWork {
         measured: pick.measured() as u64,

@@ -26,7 +26,10 @@ fn resolve_with(args: &[&str], env: &[(&str, &str)]) -> Result<Option<Sharding>,
     let p = plan(&[])?;
     let cli = Cli::try_parse_from(["llmperf"].iter().chain(args)).unwrap();
     let mut p = p;
-    p.runs[0].parallel = 8;
+    p.runs[0].load = crate::plan::Load::Closed {
+        parallel: std::num::NonZeroUsize::new(8).unwrap(),
+        pacing: None,
+    };
     p.runs[0].number = 100;
     resolve(&p, &cli.sharding, &env_of(env))
 }
@@ -141,15 +144,12 @@ fn every_shard_has_the_same_fingerprint_and_seed_and_its_own_root() {
     assert_eq!(sa.fingerprint, sb.fingerprint);
     assert_eq!(sa.seed, sb.seed);
     assert_ne!(sa.fingerprint, other.sharding.unwrap().fingerprint);
-    assert!(
-        a.output_root.ends_with("m_shard0of4"),
-        "{}",
-        a.output_root.display()
-    );
-    assert!(b.output_root.ends_with("m_shard3of4"));
+    let root = |p: &crate::plan::RunPlan| crate::run_folder::RunRoot::of(p).path().to_path_buf();
+    assert!(root(&a).ends_with("m_shard0of4"), "{}", root(&a).display());
+    assert!(root(&b).ends_with("m_shard3of4"));
     let alone = plan(&["--start-at", "2026-12-01T10:00:00Z"]).unwrap();
     assert_eq!(alone.sharding.as_ref().map(|s| s.count), Some(1));
-    assert!(alone.output_root.ends_with("m"));
+    assert!(root(&alone).ends_with("m"));
 }
 
 #[test]
@@ -180,16 +180,16 @@ fn the_split_is_a_partition_of_the_plan() {
                 fingerprint: String::new(),
                 seed: 0,
             };
-            let w = split(Some(&s), mode, spec, 13, 5);
+            let w = split(Some(&s), spec, 13, 5);
             assert!((0..2).all(|i| w.pick.keeps(i)), "every shard warms up");
             let kept: Vec<usize> = (2..13).filter(|&i| w.pick.keeps(i)).collect();
             assert!(kept.iter().all(|b| (b - 2) % 3 == k as usize));
             assert_eq!(w.measured as usize, kept.len());
             assert_eq!(w.pick.kept(), kept.len() + 2);
             if mode == LoadMode::Closed {
-                slots_total += w.slots;
+                slots_total += w.slots.expect("closed loop has slots");
             } else {
-                assert_eq!(w.slots, -1);
+                assert_eq!(w.slots, None);
             }
             seen.extend(kept);
         }
@@ -198,7 +198,7 @@ fn the_split_is_a_partition_of_the_plan() {
         if mode == LoadMode::Closed {
             assert_eq!(slots_total, 5);
         }
-        let alone = split(None, mode, spec, 13, 5);
+        let alone = split(None, spec, 13, 5);
         assert_eq!((alone.measured, alone.pick.kept()), (11, 13));
     }
     // More shards than measured requests: the last ones send only the warmup.
@@ -212,7 +212,7 @@ fn the_split_is_a_partition_of_the_plan() {
         seed: 0,
     };
     let measured: Vec<u64> = (0..4)
-        .map(|k| split(Some(&s(k)), LoadMode::Closed, &p.runs[0], 2, 4).measured)
+        .map(|k| split(Some(&s(k)), &p.runs[0], 2, 4).measured)
         .collect();
     assert_eq!(measured, vec![1, 1, 0, 0]);
 }

@@ -1,4 +1,4 @@
-//! Joining what a client stored (`benchmark_data.db`) with what the simulator really did ([`TruthRecord`]),
+//! Joining what a client stored (the run's database) with what the simulator really did ([`TruthRecord`]),
 //! request by request, so the client's own measurement error can be computed.
 //!
 //! The join key costs the client nothing: the simulator puts its request number in every response's `id`
@@ -154,6 +154,7 @@ mod tests {
             chunk_times_s: vec![1.05],
             first_answer_s: None,
             reasoning_tokens: 0,
+            structured: None,
         }
     }
 

@@ -55,6 +55,11 @@
 //! out as `delta.reasoning_content` (`message.reasoning_content` when not streaming), the rest as
 //! `content`, and the usage carries `completion_tokens_details.reasoning_tokens` = min(R, output tokens).
 //!
+//! **Tool calls and JSON output**: a chat request that offers `tools` gets one tool call, one asking for
+//! a JSON `response_format` gets JSON content, streamed in fragments (the output length is the
+//! fragments' count, still cut by `max_tokens`); [`SimConfig::invalid_output_rate`] makes a seeded share
+//! of them invalid. The ground truth keeps what was sent. See `structured.rs`.
+//!
 //! # Timing
 //! Token `i` (0-based) is produced at `received + ttft + i * itl` on an absolute timeline from the instant
 //! the request head was parsed, slept to with `sleep_until` (zero delays never touch the timer). A stream
@@ -89,8 +94,10 @@ mod capacity;
 mod conn;
 pub mod fault;
 mod generate;
+mod instance;
 pub mod join;
 pub mod metrics;
+mod plan;
 pub mod prefix_cache;
 mod prompt_count;
 mod reply;
@@ -98,6 +105,7 @@ mod request;
 mod responses;
 mod routes;
 mod stream;
+mod structured;
 #[cfg(test)]
 mod tests;
 mod truth;
@@ -119,13 +127,13 @@ pub use fault::{Fault, FaultRule};
 pub use metrics::MetricsFault;
 pub use prompt_count::PromptCounter;
 pub use routes::FAULT_HEADER;
-pub use truth::{write_truth_jsonl, TruthRecord};
+pub use truth::{write_truth_jsonl, TruthCall, TruthRecord, TruthStructured};
 
 /// One captured request: path, raw body, headers (lowercase names, in received order).
 pub type CapturedRequest = (String, String, Vec<(String, String)>);
 
 /// How the simulator behaves.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
     /// Delay from the request being received to the first token being produced.
     pub ttft: Duration,
@@ -160,6 +168,8 @@ pub struct SimConfig {
     /// Counts chat and completions prompts as a server with a tokenizer does (`None`: words; see
     /// [`prompt_count`]).
     pub prompt_counter: Option<PromptCounter>,
+    /// Share of tool calls and JSON outputs made invalid on purpose, in [0, 1] (see `structured.rs`).
+    pub invalid_output_rate: f64,
 }
 
 impl Default for SimConfig {
@@ -179,6 +189,7 @@ impl Default for SimConfig {
             metrics_fault: None,
             reasoning_tokens: 0,
             prompt_counter: None,
+            invalid_output_rate: 0.0,
         }
     }
 }

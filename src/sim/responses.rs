@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use bytes::BytesMut;
 
 use super::fault::Fault;
-use super::stream::{write_text_fault, Plan, TOKEN_TEXT};
+use super::plan::{write_text_fault, Plan, TOKEN_TEXT};
 
 /// Appends one SSE event of type `kind` whose JSON object (without braces) starts with `"type":kind` and
 /// continues with `fields` (already formatted, with a leading comma when not empty).
@@ -178,7 +178,7 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    use super::super::stream::Api;
+    use super::super::plan::Api;
 
     fn plan(tokens: u32, fault: Option<Fault>) -> Plan {
         Plan {
@@ -199,6 +199,7 @@ mod tests {
             ttft: Duration::ZERO,
             itl: Duration::ZERO,
             fault,
+            structured: None,
         }
     }
 

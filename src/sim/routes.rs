@@ -24,9 +24,10 @@ use super::fault::{self, Fault, ResetFlag};
 use super::generate::{generate, Times};
 use super::metrics::{MetricsFault, GARBAGE_METRICS, SLOW_METRICS_DELAY};
 use super::prompt_count::PromptCount;
+use super::plan::Api;
 use super::reply::{error, json, json_string, missing, sleep_until};
 use super::request::GenRequest;
-use super::stream::{Api, SimBody};
+use super::stream::SimBody;
 use super::truth::TruthRecord;
 use super::Shared;
 use crate::clock;
@@ -275,6 +276,7 @@ async fn embeddings(
             chunk_times_s: Vec::new(),
             first_answer_s: None,
             reasoning_tokens: 0,
+            structured: None,
         });
     }
     json(StatusCode::OK, out)
@@ -326,6 +328,7 @@ async fn rerank(
             chunk_times_s: Vec::new(),
             first_answer_s: None,
             reasoning_tokens: 0,
+            structured: None,
         });
     }
     json(StatusCode::OK, out)

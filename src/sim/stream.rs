@@ -20,133 +20,17 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::Sleep;
 
-use super::fault::{Fault, FaultyBody, NextBytes, BIG_LINE_BYTES};
+use super::fault::{Fault, FaultyBody, NextBytes};
 use super::metrics::{Finished, SimMetrics};
+use super::plan::{write_text_fault, Api, Plan, TOKEN_TEXT};
 use super::truth::{TruthLog, TruthRecord};
 use crate::clock;
-
-/// The text of one generated token: one whitespace-separated word, so output token counts are checkable.
-pub(crate) const TOKEN_TEXT: &str = "hello ";
-
-/// Which OpenAI API a generation answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Api {
-    /// `/v1/chat/completions`.
-    Chat,
-    /// `/v1/completions`.
-    Completion,
-    /// `/v1/responses` (the Responses API, [`super::responses`]).
-    Responses,
-}
-
-impl Api {
-    /// The request path, as recorded in the truth log.
-    pub(crate) fn path(self) -> &'static str {
-        match self {
-            Api::Chat => "/v1/chat/completions",
-            Api::Completion => "/v1/completions",
-            Api::Responses => "/v1/responses",
-        }
-    }
-}
-
-/// Everything needed to generate one response.
-#[derive(Debug, Clone)]
-pub(crate) struct Plan {
-    pub api: Api,
-    pub id: u64,
-    /// Unix seconds for the `created` field.
-    pub created: u64,
-    /// The model name, already JSON-encoded (quoted and escaped).
-    pub model_json: String,
-    pub tokens: u32,
-    pub tokens_per_chunk: u32,
-    pub finish_reason: &'static str,
-    pub include_usage: bool,
-    pub prompt_tokens: u64,
-    /// `prompt_tokens_details.cached_tokens`.
-    pub cached_tokens: u64,
-    pub received: Instant,
-    pub ttft: Duration,
-    pub itl: Duration,
-    /// A content fault to write into the response (transport faults are applied around the body).
-    pub fault: Option<Fault>,
-    /// Under the capacity model: the request's batch slot, and the model that spaces its tokens when the
-    /// decode throughput is shared.
-    pub pace: Option<super::capacity::Pace>,
-    /// Leading output tokens sent as `reasoning_content` (chat only; at most `tokens`).
-    pub reasoning_tokens: u32,
-    /// When the request was received, before any wait for a batch slot (`received` is when it was
-    /// admitted); the server-side metrics measure from it.
-    pub arrived: Instant,
-}
-
-impl Plan {
-    /// When token `i` (0-based) is produced: `received + ttft + i * itl`.
-    pub(crate) fn token_due(&self, i: u32) -> Instant {
-        let offset = self
-            .itl
-            .checked_mul(i)
-            .and_then(|d| d.checked_add(self.ttft))
-            .unwrap_or(Duration::from_secs(86_400 * 365));
-        self.received + offset
-    }
-
-    /// The gap before the next token, now (`itl`, or the shared-decode gap under load).
-    pub(crate) fn token_gap(&self) -> Duration {
-        match &self.pace {
-            Some(p) if p.capacity.shares_decode() => p.capacity.token_gap(self.itl),
-            _ => self.itl,
-        }
-    }
-
-    /// Whether token times depend on the load (then they are computed one gap at a time).
-    pub(crate) fn paced_by_load(&self) -> bool {
-        self.pace
-            .as_ref()
-            .is_some_and(|p| p.capacity.shares_decode())
-    }
-
-    /// The `usage` object (without a trailing comma or brace after it).
-    pub(crate) fn write_usage(&self, out: &mut impl std::fmt::Write) {
-        let (p, c) = (self.prompt_tokens, u64::from(self.tokens));
-        let _ = write!(
-            out,
-            r#""usage":{{"prompt_tokens":{p},"completion_tokens":{c},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":{}}}"#,
-            p + c,
-            self.cached_tokens
-        );
-        if self.reasoning_tokens > 0 {
-            let _ = write!(
-                out,
-                r#","completion_tokens_details":{{"reasoning_tokens":{}}}"#,
-                self.reasoning_tokens
-            );
-        }
-        let _ = out.write_char('}');
-    }
-
-    /// `"id":…,"object":…,"created":…,"model":…` for a stream chunk or a full body of this API.
-    pub(crate) fn write_head_fields(&self, out: &mut impl std::fmt::Write, stream: bool) {
-        let (id_prefix, object) = match (self.api, stream) {
-            (Api::Chat, true) => ("chatcmpl", "chat.completion.chunk"),
-            (Api::Chat, false) => ("chatcmpl", "chat.completion"),
-            (Api::Completion, _) => ("cmpl", "text_completion"),
-            (Api::Responses, _) => ("resp", "response"),
-        };
-        let _ = write!(
-            out,
-            r#""id":"{id_prefix}-{}","object":"{object}","created":{},"model":{}"#,
-            self.id, self.created, self.model_json
-        );
-    }
-}
 
 /// A response body: a complete buffer, or a timed SSE stream, possibly wrapped by a transport fault.
 #[derive(Debug)]
@@ -348,30 +232,17 @@ impl SseBody {
             self.sent_tokens = end;
             return;
         }
-        let reasoning_end = self.plan.reasoning_tokens.clamp(start, end);
-        match api {
-            Api::Chat if reasoning_end > start => {
-                w.extend_from_slice(br#"{"index":0,"delta":{"reasoning_content":""#);
-                for _ in start..reasoning_end {
-                    w.extend_from_slice(TOKEN_TEXT.as_bytes());
-                }
-                if end > reasoning_end {
-                    w.extend_from_slice(br#"","content":""#);
-                }
+        if let (Api::Chat, Some(s)) = (api, self.plan.structured.as_deref()) {
+            let mut extra = BytesMut::new();
+            if j == 0 {
+                write_text_fault(&mut extra, fault);
             }
-            Api::Chat => w.extend_from_slice(br#"{"index":0,"delta":{"content":""#),
-            Api::Completion | Api::Responses => w.extend_from_slice(br#"{"index":0,"text":""#),
+            s.write_delta(w, start, end, &extra);
+            w.extend_from_slice(br#","logprobs":null,"finish_reason":"#);
+        } else {
+            self.write_text(j, (start, end));
         }
-        for _ in reasoning_end.max(start)..end {
-            w.extend_from_slice(TOKEN_TEXT.as_bytes());
-        }
-        if j == 0 {
-            write_text_fault(w, fault);
-        }
-        w.extend_from_slice(match api {
-            Api::Chat => br#""},"logprobs":null,"finish_reason":"#,
-            Api::Completion | Api::Responses => br#"","logprobs":null,"finish_reason":"#,
-        });
+        let w = &mut self.buf;
         if last {
             let _ = write!(w, r#""{}"}}]}}"#, self.plan.finish_reason);
         } else {
@@ -397,6 +268,37 @@ impl SseBody {
             }
         }
         self.sent_tokens = end;
+    }
+
+    /// Appends chunk `j`'s text choice (tokens `[start, end)`: reasoning, then content or text) up to
+    /// its `finish_reason` value.
+    fn write_text(&mut self, j: u32, (start, end): (u32, u32)) {
+        let (api, fault) = (self.plan.api, self.plan.fault);
+        let w = &mut self.buf;
+        let reasoning_end = self.plan.reasoning_tokens.clamp(start, end);
+        match api {
+            Api::Chat if reasoning_end > start => {
+                w.extend_from_slice(br#"{"index":0,"delta":{"reasoning_content":""#);
+                for _ in start..reasoning_end {
+                    w.extend_from_slice(TOKEN_TEXT.as_bytes());
+                }
+                if end > reasoning_end {
+                    w.extend_from_slice(br#"","content":""#);
+                }
+            }
+            Api::Chat => w.extend_from_slice(br#"{"index":0,"delta":{"content":""#),
+            Api::Completion | Api::Responses => w.extend_from_slice(br#"{"index":0,"text":""#),
+        }
+        for _ in reasoning_end.max(start)..end {
+            w.extend_from_slice(TOKEN_TEXT.as_bytes());
+        }
+        if j == 0 {
+            write_text_fault(w, fault);
+        }
+        w.extend_from_slice(match api {
+            Api::Chat => br#""},"logprobs":null,"finish_reason":"#,
+            Api::Completion | Api::Responses => br#"","logprobs":null,"finish_reason":"#,
+        });
     }
 
     /// The next frame: every chunk that is due, or `Pending` until the next one is.
@@ -465,15 +367,6 @@ impl SseBody {
 /// The in-band error event of [`Fault::ErrorEvent`] (a whole SSE frame).
 pub(crate) const ERROR_EVENT: &[u8] = b"data: {\"error\":{\"message\":\"simulated in-band error\",\"type\":\"server_error\",\"code\":500}}\n\n";
 
-/// Appends the text a content fault puts inside the first chunk's string (10 MiB, or invalid UTF-8).
-pub(crate) fn write_text_fault(w: &mut BytesMut, fault: Option<Fault>) {
-    match fault {
-        Some(Fault::BigLine) => w.extend_from_slice(&vec![b'x'; BIG_LINE_BYTES]),
-        Some(Fault::InvalidUtf8) => w.extend_from_slice(&[0xFF, 0xFE]),
-        _ => {}
-    }
-}
-
 impl Drop for SseBody {
     fn drop(&mut self) {
         self.count(false);
@@ -491,6 +384,11 @@ impl Drop for SseBody {
                 chunk_times_s: std::mem::take(&mut self.chunk_times_s),
                 first_answer_s: self.first_answer_s,
                 reasoning_tokens: u64::from(self.plan.reasoning_tokens.min(self.sent_tokens)),
+                structured: self
+                    .plan
+                    .structured
+                    .as_deref()
+                    .map(|s| s.truth(self.sent_tokens, self.first_token_s)),
             });
         }
     }

@@ -10,7 +10,7 @@
 
 use anyhow::Result;
 
-use super::search::{criteria_desc, ProbeRunner, Tuner};
+use super::tuner::{criteria_desc, ProbeRunner, Tuner};
 use crate::plan::sla::criterion::{Criterion, Op};
 use crate::plan::sla::Group;
 

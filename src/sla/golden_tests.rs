@@ -1,9 +1,9 @@
 //! The SLA search and its report against real evalscope 1.14.1 runs (`tests/fixtures/evalscope-golden/
-//! sla_*`): the golden's recorded run results (each run folder's `benchmark_summary.json` and
-//! `benchmark_percentile.json`) are fed to llmperf's search in place of live runs, so timings are the
+//! sla_*`): the golden's recorded run results (each run folder's summary file and
+//! the percentile file) are fed to llmperf's search in place of live runs, so timings are the
 //! golden's; llmperf must then probe the same values in the same order, write the same
 //! `sla_summary.json` byte for byte, log the same SLA lines (and the same `SLA Auto-tune Summary` tables)
-//! and render the same `performance_summary.txt`.
+//! and render the same end-of-sweep text report.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +12,7 @@ use clap::Parser;
 
 use super::probe::RunOutcome;
 use super::report;
-use super::search::{ProbeRunner, Tuner};
+use super::tuner::{ProbeRunner, Tuner};
 use crate::export::report::{performance_summary, ReportInfo};
 use crate::metrics::PercentileTable;
 use crate::plan::sla::SlaPlan;
@@ -52,7 +52,7 @@ fn shell_words(line: &str) -> Vec<String> {
     words
 }
 
-/// A `benchmark_percentile.json` (a list of row objects, bare `NaN`s) as a table.
+/// A percentile file (a list of row objects, bare `NaN`s) as a table.
 fn percentile_table(text: &str) -> PercentileTable {
     let rows: Vec<serde_json::Map<String, serde_json::Value>> =
         serde_json::from_str(&text.replace("NaN", "null")).expect("percentile JSON");

@@ -6,7 +6,7 @@
 
 use anyhow::Result;
 
-use super::search::{ProbeRunner, Tuner};
+use super::tuner::{ProbeRunner, Tuner};
 use crate::plan::sla::criterion::Op;
 
 fn improves(val: Option<f64>, best: Option<f64>, op: Op) -> bool {

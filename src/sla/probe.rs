@@ -22,14 +22,14 @@ const COUNT_KEYS: [&str; 5] = [
 /// One run of a probe, as the search needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunOutcome {
-    /// `benchmark_summary.json` as an ordered map (evalscope's keys first, then llmperf's extras).
+    /// the run's summary file as an ordered map (evalscope's keys first, then llmperf's extras).
     pub summary: Map<String, Value>,
     /// The run's percentile table.
     pub percentiles: PercentileTable,
 }
 
 impl RunOutcome {
-    /// From a run's `benchmark_summary.json` text and its percentile table.
+    /// From a run's summary file text and its percentile table.
     pub fn from_summary_json(summary_json: &str, percentiles: PercentileTable) -> Self {
         let summary = serde_json::from_str::<Map<String, Value>>(summary_json).unwrap_or_default();
         RunOutcome {

@@ -1,7 +1,7 @@
 //! What an SLA auto-tune writes and prints, as evalscope 1.14.1 does: `sla_summary.json` (one
 //! `"<var>_<value>"` entry per probe, in probe order, each the averaged `{"metrics", "percentiles"}`,
 //! `json.dump(indent=4)`), the `SLA Auto-tune Summary` tables (`Probes`, `Selections`, tabulate's
-//! `simple_grid`), and the inputs of `performance_summary.txt` (the averaged probes as runs).
+//! `simple_grid`), and the inputs of the end-of-sweep text report (the averaged probes as runs).
 //!
 //! llmperf's extras, only with `--sla-confidence` and always after evalscope's keys: per probe `Runs`,
 //! `Metric Runs` (each run's value of every SLA metric) and `Metric Spread` (mean, standard deviation,
@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::confidence::{spread, Decision};
 use super::probe::Probe;
-use super::search::Selection;
+use super::tuner::Selection;
 use crate::export::report::RunReport;
 use crate::metrics::{BenchmarkSummary, PercentileTable, PERCENTILE_LABELS};
 use crate::plan::sla::SlaPlan;
@@ -281,7 +281,7 @@ fn percentiles_from_map(m: &Map<String, Value>) -> PercentileTable {
     PercentileTable { columns }
 }
 
-/// The probes as runs of `performance_summary.txt` (their averaged results).
+/// The probes as runs of the end-of-sweep text report (their averaged results).
 pub fn report_runs(probes: &[Probe]) -> Vec<RunReport> {
     probes
         .iter()
@@ -297,9 +297,10 @@ pub fn report_runs(probes: &[Probe]) -> Vec<RunReport> {
                 .and_then(Value::as_object)
                 .unwrap_or(&empty);
             let summary = summary_from_map(metrics);
+            let (concurrency, rate) = RunReport::load_of(&summary);
             RunReport {
-                concurrency: summary.concurrency,
-                rate: summary.request_rate,
+                concurrency,
+                rate,
                 number: summary.total_requests,
                 percentiles: percentiles_from_map(pct),
                 summary,

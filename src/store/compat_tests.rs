@@ -1,5 +1,5 @@
 //! Compatibility tests: `response_messages` read back by a real Python (when `python3` is on PATH), the
-//! schema and pickle format of evalscope's own golden `benchmark_data.db`, and a rough cost measurement.
+//! schema and pickle format of evalscope's own golden database, and a rough cost measurement.
 
 use std::path::PathBuf;
 use std::time::Instant;

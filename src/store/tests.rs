@@ -1,4 +1,4 @@
-//! Tests for the `benchmark_data.db` writer: schema, row values, never overwriting, commit cadence; and the
+//! Tests for the the run's database writer: schema, row values, never overwriting, commit cadence; and the
 //! record builders and helpers that `compat_tests` shares.
 
 use std::io::Write as _;
@@ -184,7 +184,16 @@ fn writes_evalscope_rows_then_extras() {
             "first_reasoning_latency",
             "first_answer_latency",
             "conversation_id",
-            "turn_index"
+            "turn_index",
+            "tool_call_count",
+            "valid_tool_calls",
+            "invalid_tool_calls",
+            "first_tool_call_latency",
+            "tool_call_tokens",
+            "tool_calls",
+            "schema_valid",
+            "truncated",
+            "validation_error"
         ]
     );
 

@@ -1,26 +1,63 @@
 //! Every system call llmperf makes that Rust's standard library does not wrap, and so the crate's only
-//! `unsafe` code: the monotonic clock, the thread timer slack, resource usage and the open-file limit,
-//! the timerfd of the precise timer, and kernel receive time stamps on TCP sockets. Each function is a
-//! thin safe wrapper; callers never see a raw pointer.
+//! `unsafe` code (a test, `module_graph_tests::unsafe_code_lives_in_sys`, keeps it here): the monotonic
+//! and real-time clocks and the kernel's clock estimates, the thread timer slack, resource usage and the
+//! open-file limit, a child process's fate ([`process`]), the timerfd of the precise timer, and kernel
+//! receive time stamps on TCP sockets. Each function is a thin safe wrapper; callers never see a raw
+//! pointer.
 #![allow(unsafe_code)]
 
+pub(crate) mod process;
 pub(crate) mod rx_stamp;
 #[cfg(target_os = "linux")]
 pub(crate) mod timerfd;
 
-/// `CLOCK_MONOTONIC` in seconds (the clock the simulator's ground truth and the client share); 0.0 when
-/// it cannot be read.
-pub(crate) fn monotonic_s() -> f64 {
+/// Clock `id` in seconds; 0.0 when it cannot be read.
+fn clock_s(id: libc::clockid_t) -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec and CLOCK_MONOTONIC is always available on Linux/macOS.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // SAFETY: `ts` is a valid, writable timespec; the callers pass clocks that exist on Linux/macOS.
+    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
     if rc != 0 {
         return 0.0;
     }
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// `CLOCK_MONOTONIC` in seconds (the clock the simulator's ground truth and the client share); 0.0 when
+/// it cannot be read.
+pub(crate) fn monotonic_s() -> f64 {
+    clock_s(libc::CLOCK_MONOTONIC)
+}
+
+/// `CLOCK_REALTIME` in seconds since the Unix epoch; 0.0 when it cannot be read.
+pub(crate) fn realtime_s() -> f64 {
+    clock_s(libc::CLOCK_REALTIME)
+}
+
+/// The kernel's clock estimates (`adjtimex`, read only): (estimated error s, maximum error s,
+/// synchronised); `None` where the kernel does not say.
+#[cfg(target_os = "linux")]
+pub(crate) fn clock_estimates() -> Option<(f64, f64, bool)> {
+    // SAFETY: an all-zero `timex` (modes = 0) only reads the kernel's state.
+    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+    // SAFETY: `tx` is a valid, writable timex.
+    let state = unsafe { libc::adjtimex(&mut tx) };
+    if state < 0 {
+        return None;
+    }
+    Some((
+        tx.esterror as f64 * 1e-6,
+        tx.maxerror as f64 * 1e-6,
+        state != libc::TIME_ERROR,
+    ))
+}
+
+/// The kernel's clock estimates: not known off Linux.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn clock_estimates() -> Option<(f64, f64, bool)> {
+    None
 }
 
 /// Lets the calling thread's sleeps end within `ns` nanoseconds of their deadline (Linux timer slack;

@@ -2,7 +2,7 @@
 //!
 //! * [`SimpleOutline`]: tabulate's `simple_outline` format, used for the per-run console tables
 //!   (`┌─┬─┐`, one space of padding, every column at least its header width + 2).
-//! * [`RichTable`]: the subset of rich's `Table` layout used by `performance_summary.txt`: the
+//! * [`RichTable`]: the subset of rich's `Table` layout used by the end-of-sweep text report: the
 //!   `SQUARE` and `HEAVY_HEAD` boxes, per-column padding of one space with optional edge padding,
 //!   auto-sized columns, fixed-width columns squeezed into a fixed table width (rich's `ratio_reduce`),
 //!   a centred title line, multi-line header cells aligned to the bottom, and section separators.
@@ -121,7 +121,7 @@ impl SimpleOutline {
     }
 }
 
-/// The rich box styles used in `performance_summary.txt`.
+/// The rich box styles used in the end-of-sweep text report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BoxStyle {
     /// `box.SQUARE`: light lines throughout (`┌─┬─┐`).

@@ -1,4 +1,4 @@
-//! The per-request data of one run for `perf_report.html`, read back from the run's `benchmark_data.db`
+//! The per-request data of one run for `perf_report.html`, read back from the run's database
 //! after the run (one streaming pass; memory stays flat however many requests the run had).
 //!
 //! Kept: TTFT and ITL histograms over every successful request (bins from the run's exact percentile
@@ -14,22 +14,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::svg::Bins;
 use super::timeline::Span;
-use crate::export::report::RunReport;
 use crate::metrics::{columns, PercentileTable, PERCENTILE_LABELS};
-
-/// One run as the page shows it.
-pub struct RunView {
-    /// The run folder name (`parallel_4_number_100`).
-    pub name: String,
-    /// Summary, percentiles and workload.
-    pub report: RunReport,
-    /// `benchmark_summary.json` parsed (its keys after evalscope's are llmperf's diagnostics).
-    pub summary: serde_json::Map<String, serde_json::Value>,
-    /// Histograms, timeline, token rate.
-    pub data: RunData,
-    /// `server_metrics.json` (with `--server-metrics`).
-    pub server: Option<super::server::ServerView>,
-}
 
 /// The most requests drawn on one run's timeline.
 pub const MAX_SPANS: usize = 500;
@@ -163,7 +148,7 @@ fn each_itl(text: &str, mut f: impl FnMut(f64)) {
     }
 }
 
-/// Reads `db` (a run's `benchmark_data.db`) once; `percentiles` is the run's table (histogram ranges).
+/// Reads `db` (a run's database) once; `percentiles` is the run's table (histogram ranges).
 pub fn load(db: &Path, percentiles: &PercentileTable) -> Result<RunData> {
     let con = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("opening {}", db.display()))?;

@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
-use super::data::RunView;
 use super::esc;
 use super::svg::{self, Series};
+use super::view::RunView;
 
 /// The attainment keys of the runs' summaries, joint first (empty without `--goodput`).
 fn attainment_keys(runs: &[&RunView]) -> Vec<String> {

@@ -4,7 +4,7 @@
 //! stylesheet with light, dark and print variants.
 //!
 //! The per-request data (histograms, request timeline, token rate) is read back from each run's
-//! `benchmark_data.db` ([`data`]); percentiles come from the runs' exact tables, never from a sample. A run
+//! the run's database ([`data`]); percentiles come from the runs' exact tables, never from a sample. A run
 //! whose database cannot be read still gets its tables, with "No data" charts, and a warning.
 
 mod data;
@@ -15,6 +15,7 @@ mod server;
 mod svg;
 mod timeline;
 mod turns;
+mod view;
 
 #[cfg(test)]
 mod tests;
@@ -75,15 +76,17 @@ pub struct HtmlRun {
     pub name: String,
     /// Summary, percentiles, workload.
     pub report: RunReport,
-    /// The run's `benchmark_data.db`.
+    /// The run's rows (SQLite).
     pub db_path: PathBuf,
-    /// The run's `benchmark_summary.json` text (its extra keys are the client diagnostics).
+    /// The server's series (`--server-metrics`), when the run has them.
+    pub server: Option<serde_json::Value>,
+    /// The run's summary file text (its extra keys are the client diagnostics).
     pub summary_json: String,
 }
 
 /// Builds the page for `runs` (reading their databases one at a time).
 pub fn render(header: &HtmlHeader, runs: &[HtmlRun]) -> String {
-    let views: Vec<data::RunView> = runs
+    let views: Vec<view::RunView> = runs
         .iter()
         .map(|r| {
             let data = data::load(&r.db_path, &r.report.percentiles).unwrap_or_else(|e| {
@@ -93,13 +96,16 @@ pub fn render(header: &HtmlHeader, runs: &[HtmlRun]) -> String {
                 );
                 data::RunData::default()
             });
-            data::RunView {
+            view::RunView {
                 name: r.name.clone(),
                 report: r.report.clone(),
                 summary: serde_json::from_str(&r.summary_json.replace("NaN", "null"))
                     .unwrap_or_default(),
                 data,
-                server: server::load(&r.db_path),
+                server: r
+                    .server
+                    .clone()
+                    .map(|json| view::ServerView::new(json, &r.db_path)),
             }
         })
         .collect();

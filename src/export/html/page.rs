@@ -4,10 +4,11 @@
 
 use std::fmt::Write;
 
-use super::data::{RunView, MAX_SPANS};
+use super::data::MAX_SPANS;
 use super::sections::{basic_info, diagnostics, failures, overview, table, workload};
 use super::svg::{self, Series};
 use super::timeline;
+use super::view::RunView;
 use super::{esc, HtmlHeader};
 use crate::export::report::RunReport;
 use crate::metrics::{columns, PERCENTILE_LABELS};
@@ -15,16 +16,14 @@ use crate::text::format::Unit;
 
 /// The x axis of the sweep charts: concurrency, or the rate in open loop.
 fn sweep_axis(runs: &[&RunView]) -> (&'static str, Vec<String>) {
-    let open = runs.iter().all(|r| r.report.concurrency == -1);
+    let open = runs.iter().all(|r| r.report.concurrency.is_none());
     let label = if open { "rate (req/s)" } else { "concurrency" };
     let xs = runs
         .iter()
-        .map(|r| {
-            if open {
-                Unit::ReqPerSec.fmt(r.report.rate)
-            } else {
-                r.report.concurrency.to_string()
-            }
+        .map(|r| match (r.report.concurrency, r.report.rate) {
+            (Some(c), _) => c.to_string(),
+            (None, Some(rate)) => Unit::ReqPerSec.fmt(rate),
+            (None, None) => "-".to_string(),
         })
         .collect();
     (label, xs)
@@ -33,11 +32,11 @@ fn sweep_axis(runs: &[&RunView]) -> (&'static str, Vec<String>) {
 /// `Conc. 4` / `Rate 5` / both, for headings.
 fn run_title(r: &RunView) -> String {
     let mut parts = Vec::new();
-    if r.report.concurrency != -1 {
-        parts.push(format!("concurrency {}", r.report.concurrency));
+    if let Some(c) = r.report.concurrency {
+        parts.push(format!("concurrency {c}"));
     }
-    if r.report.rate != -1.0 {
-        parts.push(format!("rate {} req/s", Unit::ReqPerSec.fmt(r.report.rate)));
+    if let Some(rate) = r.report.rate {
+        parts.push(format!("rate {} req/s", Unit::ReqPerSec.fmt(rate)));
     }
     parts.push(format!("{} requests", r.report.number));
     parts.join(", ")
@@ -65,10 +64,10 @@ fn figure(out: &mut String, svg: &str, caption: &str) {
 /// The whole page.
 pub fn render(h: &HtmlHeader, views: &[RunView]) -> String {
     let mut runs: Vec<&RunView> = views.iter().collect();
-    let inf = |v: f64| if v == -1.0 { f64::INFINITY } else { v };
     runs.sort_by(|a, b| {
-        (inf(a.report.concurrency as f64), inf(a.report.rate))
-            .partial_cmp(&(inf(b.report.concurrency as f64), inf(b.report.rate)))
+        a.report
+            .sort_key()
+            .partial_cmp(&b.report.sort_key())
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     let mut out = String::with_capacity(256 * 1024);

@@ -6,12 +6,12 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::data::RunView;
 use super::svg;
+use super::view::RunView;
 use super::{esc, HtmlHeader};
 use crate::text::format::Unit;
 
-/// evalscope's summary keys; every other key of `benchmark_summary.json` is one of llmperf's extras.
+/// evalscope's summary keys; every other key of the run's summary file is one of llmperf's extras.
 const EVALSCOPE_KEYS: [&str; 28] = [
     "Test Duration (s)",
     "Concurrency",
@@ -150,8 +150,12 @@ pub(super) fn overview(out: &mut String, runs: &[&RunView]) {
             };
             vec![
                 r.name.clone(),
-                dash(r.report.concurrency as f64, Unit::Count),
-                dash(r.report.rate, Unit::ReqPerSec),
+                r.report
+                    .concurrency
+                    .map_or("-".to_string(), |c| Unit::Count.fmt(c as f64)),
+                r.report
+                    .rate
+                    .map_or("-".to_string(), |v| Unit::ReqPerSec.fmt(v)),
                 r.report.number.to_string(),
                 success,
                 Unit::ReqPerSec.fmt(s.req_throughput),

@@ -4,39 +4,12 @@
 //! line up.
 
 use std::fmt::Write;
-use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags};
 use serde_json::{Map, Value};
 
-use super::data::RunView;
 use super::sections::table;
 use super::svg::{label_num, n, nice_ticks, plot_w, tick_labels, Frame, LEFT};
-
-/// A run's `server_metrics.json` and the origin of its timeline.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerView {
-    /// `server_metrics.json` parsed.
-    pub json: Value,
-    /// The run's first `start_time` (the timeline's 0), when it stored a request.
-    pub t0_s: Option<f64>,
-}
-
-/// Reads `server_metrics.json` beside `db`; `None` when the run has none.
-pub fn load(db: &Path) -> Option<ServerView> {
-    let text = std::fs::read_to_string(db.parent()?.join("server_metrics.json")).ok()?;
-    let json: Value = serde_json::from_str(&text.replace("NaN", "null")).ok()?;
-    let t0_s = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .ok()
-        .and_then(|c| {
-            c.query_row("SELECT MIN(start_time) FROM result", [], |r| {
-                r.get::<_, Option<f64>>(0)
-            })
-            .ok()
-            .flatten()
-        });
-    Some(ServerView { json, t0_s })
-}
+use super::view::RunView;
 
 /// The summary keys of the client-vs-server table: (row label, client key, server key).
 const ROWS: &[(&str, &str, &str)] = &[

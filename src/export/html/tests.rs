@@ -107,11 +107,12 @@ fn run(dir: &Path, conc: i64, n: usize, itl: usize, extras: &str) -> HtmlRun {
         },
         ..Default::default()
     };
+    let (concurrency, rate) = RunReport::load_of(&summary);
     HtmlRun {
         name,
         report: RunReport {
-            concurrency: conc,
-            rate: -1.0,
+            concurrency,
+            rate,
             number: n as u64,
             summary,
             percentiles: percentiles(),
@@ -119,6 +120,7 @@ fn run(dir: &Path, conc: i64, n: usize, itl: usize, extras: &str) -> HtmlRun {
             trace: Default::default(),
         },
         db_path,
+        server: None,
         summary_json: format!(r#"{{"Test Duration (s)": 12.5, "Concurrency": {conc}{extras}}}"#),
     }
 }

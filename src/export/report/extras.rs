@@ -1,4 +1,4 @@
-//! llmperf's additions to `performance_summary.txt`, after every evalscope part (so evalscope's text
+//! llmperf's additions to the end-of-sweep text report, after every evalscope part (so evalscope's text
 //! stays a byte-identical prefix): the `Failures` table and the first error of each kind per run, the
 //! interrupted-run lines, the `Client
 //! Diagnostics` table and the client-limited warnings.
@@ -124,11 +124,11 @@ fn print_client_diagnostics(doc: &mut Doc, runs: &[&RunReport]) {
 /// `conc 4`, `rate 5`, or `conc 4, rate 5` for a run.
 fn run_label(r: &RunReport) -> String {
     let mut parts = Vec::new();
-    if r.concurrency != -1 {
-        parts.push(format!("conc {}", r.concurrency));
+    if let Some(c) = r.concurrency {
+        parts.push(format!("conc {c}"));
     }
-    if r.rate != -1.0 {
-        parts.push(format!("rate {}", Unit::ReqPerSec.fmt(r.rate)));
+    if let Some(rate) = r.rate {
+        parts.push(format!("rate {}", Unit::ReqPerSec.fmt(rate)));
     }
     if parts.is_empty() {
         "conc -".to_string()

@@ -1,4 +1,4 @@
-//! The LLM tables of `performance_summary.txt` after `Basic Information`: `Performance Overview`,
+//! The LLM tables of the end-of-sweep text report after `Basic Information`: `Performance Overview`,
 //! `Per-Request Metrics` and `Workload Throughput` (the `Per-Trace Metrics` table is [`super::trace`]).
 
 use super::{conc_rate, get_p, report_table, success_rate, RunReport};

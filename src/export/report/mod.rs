@@ -1,4 +1,4 @@
-//! `performance_summary.txt`: the end-of-sweep report evalscope prints with rich and saves to the
+//! The end-of-sweep text report evalscope prints with rich and saves to the
 //! run root, rendered byte for byte as evalscope 1.14.1 writes it (console width 120, no ANSI).
 //!
 //! Layout (each part separated as rich's `console.print` separates them):
@@ -32,10 +32,10 @@ use crate::text::table::{panel, Align, BoxStyle, Column, RichTable};
 /// One finished run of the sweep, as the report needs it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunReport {
-    /// Concurrency (−1 in open loop); the same value as `summary.concurrency`.
-    pub concurrency: i64,
-    /// Request rate (−1.0 when not paced); the same value as `summary.request_rate`.
-    pub rate: f64,
+    /// The concurrency cap, `None` in open loop.
+    pub concurrency: Option<u64>,
+    /// The request rate, `None` when not paced.
+    pub rate: Option<f64>,
     /// Planned number of requests (`--number`). evalscope's `Num` column shows the summary's
     /// `Total Requests`, which this equals unless the run was interrupted.
     pub number: u64,
@@ -85,7 +85,7 @@ impl Doc {
     }
 }
 
-/// The whole `performance_summary.txt` text, ending in a newline. Empty when evalscope writes no
+/// The whole end-of-sweep text report, ending in a newline. Empty when evalscope writes no
 /// report: no runs, or (embedding) no run with a usable p99 latency.
 pub fn performance_summary(info: &ReportInfo, runs: &[RunReport]) -> String {
     if runs.is_empty() {
@@ -140,12 +140,27 @@ pub fn performance_summary(info: &ReportInfo, runs: &[RunReport]) -> String {
     doc.0
 }
 
-/// Runs ordered by (concurrency, rate) with −1 treated as +∞; equal keys keep their order.
+impl RunReport {
+    /// The order of runs in reports: by concurrency, then rate, open loop and unpaced last.
+    pub fn sort_key(&self) -> (f64, f64) {
+        (
+            self.concurrency.map_or(f64::INFINITY, |c| c as f64),
+            self.rate.unwrap_or(f64::INFINITY),
+        )
+    }
+
+    /// The concurrency and rate a summary file records (evalscope writes −1 for none).
+    pub fn load_of(summary: &BenchmarkSummary) -> (Option<u64>, Option<f64>) {
+        (
+            u64::try_from(summary.concurrency).ok(),
+            Some(summary.request_rate).filter(|r| *r > 0.0),
+        )
+    }
+}
+
+/// Runs ordered by [`RunReport::sort_key`]; equal keys keep their order.
 fn sorted_runs(runs: &[RunReport]) -> Vec<&RunReport> {
-    let key = |r: &RunReport| {
-        let inf = |v: f64| if v == -1.0 { f64::INFINITY } else { v };
-        (inf(r.concurrency as f64), inf(r.rate))
-    };
+    let key = RunReport::sort_key;
     let mut sorted: Vec<&RunReport> = runs.iter().collect();
     sorted.sort_by(|a, b| {
         key(a)
@@ -207,18 +222,10 @@ fn success_rate(s: &BenchmarkSummary) -> f64 {
     }
 }
 
-/// `Conc.` and `Rate` cells of the LLM tables (`-` for −1).
+/// `Conc.` and `Rate` cells of the LLM tables (`-` for none, as evalscope shows its −1).
 fn conc_rate(r: &RunReport) -> (String, String) {
-    let conc = if r.concurrency == -1 {
-        "-".to_string()
-    } else {
-        r.concurrency.to_string()
-    };
-    let rate = if r.rate == -1.0 {
-        "-".to_string()
-    } else {
-        Unit::ReqPerSec.fmt(r.rate)
-    };
+    let conc = r.concurrency.map_or("-".to_string(), |c| c.to_string());
+    let rate = r.rate.map_or("-".to_string(), |v| Unit::ReqPerSec.fmt(v));
     (conc, rate)
 }
 
@@ -249,16 +256,10 @@ fn embedding_row(r: &RunReport) -> Option<Vec<String>> {
         return None;
     }
     let p99_tps = get_p(&r.percentiles, "99%", "Input (tok/s)");
-    let inf_or = |v: f64, fmt: &dyn Fn(f64) -> String| {
-        if v == -1.0 {
-            "INF".to_string()
-        } else {
-            fmt(v)
-        }
-    };
+    let inf = || "INF".to_string();
     Some(vec![
-        inf_or(r.concurrency as f64, &|v| (v as i64).to_string()),
-        inf_or(r.rate, &|v| Unit::ReqPerSec.fmt(v)),
+        r.concurrency.map_or_else(inf, |c| c.to_string()),
+        r.rate.map_or_else(inf, |v| Unit::ReqPerSec.fmt(v)),
         Unit::ReqPerSec.fmt(s.req_throughput),
         Unit::Seconds.fmt(s.avg_latency_s),
         Unit::Seconds.fmt(p99_latency),

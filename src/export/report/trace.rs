@@ -1,4 +1,4 @@
-//! The `Per-Trace Metrics` table of `performance_summary.txt` (`--multi-turn` runs): per run with a
+//! The `Per-Trace Metrics` table of the end-of-sweep text report (`--multi-turn` runs): per run with a
 //! trace summary, one row per trace metric with its mean, p50, p90, p99 and max, formatted as evalscope
 //! formats the metric.
 

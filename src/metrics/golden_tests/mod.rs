@@ -1,5 +1,5 @@
-//! Golden recomputation: every real evalscope 1.14.1 run that kept its `benchmark_data.db` is fed row by
-//! row through the accumulator, and the produced `benchmark_summary.json` / `benchmark_percentile.json`
+//! Golden recomputation: every real evalscope 1.14.1 run that kept its database is fed row by
+//! row through the accumulator, and the produced summary file / the percentile file
 //! text must equal evalscope's files byte for byte.
 //!
 //! The goldens live in `<shared>/reference/evalscope-golden`, where `<shared>` is `$LLMPERF_SHARED_DIR` or
@@ -17,12 +17,12 @@ use super::{Accumulator, SummaryContext};
 
 use crate::test_support::golden_root;
 
-/// Every run directory under `dir` that holds a `benchmark_data.db`, sorted.
+/// Every run directory under `dir` that holds a database, sorted.
 fn run_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
     run_dirs_holding(dir, "benchmark_data.db", out);
 }
 
-/// Every run directory under `dir` that holds `file` and a non-empty `benchmark_data.db`, sorted (a
+/// Every run directory under `dir` that holds `file` and a non-empty database, sorted (a
 /// golden copy may hold an empty placeholder, or nothing, where a large DB was left out).
 fn run_dirs_holding(dir: &Path, file: &str, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -41,15 +41,15 @@ fn run_dirs_holding(dir: &Path, file: &str, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The run's context, from its `benchmark_args.json` (`parallel` is −1 in open loop).
+/// The run's context, from its arguments (`parallel` is −1 in open loop).
 fn context(run: &Path) -> SummaryContext {
     let text =
         std::fs::read_to_string(run.join("benchmark_args.json")).expect("benchmark_args.json");
     let args: serde_json::Value = serde_json::from_str(&text).expect("args JSON");
     let api = args["api"].as_str().expect("api").to_lowercase();
     SummaryContext {
-        concurrency: args["parallel"].as_i64().expect("parallel"),
-        request_rate: args["rate"].as_f64().expect("rate"),
+        concurrency_as_written: args["parallel"].as_i64().expect("parallel"),
+        rate_as_written: args["rate"].as_f64().expect("rate"),
         input_only: api.contains("embed") || api.contains("rerank"),
         pd_metrics: args["enable_pd_metrics"].as_bool().unwrap_or(false),
     }
@@ -72,7 +72,7 @@ fn replay(run: &Path) -> Accumulator {
     replay_spilling(run, super::spill::DEFAULT_SPILL_VALUES)
 }
 
-/// The run's `benchmark_data.db`, read-only.
+/// The run's the run's database, read-only.
 fn golden_db(run: &Path) -> Connection {
     Connection::open_with_flags(
         run.join("benchmark_data.db"),

@@ -1,7 +1,7 @@
 //! Multi-turn goldens: real evalscope 1.14.1 runs against llmperf's simulator (prefix cache on), committed
 //! under `tests/fixtures/evalscope-golden/` (`h_multi_turn_random`, `i_multi_turn_sharegpt`). Their stored
-//! rows are replayed through the accumulator and the trace accumulator, and `benchmark_summary.json`,
-//! `benchmark_percentile.json`, `trace_summary.json` and the `Per-trace summary` table of `benchmark.log`
+//! rows are replayed through the accumulator and the trace accumulator, and the run's summary file,
+//! the percentile file, `trace_summary.json` and the `Per-trace summary` table of `benchmark.log`
 //! must come out byte for byte.
 //!
 //! evalscope's database keeps neither the conversation nor the turn of a row, so both are recovered from
@@ -55,8 +55,8 @@ fn replay(run: &Path) -> (Accumulator, TraceAccumulator) {
     )
     .expect("args JSON");
     let mut acc = Accumulator::new(SummaryContext {
-        concurrency: args["parallel"].as_i64().expect("parallel"),
-        request_rate: args["rate"].as_f64().expect("rate"),
+        concurrency_as_written: args["parallel"].as_i64().expect("parallel"),
+        rate_as_written: args["rate"].as_f64().expect("rate"),
         input_only: false,
         pd_metrics: false,
     });
@@ -173,7 +173,7 @@ fn multi_turn_goldens_are_reproduced_byte_for_byte() {
 }
 
 /// The `workload_trace` golden (`j_workload_trace`): its rows replayed through the accumulator reproduce
-/// `benchmark_summary.json` and `benchmark_percentile.json`. The run was single-turn, so the server's
+/// the run's summary file and the percentile file. The run was single-turn, so the server's
 /// `cached_tokens` (the simulator's prefix cache; evalscope keeps no usage chunk) are recomputed by running
 /// the same prefix cache over the stored bodies in send order.
 #[test]
@@ -247,8 +247,8 @@ fn workload_trace_golden_is_reproduced_from_its_rows() {
         rows[i].sample.cached_tokens = Some(cache.serve(&chain, chat, answer, "hello"));
     }
     let mut acc = Accumulator::new(SummaryContext {
-        concurrency: -1,
-        request_rate: -1.0,
+        concurrency_as_written: -1,
+        rate_as_written: -1.0,
         input_only: false,
         pd_metrics: false,
     });

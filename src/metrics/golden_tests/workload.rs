@@ -1,5 +1,5 @@
-//! Workload throughput: the golden `workload_throughput.json` / `workload_timeline.json` files of real
-//! evalscope 1.14.1 runs are reproduced byte for byte from the same runs' `benchmark_data.db` rows, and the
+//! Workload throughput: the golden workload throughput and timeline files of real
+//! evalscope 1.14.1 runs are reproduced byte for byte from the same runs' database rows, and the
 //! window rules are checked on hand-made timelines.
 
 use std::path::Path;

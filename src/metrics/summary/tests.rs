@@ -1,4 +1,4 @@
-//! Unit tests of `benchmark_summary.json`: the metrics message, evalscope's key order and llmperf's extra
+//! Unit tests of the run's summary file: the metrics message, evalscope's key order and llmperf's extra
 //! keys after it, each with Python's float text.
 
 use serde_json::Value;

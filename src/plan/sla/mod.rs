@@ -41,7 +41,7 @@ pub struct SlaPlan {
     pub groups: Vec<Group>,
     /// `--sla-params` as Python prints the parsed list (`[{'p99_ttft': '<=500'}]`), for the log.
     pub params_repr: String,
-    /// `--sla-params` as JSON (for `benchmark_args.json`).
+    /// `--sla-params` as JSON (for the run's arguments file).
     pub params_json: Value,
     /// `--sla-num-runs`.
     pub num_runs: usize,
@@ -53,9 +53,9 @@ pub struct SlaPlan {
     pub fixed_parallel: i64,
     /// `--sla-number-multiplier` (default 2).
     pub number_multiplier: f64,
-    /// `--sla-fixed-parallel` as given (for `benchmark_args.json`).
+    /// `--sla-fixed-parallel` as given (for the run's arguments file).
     pub fixed_parallel_given: Option<i64>,
-    /// `--sla-number-multiplier` as given (for `benchmark_args.json`).
+    /// `--sla-number-multiplier` as given (for the run's arguments file).
     pub multiplier_given: Option<f64>,
     /// `--parallel` / `--rate`'s first value: where the search starts.
     pub current: f64,
@@ -276,11 +276,6 @@ impl SlaPlan {
         let x = value as f64 * self.number_multiplier;
         let r = x.round_ties_even();
         r.max(1.0) as u64
-    }
-
-    /// `sla_<var>_<value>_run_<i>`.
-    pub fn run_dir_name(&self, value: i64, iteration: usize) -> String {
-        format!("sla_{}_{value}_run_{iteration}", self.variable.name())
     }
 }
 

@@ -34,7 +34,6 @@ fn parses_groups_and_renders_them_as_python_does() {
     );
     assert_eq!(plan.start_value(), 1);
     assert_eq!(plan.number_for(3), 6);
-    assert_eq!(plan.run_dir_name(4, 0), "sla_parallel_4_run_0");
 }
 
 #[test]

@@ -25,7 +25,7 @@ fn old_prepare(
     let total = spec.total() as usize;
     let mut bodies = Vec::with_capacity(total);
     let mut intended = Vec::with_capacity(total);
-    if let Some(trace) = &ctx.plan.trace {
+    if let Some(trace) = ctx.plan.workload.workload_trace() {
         return old_trace(ctx, trace, spec, &mut rng);
     }
     if let Some(built) = &ctx.prompts.replay {
@@ -89,7 +89,8 @@ fn old_split(
     requests: Vec<PreparedRequest>,
     intended: Vec<Option<u64>>,
 ) -> (Vec<PreparedRequest>, Vec<Option<u64>>, Option<Vec<f64>>) {
-    let (mode, shape) = (ctx.plan.mode, ctx.plan.server_side.arrival);
+    let shape = ctx.plan.server_side.arrival;
+    let rate = spec.load.rate_as_written();
     let warmup = (spec.warmup as usize).min(requests.len());
     let measured_total = requests.len() - warmup;
     let Some(s) = ctx.plan.sharding.as_ref().filter(|s| s.is_split()) else {
@@ -98,16 +99,16 @@ fn old_split(
     let (k, n) = (s.index as usize, s.count as usize);
     let keep = |i: usize| i < warmup || (i - warmup) % n == k;
     let kept: Vec<usize> = (0..requests.len()).filter(|&i| keep(i)).collect();
-    let offsets_s = match mode {
-        LoadMode::Open => {
-            let global = seeded_offsets_s(measured_total, spec.rate, shape, seed);
+    let offsets_s = match (spec.load.is_open(), rate > 0.0) {
+        (true, _) => {
+            let global = seeded_offsets_s(measured_total, rate, shape, seed);
             Some(kept[warmup..].iter().map(|&i| global[i - warmup]).collect())
         }
-        LoadMode::Closed if spec.rate > 0.0 => {
-            let global = seeded_offsets_s(requests.len(), spec.rate, shape, seed);
+        (false, true) => {
+            let global = seeded_offsets_s(requests.len(), rate, shape, seed);
             Some(kept.iter().map(|&i| global[i]).collect())
         }
-        LoadMode::Closed => None,
+        (false, false) => None,
     };
     let pick = |i: &usize| keep(*i);
     let intended = intended
@@ -136,8 +137,9 @@ fn old_offsets(
     given: Option<Vec<f64>>,
 ) -> Vec<Option<f64>> {
     let shape = ctx.plan.server_side.arrival;
-    match ctx.plan.mode {
-        LoadMode::Open => {
+    let rate = spec.load.rate_as_written();
+    match (spec.load.is_open(), rate > 0.0) {
+        (true, _) => {
             let split = requests.iter().take_while(|r| r.is_warmup).count();
             let measured = &requests[split..];
             let own = measured
@@ -148,18 +150,18 @@ fn old_offsets(
             let offsets = match (own, given) {
                 (Some(own), _) => own,
                 (None, Some(given)) => given,
-                (None, None) => seeded_offsets_s(measured.len(), spec.rate, shape, seed),
+                (None, None) => seeded_offsets_s(measured.len(), rate, shape, seed),
             };
             std::iter::repeat_n(None, split)
                 .chain(offsets.into_iter().map(Some))
                 .collect()
         }
-        LoadMode::Closed if spec.rate > 0.0 => given
-            .unwrap_or_else(|| seeded_offsets_s(requests.len(), spec.rate, shape, seed))
+        (false, true) => given
+            .unwrap_or_else(|| seeded_offsets_s(requests.len(), rate, shape, seed))
             .into_iter()
             .map(Some)
             .collect(),
-        LoadMode::Closed => vec![None; requests.len()],
+        (false, false) => vec![None; requests.len()],
     }
 }
 
@@ -211,6 +213,7 @@ fn prompts_of(plan: &RunPlan) -> Arc<Prompts> {
 fn context_of(plan: &RunPlan) -> SweepContext<'_> {
     SweepContext {
         plan,
+        root: crate::run_folder::RunRoot::of(plan),
         url: "http://127.0.0.1:9/v1/chat/completions".parse().unwrap(),
         prompts: prompts_of(plan),
         composer: BodyComposer::new(
@@ -245,10 +248,9 @@ fn agree(args: &str) -> usize {
         let lazy = RunRequests::new(&ctx, spec, seed);
         let pick = crate::shard::split(
             plan.sharding.as_ref(),
-            plan.mode,
             spec,
             lazy.len(),
-            spec.parallel.max(1) as usize,
+            spec.load.parallel().map_or(1, |p| p.get()),
         )
         .pick;
         assert_eq!(pick.kept(), want.len(), "{args}: the feed's length");

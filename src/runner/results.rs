@@ -1,0 +1,149 @@
+//! A run's results, computed and written the moment it ends: the summary (with the client's
+//! self-diagnostics, a replay's fidelity, reasoning and server keys appended), the percentiles, the
+//! workload files, the per-trace summary and a speed table, each logged as evalscope logs it.
+
+use anyhow::Result;
+
+use super::context::{RunResult, SweepContext};
+use super::dispatch::Measured;
+use crate::export;
+use crate::plan::{DatasetKind, RunSpec};
+use crate::run_folder::{RunDir, RunResults};
+
+/// Computes and writes run `spec`'s results into `dir`. `stopped_early`: a signal came before it sent
+/// anything.
+pub(super) async fn write(
+    ctx: &SweepContext<'_>,
+    spec: &RunSpec,
+    dir: RunDir,
+    measured: Measured,
+    stopped_early: bool,
+) -> Result<RunResult> {
+    let Measured {
+        acc,
+        scrape,
+        observers,
+        rows,
+        cpu_use,
+        outcome,
+    } = measured;
+    // Marked only when the signal cut the run short: a run whose every request was sent and finished is
+    // complete, even if the signal came while its last requests were in flight.
+    let interrupted = stopped_early || outcome.interrupted || outcome.abandoned > 0;
+    let mut summary = acc.summary();
+    summary.extras.interrupted = interrupted;
+    summary.extras.client = acc.client_diagnostics(cpu_use, spec.load.is_open());
+    if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.limit_message()) {
+        tracing::warn!("{warning}");
+    }
+    if let Some(built) = &ctx.prompts.replay {
+        let n = (spec.number as usize).min(built.input_tokens.len());
+        let keys = observers.replay.keys(
+            acc.send_lag_percentiles(),
+            &built.input_tokens[..n],
+            &built.implied_cached_tokens[..n],
+        );
+        tracing::info!(
+            "Trace replay fidelity: {}",
+            keys.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        summary.extras.appended.extend(keys);
+    }
+    summary
+        .extras
+        .appended
+        .extend(observers.reasoning.summary_keys());
+    summary
+        .extras
+        .appended
+        .extend(observers.tool_calls.summary_keys());
+    if let Some(server) = crate::server_metrics::finish_for_run(scrape, &mut summary).await {
+        if let Err(e) = dir.write_server_metrics(&server) {
+            tracing::warn!("--server-metrics: {e:#}");
+        }
+    }
+    let percentiles = acc.percentiles();
+    let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();
+    if spilled_bytes > 0 {
+        tracing::info!(
+            "Exact percentiles: {:.1} MiB of samples were kept in temporary files (removed at the end of the run) instead of in memory",
+            spilled_bytes as f64 / 1048576.0
+        );
+    }
+    log_input_check(&summary);
+    dir.write_results(&RunResults {
+        summary: &summary,
+        percentiles: &percentiles,
+        timeline: &observers.timeline,
+    })?;
+    export::console::log_summary_tables(&summary, &percentiles);
+    let trace = observers.trace.summary();
+    dir.write_trace_summary(&trace)?;
+    if !trace.is_empty() {
+        tracing::info!(
+            "\nPer-trace summary ({} traces):\n{}",
+            trace.n_traces,
+            trace.to_table()
+        );
+    }
+    // Like evalscope, the workload files (and table) exist only when a request succeeded.
+    let workload = observers.timeline.throughput();
+    if let Some(w) = &workload {
+        export::console::log_workload_table(w);
+    }
+    if matches!(
+        ctx.plan.dataset_kind(),
+        Some(DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong)
+    ) {
+        write_speed_table(&dir)?;
+    }
+    tracing::info!(
+        "Save the summary to: {} ({rows} requests stored)",
+        dir.path().display()
+    );
+    ctx.tally
+        .run_finished(&crate::run_folder::run_name(spec), &summary);
+    if let Some(feed) = &ctx.visualizer {
+        feed.summary(
+            &crate::run_folder::run_name(spec),
+            &summary.to_json_string(),
+        );
+    }
+    Ok(RunResult {
+        spec: spec.clone(),
+        summary,
+        percentiles,
+        interrupted,
+        workload,
+        dir,
+        trace,
+    })
+}
+
+/// `speed_benchmark` datasets: the speed table from the run's rows, written and logged once.
+pub(crate) fn write_speed_table(dir: &RunDir) -> Result<()> {
+    let rows = export::speed_benchmark::speed_rows(&dir.database())?;
+    dir.write_speed_benchmark(&rows)?;
+    let table = export::speed_benchmark::table(&rows);
+    tracing::info!("\nSpeed Benchmark Results:\n{table}");
+    Ok(())
+}
+
+/// Logs the server's prompt count against the intended one, when the dataset knows what it meant.
+fn log_input_check(summary: &crate::metrics::BenchmarkSummary) {
+    let Some(e) = &summary.extras.input_token_error else {
+        return;
+    };
+    let line = format!(
+        "Input length check ({} requests): server prompt_tokens − intended: mean {}, max {}, exact {}% (intended mean {})",
+        e.requests, e.avg_error, e.max_error, e.exact_pct, e.avg_intended
+    );
+    if e.exact_pct < 100.0 {
+        tracing::warn!("{line}: the server counts prompts differently from --tokenizer-path (another tokenizer or chat template?)");
+    } else {
+        tracing::info!("{line}");
+    }
+}
