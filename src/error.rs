@@ -26,7 +26,7 @@ pub enum Error {
     Runtime(#[from] anyhow::Error),
     /// Requests were measured and none of them succeeded, in any run of the invocation (the files are
     /// written as usual). Exit code 4.
-    #[error("no request succeeded: all {requests} measured requests of {runs} run(s) failed (the first error of each kind is in the summary above, every error in the `error` column of benchmark_data.db)")]
+    #[error("no request succeeded: all {requests} measured requests of {runs} run(s) failed (the first error of each kind is in the summary above, every error in the `error` column of each run's database)")]
     NothingSucceeded {
         /// Requests measured (all failed).
         requests: u64,

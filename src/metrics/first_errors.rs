@@ -1,7 +1,7 @@
 //! The first failure of each kind in a run, with its HTTP status and an excerpt of its error text (the
-//! server's body, the transport error): what the console summary, `performance_summary.txt` and the HTML
+//! server's body, the transport error): what the console summary, the sweep's text report and the HTML
 //! report's Failures section show next to the counts, so a run whose requests all failed says why
-//! without opening `benchmark_data.db`.
+//! without opening the run's database.
 
 use std::collections::BTreeMap;
 

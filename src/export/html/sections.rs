@@ -343,7 +343,7 @@ pub(super) fn failures(out: &mut String, runs: &[&RunView]) {
 
 /// The first error of each kind per run: run, kind, then the error line (left-aligned and wrapped).
 fn first_errors_table(out: &mut String, rows: &[Vec<String>]) {
-    out.push_str(r#"<div class="table-wrap" role="region" tabindex="0" aria-labelledby="first-errors-caption"><table><caption id="first-errors-caption">The first error of each kind in each run (HTTP status and the start of the error text; benchmark_data.db has every one)</caption><thead><tr><th scope="col" class="text">Run</th><th scope="col" class="text">Kind</th><th scope="col" class="text">First error</th></tr></thead><tbody>"#);
+    out.push_str(r#"<div class="table-wrap" role="region" tabindex="0" aria-labelledby="first-errors-caption"><table><caption id="first-errors-caption">The first error of each kind in each run (HTTP status and the start of the error text; the run's database has every one)</caption><thead><tr><th scope="col" class="text">Run</th><th scope="col" class="text">Kind</th><th scope="col" class="text">First error</th></tr></thead><tbody>"#);
     for row in rows {
         let _ = write!(
             out,
