@@ -87,21 +87,22 @@ fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
 
 #[test]
 fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
-    // Decode 400 tok/s shared, 10 ms TTFT, 6 tokens, avg TPOT ≤ 13 ms. Closed-form knee:
-    // λ = (X·D − 1) / (ttft + (n − 1)·X) = (5.2 − 1) / (0.01 + 0.065) = 56 req/s, at 70 % of the decode
+    // Decode 200 tok/s shared, 20 ms TTFT, 6 tokens, avg TPOT ≤ 26 ms. Closed-form knee:
+    // λ = (X·D − 1) / (ttft + (n − 1)·X) = (5.2 − 1) / (0.02 + 0.13) = 28 req/s, at 70 % of the decode
     // capacity: TPOT rises steeply there (little run-to-run noise in the knee) while the server still
-    // settles within a fraction of each 5-second run.
-    let knee = (0.013 * 400.0 - 1.0) / (0.010 + 5.0 * 0.013);
+    // settles within a fraction of each 5-second run. Token gaps of 26 ms keep a loaded machine's timer
+    // lateness (a few ms a gap, which only lowers the knee found) well inside the ±10 %.
+    let knee = (0.026 * 200.0 - 1.0) / (0.020 + 5.0 * 0.026);
     let trials: Vec<Run> = (0..10)
         .map(|seed| {
             trial()
                 .flags(
-                    "--max-tokens 6 --mock-ttft-ms 10 --mock-itl-ms 1 --mock-decode-tok-per-s 400",
+                    "--max-tokens 6 --mock-ttft-ms 20 --mock-itl-ms 1 --mock-decode-tok-per-s 200",
                 )
                 .flags(
-                    "--sla-variable rate --rate 32 --sla-upper-bound 128 --sla-number-multiplier 5",
+                    "--sla-variable rate --rate 16 --sla-upper-bound 64 --sla-number-multiplier 5",
                 )
-                .flags(r#"--sla-params '[{"avg_tpot": "<=13"}]'"#)
+                .flags(r#"--sla-params '[{"avg_tpot": "<=26"}]'"#)
                 .flag("--seed", seed.to_string())
         })
         .collect();
