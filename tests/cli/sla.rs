@@ -3,7 +3,7 @@
 
 use std::process::{Child, Stdio};
 
-use crate::common::{json_file, ok, Row, Run};
+use crate::common::{files_under, json_file, ok, Row, Run};
 
 /// The value `SLA Auto-tune finished … Best observed <var>: N` reports.
 fn best_observed(log: &str) -> Option<i64> {
@@ -114,10 +114,44 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
         found_all.push(best_observed(&log).unwrap_or_else(|| panic!("no selection: {checks:#?}")));
     }
     eprintln!("rate knee {knee:.2}: found {found_all:?}");
-    for found in &found_all {
-        let err = (*found as f64 - knee).abs() / knee;
-        assert!(err <= 0.10, "knee {knee:.2}, found {found_all:?}");
+    for (root, found) in roots.iter().zip(&found_all) {
+        // The choice agrees with the search's own measurements: the best rate met the SLO, and every
+        // probed rate above it missed it.
+        for (rate, tpot_ms) in probes(root) {
+            let meets = tpot_ms <= 26.0;
+            if rate == *found as f64 {
+                assert!(meets, "best rate {rate} measured avg TPOT {tpot_ms} ms");
+            } else if rate > *found as f64 {
+                assert!(
+                    !meets,
+                    "rate {rate} above the best {found} met the SLO ({tpot_ms} ms)"
+                );
+            }
+        }
+        // And the closed form: never past the knee by more than 10 %; below it by at most 25 % (a loaded
+        // machine's timer lateness adds to every token gap, so it can only lower the knee found; on an
+        // idle machine the ten trials land within ±10 %).
+        let err = (*found as f64 - knee) / knee;
+        assert!(
+            (-0.25..=0.10).contains(&err),
+            "knee {knee:.2}, found {found_all:?}"
+        );
     }
+}
+
+/// Each probe of an SLA rate search under `root`: (rate, measured avg TPOT in ms).
+fn probes(root: &std::path::Path) -> Vec<(f64, f64)> {
+    files_under(root)
+        .into_iter()
+        .filter(|p| p.ends_with("benchmark_summary.json"))
+        .map(|p| {
+            let s = json_file(&p);
+            (
+                s["Request Rate (req/s)"].as_f64().unwrap(),
+                s["Avg TPOT (ms)"].as_f64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 #[test]
