@@ -23,6 +23,7 @@ mod interrupt;
 mod interrupt_trials;
 mod keepalive;
 mod kubernetes;
+mod log_noise;
 mod media;
 mod memory;
 mod multi_turn;
