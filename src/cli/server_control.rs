@@ -118,9 +118,9 @@ pub struct ServerControlArgs {
 /// `--mock-prefix-cache`, for `llmperf --api mock` and `llmperf serve-mock`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct MockCacheArgs {
-    /// Simulator: report repeated prompt prefixes as cached tokens (`on`) or never (`off`). Default: on
-    /// for multi-turn, replayed-trace and AgentX runs, off otherwise (serve-mock: off).
-    #[arg(long, value_name = "on|off", help_heading = "Simulator (--api mock)")]
+    /// Simulator: report repeated prompt prefixes as cached tokens (`on`, or the flag alone) or never
+    /// (`off`). Default: on for multi-turn, replayed-trace and AgentX runs, off otherwise (serve-mock: off).
+    #[arg(long, value_name = "on|off", num_args = 0..=1, default_missing_value = "on", help_heading = "Simulator (--api mock)")]
     pub mock_prefix_cache: Option<OnOff>,
 }
 

@@ -62,11 +62,6 @@ struct ServeMockArgs {
     #[arg(long, value_name = "PATH|ORG/NAME")]
     tokenizer_path: Option<String>,
 
-    /// Report repeated prompt prefixes as cached tokens (`usage.prompt_tokens_details.cached_tokens`), as
-    /// `llmperf --api mock` does for multi-turn, replay and AgentX runs.
-    #[arg(long)]
-    mock_prefix_cache: bool,
-
     /// Port to listen on, on 127.0.0.1 (0: any free port). A fixed port stands in for a server a client
     /// expects at a known address (evalscope's `--api local` on `--port`, default 8877).
     #[arg(long, default_value_t = 0)]
@@ -89,7 +84,8 @@ struct ServeMockArgs {
     #[command(flatten)]
     output: crate::cli::mock_output::MockOutputArgs,
 
-    /// `--mock-prefix-cache on|off` (default off), as for `llmperf --api mock`.
+    /// `--mock-prefix-cache [on|off]` (alone: on; default off): report repeated prompt prefixes as cached
+    /// tokens, as for `llmperf --api mock`.
     #[command(flatten)]
     cache: crate::cli::server_control::MockCacheArgs,
 }
@@ -133,7 +129,6 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         max_batch: args.capacity.mock_max_batch,
         prefill_tok_per_s: args.capacity.mock_prefill_tok_per_s,
         decode_tok_per_s: args.capacity.mock_decode_tok_per_s,
-        prefix_cache: args.mock_prefix_cache,
         metrics_fault: args.mock_metrics_fault,
         reasoning_tokens: args.mock_reasoning_tokens,
         prompt_counter,
