@@ -274,3 +274,49 @@ fn llmperf_own_list_flags_add_up() {
     assert_eq!(cli.mock_fault.len(), 2);
     assert_eq!(cli.sla.goodput, ["ttft:5", "tpot:6"]);
 }
+
+/// argparse accepts any prefix of a flag that no other flag shares: every such abbreviation of an
+/// evalscope flag must name the same flag in llmperf, so llmperf's own flags never make one ambiguous.
+#[test]
+fn evalscope_abbreviations_name_the_same_flag() {
+    let mut cmd = Cli::command();
+    cmd.build();
+    // argparse's own `--help` shares prefixes with evalscope's flags too (`--he`: ambiguous there).
+    let flags: Vec<(&str, &str)> = EVALSCOPE_FLAGS
+        .lines()
+        .filter(|l| l.starts_with("--"))
+        .map(|l| l.split_once(' ').expect("FLAG NARGS"))
+        .chain([("--help", "0")])
+        .collect();
+    let mut failures = Vec::new();
+    for &(flag, nargs) in flags.iter().filter(|(f, _)| *f != "--help") {
+        let id = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == flag.strip_prefix("--"))
+            .map(|a| a.get_id().clone())
+            .expect("every evalscope flag is one of llmperf's");
+        for end in 3..flag.len() {
+            let prefix = &flag[..end];
+            if flags.iter().filter(|(f, _)| f.starts_with(prefix)).count() != 1 {
+                continue;
+            }
+            let v = sample(flag);
+            let argv: Vec<&str> = match nargs {
+                "0" => vec!["llmperf", prefix],
+                _ => vec!["llmperf", prefix, v],
+            };
+            let named = Cli::command()
+                .try_get_matches_from(&argv)
+                .ok()
+                .and_then(|m| m.value_source(id.as_str()))
+                == Some(clap::parser::ValueSource::CommandLine);
+            if !named {
+                failures.push(format!("{prefix} (evalscope: {flag})"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "abbreviations that do not name evalscope's flag: {failures:?}"
+    );
+}

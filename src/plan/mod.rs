@@ -11,6 +11,7 @@ pub mod args;
 mod endpoint;
 mod kinds;
 mod load;
+pub mod monitor;
 mod multi_turn;
 mod parse;
 mod prompts;
@@ -34,6 +35,7 @@ use crate::visualizer::{VisualizerKind, VisualizerSettings};
 pub use crate::error::UsageError;
 pub use agentx::{agentx_duration, AgentxPlan};
 pub use kinds::*;
+pub use monitor::MonitorPlan;
 pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
@@ -138,6 +140,8 @@ pub struct RunPlan {
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
     pub sharding: Option<sharding::Sharding>,
+    /// `--ui`, `--metrics-listen`, `--metrics-linger-s`, `--save-format`.
+    pub monitor: MonitorPlan,
 }
 
 /// Where a plan's results go: the parts of the run root's path ([`crate::run_folder::RunRoot::of`]).
@@ -273,6 +277,7 @@ impl RunPlan {
         let goodput = crate::metrics::GoodputSlos::parse(&cli.sla.goodput).map_err(UsageError)?;
         let server_side = server_side::server_side_plan(&cli, api, &runs)?;
         let shard_flags = cli.sharding.clone();
+        let monitor = monitor::monitor_plan(&cli.monitor, api)?;
         let mut plan = RunPlan {
             model,
             model_id,
@@ -334,6 +339,7 @@ impl RunPlan {
             workload,
             server_side,
             sharding: None,
+            monitor,
         };
         plan.shard(&shard_flags)?;
         Ok(plan)
