@@ -47,6 +47,7 @@ pub(crate) mod text;
 pub mod tokenizer;
 pub(crate) mod traces;
 pub(crate) mod visualizer;
+pub mod vllm_bench;
 
 pub use error::{Error, EXIT_FAILURE, EXIT_USAGE};
 

@@ -5,6 +5,7 @@
 //! entry in [`SUBCOMMANDS`].
 
 mod completions;
+mod export;
 mod man;
 mod merge;
 mod serve_mock;
@@ -28,6 +29,7 @@ pub struct Subcommand {
 /// Every subcommand.
 pub const SUBCOMMANDS: &[Subcommand] = &[
     completions::COMMAND,
+    export::COMMAND,
     man::COMMAND,
     merge::COMMAND,
     serve_mock::COMMAND,

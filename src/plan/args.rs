@@ -23,6 +23,11 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         put("mock_output_tokens", json!(mock.output_tokens));
         put("mock_threads", json!(mock.threads));
     }
+    // vLLM's result format names it (`--burstiness`); written only when not Poisson.
+    let burstiness = plan.server_side.arrival.burstiness;
+    if burstiness != 1.0 && spec.load.schedule_rate().is_some() {
+        put("burstiness", json!(burstiness));
+    }
     m
 }
 

@@ -42,6 +42,9 @@ const TRACE_SUMMARY: &str = "trace_summary.json";
 const AGENTX_SUMMARY: &str = "agentx_summary.json";
 /// `--scenario agentx`: the sweep's summaries by concurrency.
 const AGENTX_SWEEP_SUMMARY: &str = "agentx_sweep_summary.json";
+/// `--save-format vllm-bench` / `llmperf export --format vllm-bench`: `vllm bench serve`'s result file in
+/// a run's folder.
+const VLLM_BENCH: &str = "vllm_bench_serve.json";
 /// What a shard appends to its root's name: `_shard<K>of<N>`.
 const SHARD_MARK: &str = "_shard";
 
@@ -251,6 +254,11 @@ impl RunDir {
     /// `--scenario agentx`: the run's AgentX summary.
     pub fn agentx_summary(&self) -> PathBuf {
         self.path.join(AGENTX_SUMMARY)
+    }
+
+    /// `vllm bench serve`'s result file for this run.
+    pub fn vllm_bench(&self) -> PathBuf {
+        self.path.join(VLLM_BENCH)
     }
 }
 

@@ -100,6 +100,11 @@ impl RunDir {
         write_text(&self.trace_summary(), &trace.to_json_string())
     }
 
+    /// Writes `vllm bench serve`'s result file for the run (`json.dump`'s one line).
+    pub fn write_vllm_bench(&self, result: &Map<String, Value>) -> Result<()> {
+        write_text(&self.vllm_bench(), &pyjson::dumps(result))
+    }
+
     /// Writes the run's AgentX summary.
     pub fn write_agentx_summary(&self, v: &Value) -> Result<()> {
         write_indent2(&self.agentx_summary(), v)

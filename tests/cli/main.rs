@@ -13,6 +13,7 @@ mod documented_commands;
 mod embeddings;
 mod errors;
 mod examples;
+mod export;
 mod fault_mix;
 mod faults;
 mod http1;
