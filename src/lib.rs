@@ -4,12 +4,15 @@
 //! Data flow: [`cli::Cli`] (raw flags) → [`plan::RunPlan`] (validated) → for each run of the sweep, the
 //! [`dataset`] gives inputs, [`api`] turns them into bodies, the [`engine`] sends them and turns each response
 //! into a [`record::RequestRecord`], one aggregator feeds [`metrics`] and the [`store`], and [`export`]
-//! writes evalscope's files. [`sim`] is the built-in OpenAI-compatible simulator.
+//! writes evalscope's files. [`sim`] is the built-in OpenAI-compatible simulator. While a sweep runs,
+//! the aggregator publishes its counts to the [`live`] board, which the terminal dashboard and the
+//! metrics endpoint read.
 
 pub mod api;
 pub mod cli;
 pub mod clock;
 pub(crate) mod commands;
+pub(crate) mod dashboard;
 pub mod dataset;
 pub mod engine;
 pub mod error;
@@ -17,10 +20,12 @@ pub mod export;
 pub mod gpu_memory;
 pub(crate) mod hub;
 pub(crate) mod jsonscan;
+pub mod live;
 pub mod local_server;
 pub(crate) mod logging;
 pub mod merge;
 pub mod metrics;
+pub(crate) mod metrics_endpoint;
 #[cfg(test)]
 mod module_graph_tests;
 pub mod plan;

@@ -9,7 +9,7 @@
 //! stream that ended without `[DONE]` and usage, an unexpected `Content-Type`). A stream that ends without
 //! `[DONE]` but carried usage succeeds, as in evalscope (the end of the body ends the response).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,8 @@ struct Inner {
     hooks: super::hooks::Hooks,
     /// The API whose events are read.
     api: ApiKind,
+    /// Requests started (what a live view counts in flight against its records).
+    sent: Arc<AtomicU64>,
 }
 
 /// The most a size hint reserves up front.
@@ -78,8 +80,14 @@ impl HttpClient {
                 size_hint: Default::default(),
                 api: plan.api,
                 hooks: super::hooks::Hooks::from_env(),
+                sent: Arc::new(AtomicU64::new(0)),
             }),
         })
+    }
+
+    /// The count of requests this client has started (the connection test's included).
+    pub fn sent_counter(&self) -> Arc<AtomicU64> {
+        self.inner.sent.clone()
     }
 
     /// The endpoint.
@@ -119,6 +127,7 @@ impl HttpClient {
         started: Option<Started>,
     ) -> RequestRecord {
         let inner = &*self.inner;
+        inner.sent.fetch_add(1, Ordering::Relaxed);
         if inner.debug {
             tracing::debug!(
                 index = record.index,

@@ -10,6 +10,8 @@ use crate::run_folder::{RunDir, RunRoot};
 use crate::shutdown::Shutdown;
 use crate::visualizer::VisualizerFeed;
 
+use super::monitor::Monitors;
+
 /// What a sweep shares between its runs.
 pub struct SweepContext<'a> {
     /// The plan.
@@ -26,6 +28,8 @@ pub struct SweepContext<'a> {
     pub shutdown: Shutdown,
     /// `--visualizer`: the queue to the tracker bridge.
     pub visualizer: Option<VisualizerFeed>,
+    /// The live board and what watches it (`--ui dashboard`, `--metrics-listen`).
+    pub monitors: &'a Monitors,
 }
 
 /// The outcome of one run.

@@ -114,9 +114,16 @@ pub(super) async fn dispatch(
         _ => work.measured,
     };
     let (tx, rx) = mpsc::channel(work.parallel.clamp(64, 8192));
-    let aggregator = start_aggregator(ctx, this, store, rx, progress_total, tracker.take());
+    let live = ctx
+        .monitors
+        .start_point(spec, progress_total, work.parallel, client.sent_counter());
+    let point = live.as_ref().map(|l| l.point().clone());
+    let aggregator = start_aggregator(ctx, this, store, rx, progress_total, tracker.take(), live);
     let scrape =
         crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
+    if let (Some(point), Some(scrape)) = (&point, &scrape) {
+        point.set_server(scrape.latest());
+    }
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
@@ -237,6 +244,7 @@ fn start_aggregator(
     rx: mpsc::Receiver<RequestRecord>,
     progress_total: u64,
     mut tracker: Option<ProgressTracker>,
+    live: Option<crate::live::PointFeed>,
 ) -> tokio::task::JoinHandle<super::aggregate::Aggregated> {
     let (plan, spec, run_dir) = (ctx.plan, this.spec, this.dir.path());
     let mut acc = Accumulator::spilling_in(
@@ -250,7 +258,16 @@ fn start_aggregator(
     );
     acc.set_goodput(plan.goodput.clone());
     let name = crate::run_folder::run_name(spec);
-    let progress = crate::progress::Progress::new(format!("Processing[{name}]"), progress_total);
+    let label = format!("Processing[{name}]");
+    let progress = match plan.monitor.ui {
+        // The dashboard owns the terminal: the progress goes to the log only.
+        crate::plan::monitor::UiKind::Dashboard => {
+            crate::progress::Progress::logged(label, progress_total)
+        }
+        crate::plan::monitor::UiKind::Simple => {
+            crate::progress::Progress::new(label, progress_total)
+        }
+    };
     if let Some(t) = &mut tracker {
         t.run_started(&name);
     }
@@ -258,6 +275,7 @@ fn start_aggregator(
         tracker,
         visualizer: ctx.visualizer.clone(),
         timeline: crate::metrics::WorkloadTimeline::spilling_in(run_dir),
+        live,
         ..Observers::default()
     };
     tokio::spawn(aggregate(

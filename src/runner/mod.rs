@@ -5,6 +5,7 @@ mod agentx;
 mod aggregate;
 mod context;
 mod dispatch;
+mod monitor;
 mod multi_turn;
 mod requests;
 mod results;
@@ -86,7 +87,10 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
     }
     let root = RunRoot::of(&plan);
     root.check_free(&plan)?;
-    sweep(&plan, root, &Arc::new(items), &shutdown).await?;
+    let monitors = monitor::Monitors::start(&plan, &shutdown)?;
+    let swept = sweep(&plan, root, &Arc::new(items), &shutdown, &monitors).await;
+    monitors.finish(&shutdown).await;
+    swept?;
     match shutdown.signal() {
         Some(signal) => Err(Error::Interrupted { signal }),
         None => Ok(()),
@@ -99,6 +103,7 @@ async fn sweep(
     root: RunRoot,
     items: &Arc<Prompts>,
     shutdown: &Shutdown,
+    monitors: &monitor::Monitors,
 ) -> Result<()> {
     // The tracker's SDK must import before anything is created or sent.
     let mut visualizer = match plan.visualizer.clone() {
@@ -133,6 +138,7 @@ async fn sweep(
         .for_api(plan.api),
         shutdown: shutdown.clone(),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
+        monitors,
     };
     if let Some(sla) = &plan.sla {
         // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).
@@ -142,6 +148,7 @@ async fn sweep(
         return outcome;
     }
     let (results, mut failure) = run_each(&ctx, &mut tracker).await;
+    monitors.sweep_done();
     if let Some(agentx) = plan.workload.agentx() {
         if let Err(e) = agentx::write_summaries(&root, agentx, &results) {
             failure = failure.or(Some(e));

@@ -7,6 +7,7 @@ mod commands;
 #[path = "../common/mod.rs"]
 mod common;
 mod compat;
+mod dashboard;
 mod diagnostics;
 mod dispatch;
 mod documented_commands;
@@ -23,6 +24,7 @@ mod interrupt;
 mod interrupt_trials;
 mod keepalive;
 mod kubernetes;
+mod live_metrics;
 mod media;
 mod memory;
 mod multi_turn;
