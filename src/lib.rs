@@ -44,12 +44,14 @@ pub mod shutdown;
 pub mod sim;
 pub mod sla;
 pub mod store;
+pub mod structured;
 mod sys;
 
 #[cfg(test)]
 mod test_support;
 pub(crate) mod text;
 pub mod tokenizer;
+pub mod tool_calls;
 pub(crate) mod traces;
 pub(crate) mod visualizer;
 pub mod vllm_bench;

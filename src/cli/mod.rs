@@ -13,6 +13,7 @@
 
 pub mod arrival;
 pub mod compat;
+pub mod mock_output;
 pub mod monitor;
 mod multi_turn;
 mod parsers;
@@ -454,6 +455,9 @@ pub struct Cli {
     /// The simulator's capacity model.
     #[command(flatten)]
     pub capacity: sla::MockCapacityArgs,
+    /// The simulator's invalid tool calls and JSON outputs.
+    #[command(flatten)]
+    pub mock_output: mock_output::MockOutputArgs,
     /// `--burstiness`, `--ramp-up`.
     #[command(flatten)]
     pub arrival: arrival::ArrivalArgs,

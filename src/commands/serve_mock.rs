@@ -63,6 +63,10 @@ struct ServeMockArgs {
     /// as for `llmperf --api mock`.
     #[command(flatten)]
     capacity: crate::cli::sla::MockCapacityArgs,
+
+    /// `--mock-invalid-output-rate`, as for `llmperf --api mock`.
+    #[command(flatten)]
+    output: crate::cli::mock_output::MockOutputArgs,
 }
 
 fn millis(flag: &str, v: f64) -> Result<Duration, String> {
@@ -91,6 +95,7 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         max_batch: args.capacity.mock_max_batch,
         prefill_tok_per_s: args.capacity.mock_prefill_tok_per_s,
         decode_tok_per_s: args.capacity.mock_decode_tok_per_s,
+        invalid_output_rate: args.output.mock_invalid_output_rate,
         ..SimConfig::default()
     };
     crate::clock::init();

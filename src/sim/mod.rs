@@ -52,6 +52,11 @@
 //! out as `delta.reasoning_content` (`message.reasoning_content` when not streaming), the rest as
 //! `content`, and the usage carries `completion_tokens_details.reasoning_tokens` = min(R, output tokens).
 //!
+//! **Tool calls and JSON output**: a chat request that offers `tools` gets one tool call, one asking for
+//! a JSON `response_format` gets JSON content, streamed in fragments (the output length is the
+//! fragments' count, still cut by `max_tokens`); [`SimConfig::invalid_output_rate`] makes a seeded share
+//! of them invalid. The ground truth keeps what was sent. See `structured.rs`.
+//!
 //! # Timing
 //! Token `i` (0-based) is produced at `received + ttft + i * itl` on an absolute timeline from the instant
 //! the request head was parsed, slept to with `sleep_until` (zero delays never touch the timer). A stream
@@ -86,6 +91,7 @@ mod capacity;
 mod conn;
 pub mod fault;
 mod generate;
+mod instance;
 pub mod join;
 pub mod metrics;
 mod plan;
@@ -95,6 +101,7 @@ mod request;
 mod responses;
 mod routes;
 mod stream;
+mod structured;
 #[cfg(test)]
 mod tests;
 mod truth;
@@ -115,13 +122,13 @@ use tokio::sync::oneshot;
 pub use fault::{Fault, FaultRule};
 pub use metrics::MetricsFault;
 pub use routes::FAULT_HEADER;
-pub use truth::{write_truth_jsonl, TruthRecord};
+pub use truth::{write_truth_jsonl, TruthCall, TruthRecord, TruthStructured};
 
 /// One captured request: path, raw body, headers (lowercase names, in received order).
 pub type CapturedRequest = (String, String, Vec<(String, String)>);
 
 /// How the simulator behaves.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
     /// Delay from the request being received to the first token being produced.
     pub ttft: Duration,
@@ -153,6 +160,8 @@ pub struct SimConfig {
     /// Leading output tokens of each chat response sent as `reasoning_content` (and reported as
     /// `usage.completion_tokens_details.reasoning_tokens`); 0 = none.
     pub reasoning_tokens: u32,
+    /// Share of tool calls and JSON outputs made invalid on purpose, in [0, 1] (see `structured.rs`).
+    pub invalid_output_rate: f64,
 }
 
 impl Default for SimConfig {
@@ -171,6 +180,7 @@ impl Default for SimConfig {
             prefix_cache: false,
             metrics_fault: None,
             reasoning_tokens: 0,
+            invalid_output_rate: 0.0,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What one simulated response will be — its API, id, tokens, timing, usage and content fault — and the
 //! pieces of its text shared by the chat, completion and Responses writers.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -61,6 +62,8 @@ pub(crate) struct Plan {
     /// When the request was received, before any wait for a batch slot (`received` is when it was
     /// admitted); the server-side metrics measure from it.
     pub arrived: Instant,
+    /// A tool call or JSON output instead of text (chat only; see `structured.rs`).
+    pub structured: Option<Arc<super::structured::Structured>>,
 }
 
 impl Plan {

@@ -234,3 +234,40 @@ fn trace_replay_recipe_replays_a_trace() {
     let o = script("trace_replay.sh", out.path(), &[]);
     assert_eq!(o.status.code(), Some(2), "TRACE is required");
 }
+
+#[test]
+fn tool_calling_recipe_reports_tool_call_and_schema_validity() {
+    let out = tempfile::tempdir().unwrap();
+    let o = script(
+        "tool_calling.sh",
+        out.path(),
+        &[("MOCK", "1"), ("NUMBER", "8"), ("INVALID_RATE", "0")],
+    );
+    ok(&o);
+    let s = summaries(out.path());
+    assert_eq!(s.len(), 1);
+    // Three tool rows and one JSON row, cycled over 8 requests.
+    assert_eq!(s[0]["Tool Requests"], 6);
+    assert_eq!(s[0]["Tool Call Rate (%)"], 100.0);
+    assert_eq!(s[0]["Valid Tool Calls (%)"], 100.0);
+    assert_eq!(s[0]["Schema Requests"], 2);
+    assert_eq!(s[0]["Schema Valid (%)"], 100.0);
+
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let bfcl =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bfcl/BFCL_v3_sample.json");
+    let o = script(
+        "tool_calling.sh",
+        out.path(),
+        &[
+            ("URL", &format!("{}/v1/chat/completions", sim.base_url())),
+            ("BFCL", bfcl.to_str().unwrap()),
+            ("NUMBER", "4"),
+        ],
+    );
+    ok(&o);
+    let s = summaries(out.path());
+    assert_eq!(s[0]["Tool Requests"], 4);
+    assert_eq!(s[0]["Valid Tool Calls (%)"], 100.0);
+}
