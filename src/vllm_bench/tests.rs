@@ -143,3 +143,65 @@ fn settings_come_from_the_run_arguments() {
         RunInfo::from_args(&args(json!({"api": "openai_embedding"})), "d".into()).unwrap_err();
     assert!(err.contains("--api openai_embedding"), "{err}");
 }
+
+/// Every key `vllm bench serve --save-result --percentile-metrics ttft,tpot,itl,e2el
+/// --metric-percentiles 50,90,95,99` writes without `--save-detailed`, in its order (the setup keys of
+/// `main`, then `benchmark()`'s result dict without its per-request lists, then `process_one_metric` per
+/// metric: mean, median, std, percentiles), as vllm/benchmarks/serve.py spells them; `vllm bench sweep
+/// plot` reads `request_throughput` and `p99_e2el_ms` by default.
+#[test]
+fn the_keys_are_vllms_in_vllms_order() {
+    let rows = [row(10.0, Some(0.1), &[0.02, 0.03], 5, 3, true)];
+    let requests: Vec<VllmRequest> = rows.iter().map(VllmRequest::from_row).collect();
+    let r = result(&info(), &requests, 1.0);
+    let mut want: Vec<String> = [
+        "date",
+        "endpoint_type",
+        "backend",
+        "label",
+        "model_id",
+        "tokenizer_id",
+        "num_prompts",
+        "request_rate",
+        "burstiness",
+        "max_concurrency",
+        "duration",
+        "completed",
+        "failed",
+        "total_input_tokens",
+        "total_output_tokens",
+        "request_throughput",
+        "request_goodput",
+        "output_throughput",
+        "total_token_throughput",
+        "max_output_tokens_per_s",
+        "max_concurrent_requests",
+        "rtfx",
+    ]
+    .map(String::from)
+    .to_vec();
+    for metric in ["ttft", "tpot", "itl", "e2el"] {
+        for stat in ["mean", "median", "std", "p50", "p90", "p95", "p99"] {
+            want.push(format!("{stat}_{metric}_ms"));
+        }
+    }
+    let got: Vec<&str> = r.keys().map(String::as_str).collect();
+    assert_eq!(got, want);
+    for (key, value) in &r {
+        let numeric = !matches!(
+            key.as_str(),
+            "date"
+                | "endpoint_type"
+                | "backend"
+                | "label"
+                | "model_id"
+                | "tokenizer_id"
+                | "request_rate"
+                | "max_concurrency"
+                | "request_goodput"
+        );
+        if numeric {
+            assert!(value.is_number(), "{key}: {value}");
+        }
+    }
+}
