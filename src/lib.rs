@@ -84,11 +84,11 @@ fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), Error> {
 /// evalscope command line. `args` is argv, program name first. Returns the process exit code.
 pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     if let Some(sub) = commands::find(&args) {
-        return error::exit_code((sub.run)(args[1..].to_vec()));
+        return error::exit_code(commands::run(sub, &args));
     }
-    match <cli::Cli as clap::Parser>::try_parse_from(args) {
+    match commands::parse_flat(args) {
         Ok(cli) => run(cli),
-        Err(e) => error::exit_code(Err(e.into())),
+        Err(e) => error::exit_code(Err(e)),
     }
 }
 
@@ -99,6 +99,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
 pub fn run(cli: cli::Cli) -> i32 {
     clock::init();
     logging::init(cli.debug);
+    cli.warn_repeated_flags();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -477,9 +477,22 @@ pub struct Cli {
     /// `--ui`, `--metrics-listen`, `--metrics-linger-s`, `--save-format`.
     #[command(flatten)]
     pub monitor: monitor::MonitorArgs,
+    /// Not a flag: the JSON-object flags given more than once on the command line, with their counts
+    /// (only the last occurrence counts, as in argparse; see [`compat::repeated_json_flags`]).
+    #[arg(skip)]
+    pub repeated_json_flags: Vec<(&'static str, usize)>,
 }
 
 impl Cli {
+    /// Warns about each JSON-object flag given more than once: only its last value is used.
+    pub fn warn_repeated_flags(&self) {
+        for (flag, n) in &self.repeated_json_flags {
+            tracing::warn!(
+                "{flag} was given {n} times: only the last one is used (as in evalscope); put every key in one JSON object"
+            );
+        }
+    }
+
     /// `--stream`/`--no-stream`, last one wins; streaming by default.
     pub fn stream_enabled(&self) -> bool {
         !self.no_stream

@@ -28,6 +28,8 @@ pub struct SweepContext<'a> {
     pub shutdown: Shutdown,
     /// `--visualizer`: the queue to the tracker bridge.
     pub visualizer: Option<VisualizerFeed>,
+    /// Measured and successful requests over every run (the exit code).
+    pub tally: &'a super::outcome::Tally,
     /// The live board and what watches it (`--ui dashboard`, `--metrics-listen`).
     pub monitors: &'a Monitors,
 }

@@ -7,6 +7,7 @@ mod context;
 mod dispatch;
 mod monitor;
 mod multi_turn;
+mod outcome;
 mod requests;
 mod results;
 mod single;
@@ -47,7 +48,7 @@ fn effective_url(plan: &RunPlan, sim: Option<&SimServer>) -> Result<reqwest::Url
     }
 }
 
-fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
+fn start_simulator(plan: &RunPlan, items: &Prompts) -> Result<Option<SimServer>> {
     let Some(mock) = &plan.mock else {
         return Ok(None);
     };
@@ -67,6 +68,8 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         invalid_output_rate: mock.invalid_output_rate,
+        // With --tokenizer-path the simulator counts prompts as a server with that tokenizer would.
+        prompt_counter: aggregate::usage_fallback(plan, items).prompt_counter(),
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;
@@ -88,13 +91,14 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
     }
     let root = RunRoot::of(&plan);
     root.check_free(&plan)?;
+    let tally = outcome::Tally::default();
     let monitors = monitor::Monitors::start(&plan, &shutdown)?;
-    let swept = sweep(&plan, root, &Arc::new(items), &shutdown, &monitors).await;
+    let swept = sweep(&plan, root, &Arc::new(items), &shutdown, &tally, &monitors).await;
     monitors.finish(&shutdown).await;
     swept?;
     match shutdown.signal() {
         Some(signal) => Err(Error::Interrupted { signal }),
-        None => Ok(()),
+        None => tally.verdict(),
     }
 }
 
@@ -104,6 +108,7 @@ async fn sweep(
     root: RunRoot,
     items: &Arc<Prompts>,
     shutdown: &Shutdown,
+    tally: &outcome::Tally,
     monitors: &monitor::Monitors,
 ) -> Result<()> {
     // The tracker's SDK must import before anything is created or sent.
@@ -116,7 +121,7 @@ async fn sweep(
         None => None,
     };
     create_root(plan, &root)?;
-    let sim = start_simulator(plan)?;
+    let sim = start_simulator(plan, items)?;
     let url = effective_url(plan, sim.as_ref())?;
     if let Some(vis) = visualizer.as_mut() {
         start_visualizer(plan, &root, url.as_str(), vis)?;
@@ -139,6 +144,7 @@ async fn sweep(
         .for_api(plan.api),
         shutdown: shutdown.clone(),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
+        tally,
         monitors,
     };
     if let Some(sla) = &plan.sla {
@@ -197,7 +203,7 @@ fn create_root(plan: &RunPlan, root: &RunRoot) -> Result<()> {
         .with_context(|| format!("--outputs-dir: cannot write in {}", root.path().display()))?;
     tracing::info!("Save the result to: {}", root.path().display());
     if let Some(typed) = &plan.url_appended_to {
-        tracing::warn!("--url {typed} names no endpoint: using {}", plan.url);
+        tracing::info!("--url {typed} names no endpoint: using {}", plan.url);
     }
     if plan.mode == LoadMode::Open {
         let rates: Vec<String> = plan

@@ -80,7 +80,7 @@ pub async fn run_single(
         Workload::MultiTurn(_) => super::multi_turn::log_warmup(spec),
         // AgentX refuses --warmup-num (as evalscope): no advice to pass it.
         Workload::AgentGraph(_) => {}
-        _ => log_warmup(spec),
+        _ => log_warmup(plan, spec, sending.work.parallel),
     }
     let this = ThisRun {
         spec,
@@ -121,7 +121,9 @@ async fn test_connection(ctx: &SweepContext<'_>, client: &HttpClient, seed: u64)
     Ok(checked != conn_test::Checked::Interrupted)
 }
 
-fn log_warmup(spec: &RunSpec) {
+/// The warmup line; without warmup, evalscope's burst warning, sized by `--parallel` or, in a shard, by
+/// `shard_slots`, the requests this shard has in flight.
+fn log_warmup(plan: &RunPlan, spec: &RunSpec, shard_slots: usize) {
     if spec.warmup > 0 {
         tracing::info!(
             "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
@@ -131,7 +133,12 @@ fn log_warmup(spec: &RunSpec) {
         );
         return;
     }
-    match spec.load.parallel().map(|p| p.get()) {
+    let slots = match (&plan.sharding, spec.load.parallel()) {
+        (_, None) => None,
+        (Some(_), Some(_)) => Some(shard_slots),
+        (None, Some(p)) => Some(p.get()),
+    };
+    match slots {
         Some(p) if p > 1 => tracing::warn!(
             "Warmup is disabled, so the first {p} requests are released at once against an idle server. Their TTFT carries the start-up burst and can dominate the reported percentiles. Pass --warmup-num {p} to keep that burst out of the measured window, or {} if you also read the max column.",
             2 * p,

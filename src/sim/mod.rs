@@ -47,6 +47,9 @@
 //! words (`str::split_whitespace`) in every message `content` string and every content part of type
 //! `"text"` (other parts count 0), or in the `prompt` string; a `prompt` that is a list of token ids counts
 //! its length; a list of strings sums them. Embeddings `input` follows the same rule (sum over a list).
+//! With [`SimConfig::prompt_counter`] (a tokenizer: `--api mock` with `--tokenizer-path`, `serve-mock
+//! --tokenizer-path`), chat and completions prompts are counted as a server with that tokenizer counts
+//! them, chat template included (see [`prompt_count`]).
 //!
 //! **Reasoning**: with [`SimConfig::reasoning_tokens`] = R, the first R output tokens of a chat response go
 //! out as `delta.reasoning_content` (`message.reasoning_content` when not streaming), the rest as
@@ -96,6 +99,7 @@ pub mod join;
 pub mod metrics;
 mod plan;
 pub mod prefix_cache;
+mod prompt_count;
 mod reply;
 mod request;
 mod responses;
@@ -121,6 +125,7 @@ use tokio::sync::oneshot;
 
 pub use fault::{Fault, FaultRule};
 pub use metrics::MetricsFault;
+pub use prompt_count::PromptCounter;
 pub use routes::FAULT_HEADER;
 pub use truth::{write_truth_jsonl, TruthCall, TruthRecord, TruthStructured};
 
@@ -160,6 +165,9 @@ pub struct SimConfig {
     /// Leading output tokens of each chat response sent as `reasoning_content` (and reported as
     /// `usage.completion_tokens_details.reasoning_tokens`); 0 = none.
     pub reasoning_tokens: u32,
+    /// Counts chat and completions prompts as a server with a tokenizer does (`None`: words; see
+    /// [`prompt_count`]).
+    pub prompt_counter: Option<PromptCounter>,
     /// Share of tool calls and JSON outputs made invalid on purpose, in [0, 1] (see `structured.rs`).
     pub invalid_output_rate: f64,
 }
@@ -180,6 +188,7 @@ impl Default for SimConfig {
             prefix_cache: false,
             metrics_fault: None,
             reasoning_tokens: 0,
+            prompt_counter: None,
             invalid_output_rate: 0.0,
         }
     }

@@ -25,6 +25,7 @@ mod interrupt_trials;
 mod keepalive;
 mod kubernetes;
 mod live_metrics;
+mod log_noise;
 mod media;
 mod memory;
 mod multi_turn;
