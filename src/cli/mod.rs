@@ -9,8 +9,10 @@
 
 pub mod arrival;
 pub mod compat;
+mod mock_noise;
 mod multi_turn;
 mod parsers;
+pub mod repeat;
 pub mod scenario;
 pub mod server_metrics;
 pub mod shard;
@@ -18,6 +20,7 @@ pub mod sla;
 mod values;
 
 use clap::{ArgAction, Parser};
+pub use mock_noise::MockJitterArgs;
 pub use multi_turn::MultiTurnFlags;
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
 pub use values::{ApiName, DatasetName, NameParser};
@@ -432,6 +435,10 @@ pub struct Cli {
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
 
+    /// `--mock-jitter-cv`.
+    #[command(flatten)]
+    pub mock_jitter: MockJitterArgs,
+
     // ── evalscope compatibility ──────────────────────────────────────────────────────────────────────
     /// evalscope's engine-tuning flags.
     #[command(flatten)]
@@ -463,6 +470,10 @@ pub struct Cli {
     /// `--scenario`.
     #[command(flatten)]
     pub scenario: scenario::ScenarioArgs,
+
+    /// `--repeat`, `--repeat-new-prompts`.
+    #[command(flatten)]
+    pub repeat: repeat::RepeatArgs,
 }
 
 impl Cli {

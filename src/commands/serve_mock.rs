@@ -63,6 +63,14 @@ struct ServeMockArgs {
     /// as for `llmperf --api mock`.
     #[command(flatten)]
     capacity: crate::cli::sla::MockCapacityArgs,
+
+    /// Log-normal noise on each TTFT and token gap (as `llmperf --mock-jitter-cv`).
+    #[command(flatten)]
+    jitter: crate::cli::MockJitterArgs,
+
+    /// Seed of the `--mock-jitter-cv` draws (the same seed gives every request the same factors).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
 }
 
 fn millis(flag: &str, v: f64) -> Result<Duration, String> {
@@ -81,6 +89,8 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
     if args.threads == 0 {
         return Err(Error::usage("--threads must be at least 1"));
     }
+    let jitter = crate::sim::Jitter::new(args.jitter.mock_jitter_cv, args.seed)
+        .map_err(|e| Error::usage(format!("--mock-jitter-cv {e}")))?;
     let cfg = SimConfig {
         ttft,
         itl,
@@ -91,6 +101,7 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         max_batch: args.capacity.mock_max_batch,
         prefill_tok_per_s: args.capacity.mock_prefill_tok_per_s,
         decode_tok_per_s: args.capacity.mock_decode_tok_per_s,
+        jitter,
         ..SimConfig::default()
     };
     crate::clock::init();

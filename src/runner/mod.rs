@@ -65,6 +65,7 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         prefix_cache: plan.workload.repeats_prefixes(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
+        jitter: mock.jitter,
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;

@@ -59,6 +59,9 @@
 //! are already due go out together in one write. A non-stream body goes out when the last token is
 //! produced (`ttft + (n-1) * itl`); an embedding body at `ttft`.
 //!
+//! With [`SimConfig::jitter`] each request's TTFT and each of its token gaps is multiplied by a seeded
+//! log-normal factor of mean 1 ([`jitter`]); the tokens are then timed one gap after the other.
+//!
 //! # Capacity model
 //! [`SimConfig::max_batch`], [`SimConfig::prefill_tok_per_s`] and [`SimConfig::decode_tok_per_s`] make
 //! the simulator a server with a known limit: requests queue for a batch slot, prompts share one prefill
@@ -86,6 +89,7 @@ mod capacity;
 mod conn;
 pub mod fault;
 mod generate;
+pub mod jitter;
 pub mod join;
 pub mod metrics;
 mod plan;
@@ -113,6 +117,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
 pub use fault::{Fault, FaultRule};
+pub use jitter::Jitter;
 pub use metrics::MetricsFault;
 pub use routes::FAULT_HEADER;
 pub use truth::{write_truth_jsonl, TruthRecord};
@@ -153,6 +158,8 @@ pub struct SimConfig {
     /// Leading output tokens of each chat response sent as `reasoning_content` (and reported as
     /// `usage.completion_tokens_details.reasoning_tokens`); 0 = none.
     pub reasoning_tokens: u32,
+    /// Log-normal noise on each TTFT and each token gap (`--mock-jitter-cv`; off by default). See [`jitter`].
+    pub jitter: Jitter,
 }
 
 impl Default for SimConfig {
@@ -171,6 +178,7 @@ impl Default for SimConfig {
             prefix_cache: false,
             metrics_fault: None,
             reasoning_tokens: 0,
+            jitter: Jitter::default(),
         }
     }
 }

@@ -20,6 +20,7 @@ mod hub_datasets;
 mod hub_download;
 mod interrupt;
 mod interrupt_trials;
+mod jitter;
 mod keepalive;
 mod kubernetes;
 mod media;
