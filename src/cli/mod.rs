@@ -9,6 +9,7 @@
 
 pub mod arrival;
 pub mod compat;
+mod evalscope_flags;
 mod mock_noise;
 mod multi_turn;
 mod parsers;
@@ -20,6 +21,7 @@ pub mod sla;
 mod values;
 
 use clap::{ArgAction, Parser};
+pub use evalscope_flags::{resolve_evalscope_prefixes, EVALSCOPE_LONG_FLAGS};
 pub use mock_noise::MockJitterArgs;
 pub use multi_turn::MultiTurnFlags;
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};

@@ -4,6 +4,7 @@
 //! Adding a subcommand is a local change: a file here with its clap struct and a `run` function, and one
 //! entry in [`SUBCOMMANDS`].
 
+mod compare;
 mod completions;
 mod man;
 mod merge;
@@ -27,6 +28,7 @@ pub struct Subcommand {
 
 /// Every subcommand.
 pub const SUBCOMMANDS: &[Subcommand] = &[
+    compare::COMMAND,
     completions::COMMAND,
     man::COMMAND,
     merge::COMMAND,

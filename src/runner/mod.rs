@@ -6,6 +6,7 @@ mod aggregate;
 mod context;
 mod dispatch;
 mod multi_turn;
+mod repeats;
 mod requests;
 mod results;
 mod single;
@@ -134,6 +135,7 @@ async fn sweep(
         .for_api(plan.api),
         shutdown: shutdown.clone(),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
+        seed: single::sweep_seed(plan),
     };
     if let Some(sla) = &plan.sla {
         // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).
@@ -233,6 +235,9 @@ async fn run_each(
             Ok(result) => {
                 let stop = result.interrupted;
                 results.push(result);
+                if let Err(e) = repeats::after_run(ctx, &results) {
+                    return (results, Some(e));
+                }
                 if stop {
                     break;
                 }

@@ -153,7 +153,7 @@ pub fn t_cdf(t: f64, df: f64) -> f64 {
 /// The `p` quantile of Student's t with `df` degrees of freedom (fractional allowed; infinite for
 /// `df` ≤ 0 at p > 1/2), to ~1e-10, by bisection on [`t_cdf`].
 pub fn t_quantile(p: f64, df: f64) -> f64 {
-    if !(df > 0.0) {
+    if df.is_nan() || df <= 0.0 {
         return if p > 0.5 {
             f64::INFINITY
         } else if p < 0.5 {

@@ -6,6 +6,7 @@ mod bad_input;
 mod commands;
 #[path = "../common/mod.rs"]
 mod common;
+mod compare;
 mod compat;
 mod diagnostics;
 mod dispatch;
@@ -30,6 +31,7 @@ mod outputs;
 mod parquet_sets;
 mod pd_metrics;
 mod proxy;
+mod repeat;
 mod replay_traces;
 mod report;
 mod requests;

@@ -224,6 +224,7 @@ fn context_of(plan: &RunPlan) -> SweepContext<'_> {
         .for_api(plan.api),
         shutdown: Shutdown::new(),
         visualizer: None,
+        seed: 0,
     }
 }
 
