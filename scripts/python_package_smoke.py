@@ -41,6 +41,13 @@ ns = argparse.Namespace(api="mock", model="smoke-ns", prompt="hi", number=[2], p
                         outputs_dir=out, sleep_interval=0, port=8877, sla_variable="parallel", stream=True)
 assert list(llmperf.run_perf_benchmark(ns)) == ["parallel_1_number_2"]
 
+# llmperf's --repeat, passed as any other field: the result is repeat 1's, in evalscope's shape; the other repeats
+# are run roots of their own inside the root (`repeat_2/`), which the reader passes over.
+rep = llmperf.run_perf_benchmark({"api": "mock", "model": "smoke-rep", "prompt": "hi", "number": [2], "parallel": [1],
+                                  "max_tokens": 4, "outputs_dir": out, "sleep_interval": 0, "repeat": 2})
+assert list(rep) == ["parallel_1_number_2"], list(rep)
+assert rep["parallel_1_number_2"]["metrics"]["Total Requests"] == 2
+
 try:
     llmperf.run_perf_benchmark({"model": "m", "api": "custom"})
 except ValueError as e:
