@@ -260,7 +260,8 @@ fn part_e2e(args: &Args) {
             t.p99_covered += usize::from(covers(p99));
             t.avg_covered += usize::from(covers(avg));
             t.gate_failed += usize::from(code == 3);
-            t.unbounded += usize::from(p99.is_none_or(|(lo, hi)| !lo.is_finite() || !hi.is_finite()));
+            t.unbounded +=
+                usize::from(p99.is_none_or(|(lo, hi)| !lo.is_finite() || !hi.is_finite()));
             assert!(code == 0 || code == 3, "compare exited {code}");
             std::fs::remove_dir_all(&new).expect("removing a run");
         }
@@ -274,7 +275,10 @@ fn part_e2e(args: &Args) {
         }
     }
     let rows: Vec<(f64, Tally)> = CHANGES.iter().copied().zip(tallies).collect();
-    print_table("Part 2, end to end (llmperf compare on simulator runs):", &rows);
+    print_table(
+        "Part 2, end to end (llmperf compare on simulator runs):",
+        &rows,
+    );
     let runs = args.pairs * (1 + CHANGES.len());
     let wall = started.elapsed().as_secs_f64();
     println!(

@@ -5,6 +5,7 @@ Used by llmperf's end-to-end tests and examples: a real OpenAI-compatible LLM se
 machine. Install with `scripts/setup_real_server.sh`. Stops cleanly on SIGINT/SIGTERM.
 
     python scripts/llama_server.py --port 18080 [--embedding] [--slots 4] [--ctx 8192] [--threads 1]
+        [--chat-template-file TEMPLATE.jinja]
 """
 
 import argparse
@@ -48,6 +49,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--embedding", action="store_true", help="serve /v1/embeddings (mean pooling)")
     ap.add_argument("--exit-with-parent", action="store_true", help="stop when the parent process ends")
+    ap.add_argument(
+        "--chat-template-file",
+        help="a Jinja chat template instead of the model's own (llama.cpp's --chat-template-file)",
+    )
     args = ap.parse_args()
 
     # Block the stop signals before the server threads start, so they inherit the mask and this thread alone
@@ -68,6 +73,10 @@ def main() -> None:
     p.endpoint_metrics = True
     p.offline = True
     p.ui = False
+    if args.chat_template_file:
+        # Templates are rendered with Jinja (use_jinja, on by default), which tool calling needs.
+        with open(args.chat_template_file, encoding="utf-8") as f:
+            p.chat_template = f.read()
     if args.embedding:
         p.embedding = True
         p.pooling_type = xlc.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN

@@ -41,12 +41,14 @@ pub mod sim;
 pub mod sla;
 pub mod stats;
 pub mod store;
+pub mod structured;
 mod sys;
 
 #[cfg(test)]
 mod test_support;
 pub(crate) mod text;
 pub mod tokenizer;
+pub mod tool_calls;
 pub(crate) mod traces;
 pub(crate) mod visualizer;
 

@@ -133,6 +133,9 @@ pub struct RequestRecord {
     pub extra_headers: Option<Arc<str>>,
     /// Reasoning vs answer accounting, set by the aggregator when the response carried reasoning.
     pub reasoning: Option<ReasoningSplit>,
+    /// Tool calls and JSON output, set by the aggregator when the request offered tools or asked for
+    /// JSON (runs that may carry them only).
+    pub structured: Option<Box<StructuredOutcome>>,
 }
 
 impl RequestRecord {
@@ -162,6 +165,7 @@ impl RequestRecord {
             request_id: None,
             extra_headers: None,
             reasoning: None,
+            structured: None,
         }
     }
 
@@ -276,6 +280,37 @@ pub struct ReasoningSplit {
     pub reasoning_tokens: Option<u64>,
     /// Completion tokens minus reasoning tokens.
     pub answer_tokens: Option<u64>,
+}
+
+/// One successful request's tool calls and JSON output (computed by [`crate::tool_calls`] when the
+/// request ends, from the payloads the record keeps), stored in the `tool_call_*`, `schema_valid`,
+/// `truncated` and `validation_error` columns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StructuredOutcome {
+    /// The request offered tools (a non-empty `tools` list, `tool_choice` not `"none"`).
+    pub tools_offered: bool,
+    /// The request had a `tools` list (offered or not).
+    pub has_tools: bool,
+    /// Tool calls in the response (reassembled from the stream's fragments).
+    pub tool_calls: u32,
+    /// Of those, the calls naming an offered function whose arguments parse as JSON and validate
+    /// against its `parameters`.
+    pub valid_tool_calls: u32,
+    /// The calls judged invalid. A call cut mid-way by the length limit is neither (the last call of a
+    /// truncated response whose arguments are not yet JSON).
+    pub invalid_tool_calls: u32,
+    /// Seconds from sending to the first chunk carrying a tool call (non-stream: the latency).
+    pub first_tool_call_s: Option<f64>,
+    /// Tokens of the calls' arguments (with `--tokenizer-path`; else unknown).
+    pub tool_call_tokens: Option<u64>,
+    /// The reassembled calls as a JSON list of `{"index", "id", "name", "arguments"}` (`None`: no call).
+    pub calls_json: Option<String>,
+    /// `response_format` asked for JSON: whether the output parsed and validated.
+    pub schema_valid: Option<bool>,
+    /// The output was cut by the length limit (`finish_reason: "length"`).
+    pub truncated: bool,
+    /// Why the first invalid call or output did not validate.
+    pub error: Option<String>,
 }
 
 /// `s` with `\r` and `\n` escaped, so an error message stays on one line of a log or a stored row.

@@ -4,8 +4,9 @@
 //!
 //! It answers `None` — and the caller runs the `serde_json` path, which decides — for anything it does not
 //! reproduce exactly: invalid UTF-8 in a key or a value it reads, a top level that is not an object, escaped keys, duplicate keys it
-//! reads, unexpected value types, tool calls or reasoning details, numbers that are not plain non-negative
-//! integers. Common OpenAI-style chunks never take the slow path; the `serde_json` path and this one are
+//! reads, unexpected value types, reasoning details, numbers that are not plain non-negative integers.
+//! Tool-call deltas (`tool_calls[].function.name` / `arguments`) are read here too, so a tool-calling
+//! stream stays on this path. Common OpenAI-style chunks never take the slow path; the `serde_json` path and this one are
 //! checked against each other in the tests.
 
 use std::borrow::Cow;
@@ -117,6 +118,62 @@ fn once(seen: &mut u8, bit: u8) -> Option<()> {
     Some(())
 }
 
+/// `function` of a tool call: whether its `name` or `arguments` is a non-empty string.
+fn function(c: &mut Cursor<'_>) -> Option<bool> {
+    let mut out = false;
+    let mut seen = 0u8;
+    object(c, |c, key| {
+        match key {
+            b"name" | b"arguments" => {
+                once(&mut seen, if key == b"name" { 1 } else { 2 })?;
+                out |= string_or_null(c)?.unwrap_or(false);
+            }
+            _ => c.skip_value()?,
+        }
+        Some(())
+    })?;
+    Some(out)
+}
+
+/// A `tool_calls` list (the cursor at its `[`): whether a call's function carries a name or arguments.
+/// Anything but a list of objects with object-or-null `function`s is left to the `serde_json` path.
+fn tool_calls(c: &mut Cursor<'_>) -> Option<bool> {
+    c.expect(b'[')?;
+    let mut out = false;
+    if c.ws()? == b']' {
+        c.i += 1;
+        return Some(false);
+    }
+    loop {
+        if c.ws()? != b'{' {
+            return None;
+        }
+        let mut seen = 0u8;
+        object(c, |c, key| {
+            if key == b"function" {
+                once(&mut seen, 1)?;
+                if !null(c)? {
+                    if c.ws()? != b'{' {
+                        return None;
+                    }
+                    out |= function(c)?;
+                }
+            } else {
+                c.skip_value()?;
+            }
+            Some(())
+        })?;
+        match c.ws()? {
+            b',' => c.i += 1,
+            b']' => {
+                c.i += 1;
+                return Some(out);
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// A `delta` / `message` object: whether it carries output.
 fn delta(c: &mut Cursor<'_>) -> Option<bool> {
     let mut out = false;
@@ -134,7 +191,13 @@ fn delta(c: &mut Cursor<'_>) -> Option<bool> {
                 )?;
                 out |= string_or_null(c)?.unwrap_or(false);
             }
-            b"tool_calls" | b"reasoning_details" => {
+            b"tool_calls" => {
+                once(&mut seen, 8)?;
+                if !null(c)? {
+                    out |= tool_calls(c)?;
+                }
+            }
+            b"reasoning_details" => {
                 if !null(c)? {
                     return None;
                 }
@@ -447,6 +510,32 @@ mod tests {
         format!("{{{}}}", fields.join(", "))
     }
 
+    /// A delta carrying `tool_calls` (as vLLM and llama.cpp stream them), with random variations.
+    fn tool_call_delta(rng: &mut impl Rng, arguments: &str) -> String {
+        let name = ["\"get_weather\"", "\"\"", "null", "3"][rng.random_range(0..4)];
+        let function = match rng.random_range(0..5) {
+            0 => format!("{{\"arguments\":{arguments}}}"),
+            1 => "null".to_string(),
+            2 => format!("{{\"name\":{name},\"arguments\":{arguments},\"name\":{name}}}"),
+            _ => format!("{{\"name\":{name},\"arguments\":{arguments}}}"),
+        };
+        let call = match rng.random_range(0..4) {
+            0 => format!("{{\"index\":0,\"function\":{function}}}"),
+            1 => format!(
+                "{{\"index\":1,\"id\":\"call_1\",\"type\":\"function\",\"function\":{function}}},{{\"index\":2}}"
+            ),
+            2 => "5".to_string(),
+            _ => format!("{{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{function}}}"),
+        };
+        let calls = match rng.random_range(0..4) {
+            0 => "[]".to_string(),
+            1 => "null".to_string(),
+            2 => "{}".to_string(),
+            _ => format!("[{call}]"),
+        };
+        format!("{{\"role\":\"assistant\",\"content\":null,\"tool_calls\":{calls}}}")
+    }
+
     /// A realistic event with random variations.
     fn event(rng: &mut impl Rng) -> String {
         let content = [
@@ -460,6 +549,8 @@ mod tests {
         let delta_key = ["delta", "message", "text"][rng.random_range(0..3)];
         let delta = if delta_key == "text" {
             content.to_string()
+        } else if rng.random_range(0..3) == 0 {
+            tool_call_delta(rng, content)
         } else {
             let k = ["content", "reasoning_content", "reasoning"][rng.random_range(0..3)];
             format!(r#"{{"role":"assistant","{k}":{content}}}"#)
@@ -533,7 +624,9 @@ mod tests {
 
     #[test]
     fn typical_chunks_take_the_fast_path() {
-        let chunks: [&[u8]; 4] = [
+        let chunks: [&[u8]; 6] = [
+            br#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"get_weather","arguments":""}}]},"logprobs":null,"finish_reason":null}]}"#,
+            br#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \""}}]},"logprobs":null,"finish_reason":null}]}"#,
             br#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1764000000,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
             br#"{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1764000000,"model":"m","choices":[{"index":0,"delta":{"content":"hello\nworld"},"logprobs":null,"finish_reason":null}]}"#,
             br#"{"id":"cmpl-7","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"hi","logprobs":null,"finish_reason":"length"}]}"#,

@@ -75,6 +75,16 @@ impl BodyComposer {
         self
     }
 
+    /// evalscope's `set_request_max_tokens`: a per-turn output cap (trace replays, multi-turn) written into
+    /// `body` under the API's own key: `max_output_tokens` for the Responses API, else `max_tokens`.
+    pub fn set_max_tokens(&self, body: &mut Map<String, Value>, max_tokens: u64) {
+        let key = match self.api {
+            ApiKind::Responses => "max_output_tokens",
+            _ => "max_tokens",
+        };
+        body.insert(key.to_string(), json!(max_tokens));
+    }
+
     /// The body for `item` as a JSON object, `max_tokens` drawn from `rng` when a range was given.
     pub fn compose_value(&self, item: &Item, rng: &mut impl Rng) -> Map<String, Value> {
         match self.api {

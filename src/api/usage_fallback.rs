@@ -1,9 +1,11 @@
 //! Token counts for responses that carried no usage: counted with `--tokenizer-path` once per finished
 //! request, by the aggregator (never per chunk, never on the request path), as evalscope's
 //! `parse_responses` fallback does (spec §2.1–2.3):
-//! * input: the chat template rendered with the generation prompt (plus `ceil(h/p)·ceil(w/p)` per image),
+//! * input: the chat template rendered with the generation prompt (plus `ceil(h/p)·ceil(w/p)` per image;
+//!   a tokenizer without a chat template fails the request with the ways out, where evalscope aborts),
 //!   or the encoded prompt text, or the length of a token-id prompt; embeddings/rerank: the encoded
-//!   `input` / query and documents, after the server's `usage.total_tokens` when it sent only that;
+//!   `input` / query and documents, after the server's `usage.total_tokens` when it sent only that; a
+//!   rerank reply without usage and without a tokenizer counts 0 (evalscope keeps it a success);
 //! * output: per choice index, the encoded text (content + reasoning) of every kept chunk, summed;
 //! * the Responses API: as its own plugin counts ([`super::responses::count_with_tokenizer`]).
 
@@ -28,6 +30,10 @@ pub struct UsageFallback {
     pub image_patch: (u32, u32, u32),
     /// The Responses API: count its `input` and its output deltas ([`super::responses`]).
     pub responses: bool,
+    /// The rerank API: a reply without usage and without a tokenizer counts 0 input tokens and succeeds,
+    /// as evalscope's rerank plugin keeps it (rerank servers often report no usage); every other API fails
+    /// such a reply.
+    pub rerank: bool,
 }
 
 const NO_USAGE: &str =
@@ -53,6 +59,11 @@ impl UsageFallback {
             }
         }
         let Some(tok) = &self.tokenizer else {
+            if self.rerank {
+                r.usage.prompt_tokens = Some(0);
+                r.usage.completion_tokens = Some(0);
+                return;
+            }
             let at = r.completed_at;
             r.fail(FailureKind::BadResponse, NO_USAGE, at);
             return;
@@ -64,7 +75,14 @@ impl UsageFallback {
             return;
         }
         let body: Value = serde_json::from_str(&r.request).unwrap_or(Value::Null);
-        let prompt = self.count_input(tok, &body);
+        let prompt = match self.count_input(tok, &body) {
+            Ok(n) => n,
+            Err(e) => {
+                let at = r.completed_at;
+                r.fail(FailureKind::BadResponse, format!("{e:#}"), at);
+                return;
+            }
+        };
         let completion = if self.input_only {
             0
         } else {
@@ -74,7 +92,9 @@ impl UsageFallback {
         r.usage.completion_tokens = Some(completion);
     }
 
-    fn count_input(&self, tok: &Tokenizer, body: &Value) -> u64 {
+    /// Input tokens of `body`; messages go through the chat template, which fails (naming the ways out)
+    /// when the tokenizer has none or it rejects them, as evalscope's `tokenize_chat_messages` does.
+    fn count_input(&self, tok: &Tokenizer, body: &Value) -> anyhow::Result<u64> {
         let count = |s: &str| tok.count(s).unwrap_or(0) as u64;
         let count_value = |v: &Value| -> u64 {
             match v {
@@ -85,6 +105,8 @@ impl UsageFallback {
                     .map(|i| match i {
                         Value::String(s) => count(s),
                         Value::Array(ids) => ids.len() as u64,
+                        // A rerank document given as `{"text": …}`.
+                        Value::Object(o) => o.get("text").and_then(Value::as_str).map_or(0, count),
                         _ => 0,
                     })
                     .sum(),
@@ -114,26 +136,18 @@ impl UsageFallback {
                 .collect();
             let (w, h, p) = self.image_patch;
             let per_image = u64::from(h.div_ceil(p.max(1))) * u64::from(w.div_ceil(p.max(1)));
-            let text_tokens = if tok.has_chat_template() {
-                tok.chat_token_count(&flat, &self.template_kwargs)
-                    .unwrap_or(0) as u64
-            } else {
-                flat.iter()
-                    .filter_map(|m| m.get("content").and_then(Value::as_str))
-                    .map(count)
-                    .sum()
-            };
-            return text_tokens + images * per_image;
+            let text_tokens = tok.chat_token_count(&flat, &self.template_kwargs)? as u64;
+            return Ok(text_tokens + images * per_image);
         }
         if let Some(p) = body.get("prompt") {
-            return count_value(p);
+            return Ok(count_value(p));
         }
         if let Some(i) = body.get("input") {
-            return count_value(i);
+            return Ok(count_value(i));
         }
         let query = body.get("query").map_or(0, count_value);
         let docs = body.get("documents").map_or(0, count_value);
-        query + docs
+        Ok(query + docs)
     }
 }
 

@@ -11,6 +11,7 @@ pub mod arrival;
 pub mod compat;
 mod evalscope_flags;
 mod mock_noise;
+pub mod mock_output;
 mod multi_turn;
 mod parsers;
 pub mod repeat;
@@ -457,6 +458,9 @@ pub struct Cli {
     /// The simulator's capacity model.
     #[command(flatten)]
     pub capacity: sla::MockCapacityArgs,
+    /// The simulator's invalid tool calls and JSON outputs.
+    #[command(flatten)]
+    pub mock_output: mock_output::MockOutputArgs,
     /// `--burstiness`, `--ramp-up`.
     #[command(flatten)]
     pub arrival: arrival::ArrivalArgs,

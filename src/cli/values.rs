@@ -62,6 +62,9 @@ pub enum DatasetName {
     /// Text lines.
     #[value(name = "custom")]
     Custom,
+    /// The Berkeley Function Calling Leaderboard's question/function files: chat requests with tools.
+    #[value(name = "bfcl")]
+    Bfcl,
     /// Random token windows of exact length (needs `--tokenizer-path`).
     #[value(name = "random")]
     Random,
@@ -192,6 +195,7 @@ impl DatasetName {
             DatasetName::OpenQaAlias => "open_qa",
             DatasetName::LineByLine => "line_by_line",
             DatasetName::Custom => "custom",
+            DatasetName::Bfcl => "bfcl",
             DatasetName::Random => "random",
             DatasetName::RandomVl => "random_vl",
             DatasetName::Embedding => "embedding",

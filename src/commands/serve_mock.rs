@@ -71,6 +71,9 @@ struct ServeMockArgs {
     /// Seed of the `--mock-jitter-cv` draws (the same seed gives every request the same factors).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// `--mock-invalid-output-rate`, as for `llmperf --api mock`.
+    #[command(flatten)]
+    output: crate::cli::mock_output::MockOutputArgs,
 }
 
 fn millis(flag: &str, v: f64) -> Result<Duration, String> {
@@ -102,6 +105,7 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         prefill_tok_per_s: args.capacity.mock_prefill_tok_per_s,
         decode_tok_per_s: args.capacity.mock_decode_tok_per_s,
         jitter,
+        invalid_output_rate: args.output.mock_invalid_output_rate,
         ..SimConfig::default()
     };
     crate::clock::init();

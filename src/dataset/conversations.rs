@@ -38,7 +38,7 @@ pub fn longalpaca(path: &Path, shaper: &Shaper, limit: usize) -> Result<Vec<Item
                 n + 1
             );
         };
-        items.extend(shaper.prepare(instruction.trim()));
+        items.extend(shaper.prepare(instruction.trim())?);
     }
     Ok(items)
 }
@@ -61,15 +61,21 @@ pub(super) fn sharegpt_file(path: &Path, file_name: &str) -> Result<PathBuf> {
         })
 }
 
-/// `(role, text)` turns of one conversation record.
+/// `(role, text)` turns of one conversation record, as evalscope converts them: texts stripped, a turn
+/// whose human text is empty skipped (with its answer), an empty answer left out.
 fn turns(record: &Value) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").trim().to_string();
     if let Some(list) = record.get("conversation").and_then(Value::as_array) {
         for t in list {
-            for (key, role) in [("human", "user"), ("assistant", "assistant")] {
-                if let Some(s) = t.get(key).and_then(Value::as_str) {
-                    out.push((role, s.to_string()));
-                }
+            let human = text(t.get("human"));
+            if human.is_empty() {
+                continue;
+            }
+            out.push(("user", human));
+            let answer = text(t.get("assistant"));
+            if !answer.is_empty() {
+                out.push(("assistant", answer));
             }
         }
     } else if let Some(list) = record.get("conversations").and_then(Value::as_array) {
@@ -79,20 +85,25 @@ fn turns(record: &Value) -> Vec<(&'static str, String)> {
                 Some("gpt" | "assistant" | "chatgpt" | "bard") => "assistant",
                 _ => continue,
             };
-            if let Some(s) = t.get("value").and_then(Value::as_str) {
-                out.push((role, s.to_string()));
+            let value = text(t.get("value"));
+            if !value.is_empty() {
+                out.push((role, value));
             }
         }
     }
     out
 }
 
-/// `share_gpt_zh` / `share_gpt_en`.
+/// `share_gpt_zh` / `share_gpt_en`. With a `prefix_file` (chat template on) the whole conversation is
+/// fitted to `target_input_len` ([`Shaper::fit_conversation`]; longer ones skipped); otherwise the last user
+/// turn is fitted or filtered and the history kept as it is.
 pub fn share_gpt(path: &Path, file_name: &str, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
     let file = sharegpt_file(path, file_name)?;
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("--dataset-path {}: cannot read the file", file.display()))?;
+    let whole = shaper.has_prefix() && shaper.apply_chat_template;
     let mut items = Vec::new();
+    let mut too_long = 0u64;
     for (n, line) in text.lines().enumerate() {
         if items.len() >= limit {
             break;
@@ -106,10 +117,24 @@ pub fn share_gpt(path: &Path, file_name: &str, shaper: &Shaper, limit: usize) ->
         while turns.last().is_some_and(|(role, _)| *role == "assistant") {
             turns.pop();
         }
+        if whole {
+            let messages = turns
+                .into_iter()
+                .map(|(role, text)| json!({"role": role, "content": text}))
+                .collect::<Vec<_>>();
+            if messages.is_empty() {
+                continue;
+            }
+            match shaper.fit_conversation(messages)? {
+                Some(m) => items.push(Item::Chat(m)),
+                None => too_long += 1,
+            }
+            continue;
+        }
         let Some((_, last)) = turns.pop() else {
             continue;
         };
-        let Some(fitted) = shaper.fit_text(last.trim()) else {
+        let Some(fitted) = shaper.fit_text(&last)? else {
             continue;
         };
         if !shaper.apply_chat_template {
@@ -136,6 +161,12 @@ pub fn share_gpt(path: &Path, file_name: &str, shaper: &Shaper, limit: usize) ->
         if !messages.is_empty() {
             items.push(Item::Chat(messages));
         }
+    }
+    if too_long > 0 {
+        tracing::warn!(
+            "{too_long} conversations of {} are longer than target_input_len and were skipped: with a prefix_file the length counts every turn, and a history is never cut",
+            file.display()
+        );
     }
     Ok(items)
 }

@@ -65,12 +65,15 @@ pub fn embedding(
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("--dataset-path {}: cannot read the file", path.display()))?;
     let per_item = batch.unwrap_or(1);
-    let strings: Vec<String> = records(path, &text)?
-        .iter()
-        .filter_map(text_of)
-        .filter(|s| shaper.fits(s))
-        .take(limit.saturating_mul(per_item))
-        .collect();
+    let mut strings: Vec<String> = Vec::new();
+    for s in records(path, &text)?.iter().filter_map(text_of) {
+        if strings.len() >= limit.saturating_mul(per_item) {
+            break;
+        }
+        if shaper.fits(&s)? {
+            strings.push(s);
+        }
+    }
     Ok(match batch {
         None => strings.into_iter().map(Item::Text).collect(),
         Some(n) => strings.chunks(n).map(|c| Item::Texts(c.to_vec())).collect(),

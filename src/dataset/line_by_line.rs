@@ -1,6 +1,8 @@
-//! `line_by_line`: each non-empty line is a plain prompt, a JSON message array, or a whole JSON body.
+//! `line_by_line`: each non-empty line is a plain prompt, a JSON message array, or a whole JSON body. A
+//! body's `tools`, `tool_choice` and `response_format` are checked as it is read (every schema compiled):
+//! a bad one is an error naming its line.
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use serde_json::Value;
 
 use super::{Item, Shaper};
@@ -9,7 +11,7 @@ use super::{Item, Shaper};
 /// (length-filtered).
 pub fn parse(text: &str, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
     let mut items = Vec::new();
-    for line in text.lines() {
+    for (n, line) in text.lines().enumerate() {
         if items.len() >= limit {
             break;
         }
@@ -27,8 +29,11 @@ pub fn parse(text: &str, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
         }
         match parsed {
             Some(Value::Array(messages)) => items.push(Item::Chat(messages)),
-            Some(Value::Object(body)) => items.push(Item::Body(body)),
-            _ => items.extend(shaper.prepare(line)),
+            Some(Value::Object(body)) => {
+                crate::structured::check_body(&body).map_err(|e| anyhow!("line {}: {e}", n + 1))?;
+                items.push(Item::Body(body));
+            }
+            _ => items.extend(shaper.prepare(line)?),
         }
     }
     Ok(items)

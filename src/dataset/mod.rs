@@ -7,6 +7,7 @@
 //! intermediate data and no per-request entry, whatever the run's length).
 
 pub mod agentx;
+mod bfcl;
 mod conversations;
 mod embedding;
 mod files;
@@ -16,6 +17,7 @@ pub mod image;
 mod line_by_line;
 pub mod multi_turn;
 mod parquet_rows;
+mod prefix;
 pub mod random;
 pub mod replay_prompt;
 mod swe_smith;
@@ -110,34 +112,52 @@ impl Shaper {
     }
 
     /// `target_input_len`: cut longer prompts to the target (decoded without special tokens), keep or
-    /// drop shorter ones, and compute the `prefix_file` text that fills up to the target. `None`: dropped.
-    /// Without `target_input_len` this is the length filter.
-    pub fn fit_text(&self, text: &str) -> Option<Fitted> {
+    /// drop shorter ones, and compute the `prefix_file` text that fills up to the target (the budget is
+    /// the target minus the fitted text's tokens, re-encoded). `None`: dropped. Without `target_input_len`
+    /// this is the length filter. Fails when the tokenizer cannot measure (a chat template it lacks).
+    pub fn fit_text(&self, text: &str) -> Result<Option<Fitted>> {
         let (Some(fit), Some(tok)) = (&self.fit, &self.tokenizer) else {
-            return self.fits(text).then(|| Fitted {
+            return Ok(self.fits(text)?.then(|| Fitted {
                 text: text.to_string(),
                 prefix: None,
-            });
+            }));
         };
-        let ids = tok.encode(text).ok()?;
-        let (text, n) = if ids.len() > fit.target {
-            (
-                tok.decode_skip_special(&ids[..fit.target]).ok()?,
-                fit.target,
-            )
+        let ids = tok.encode(text)?;
+        let text = if ids.len() > fit.target {
+            tok.decode_skip_special(&ids[..fit.target])?
         } else if ids.len() < fit.target && fit.mode == InputLenMode::Drop {
-            return None;
+            return Ok(None);
         } else {
-            (text.to_string(), ids.len())
+            text.to_string()
         };
         let prefix = match &fit.prefix_ids {
-            Some(p) if !p.is_empty() && n < fit.target => {
-                let tiled: Vec<u32> = p.iter().copied().cycle().take(fit.target - n).collect();
-                Some(tok.decode_skip_special(&tiled).ok()?)
+            Some(p) => {
+                let budget = fit.target.saturating_sub(tok.count(&text)?);
+                Some(prefix::fill(tok, p, budget)?).filter(|s| !s.is_empty())
             }
-            _ => None,
+            None => None,
         };
-        Some(Fitted { text, prefix })
+        Ok(Some(Fitted { text, prefix }))
+    }
+
+    /// Whether a `prefix_file` is configured (conversations are then fitted whole).
+    pub fn has_prefix(&self) -> bool {
+        self.fit.as_ref().is_some_and(|f| f.prefix_ids.is_some())
+    }
+
+    /// evalscope's `prepare_conversation` (with a `prefix_file`, chat template on): the whole conversation
+    /// filled up to `target_input_len` by the prefix (a system message, or before the first message with
+    /// `prefix_role` user), its budget counting the bare content tokens of every message. `None`: the
+    /// conversation alone is longer than the target, so it is skipped (never cut).
+    pub fn fit_conversation(&self, messages: Vec<Value>) -> Result<Option<Vec<Value>>> {
+        let (Some(fit), Some(tok)) = (&self.fit, &self.tokenizer) else {
+            return Ok(Some(messages));
+        };
+        let Some(prefix_ids) = &fit.prefix_ids else {
+            return Ok(Some(messages));
+        };
+        let system = fit.role == PrefixRole::System && self.apply_chat_template;
+        prefix::fit_conversation(tok, prefix_ids, fit.target, system, messages)
     }
 
     /// A fitted prompt as an item: the prefix as a system message (`prefix_role` system, chat template on)
@@ -162,34 +182,30 @@ impl Shaper {
     }
 
     /// The length evalscope checks: characters without a tokenizer; with one, the tokens of the rendered
-    /// chat template (when it applies) or of the text.
-    pub fn measure(&self, text: &str) -> u64 {
-        match &self.tokenizer {
-            None => text.chars().count() as u64,
-            Some(tok) => {
-                let counted = if self.apply_chat_template && tok.has_chat_template() {
-                    tok.chat_token_count(
-                        &[json!({"role": "user", "content": text})],
-                        &self.template_kwargs,
-                    )
-                } else {
-                    tok.count(text)
-                };
-                counted.map_or(u64::MAX, |n| n as u64)
-            }
-        }
+    /// chat template (when it applies: a tokenizer without one is an error naming the ways out, as in
+    /// evalscope) or of the text.
+    pub fn measure(&self, text: &str) -> Result<u64> {
+        let n = match &self.tokenizer {
+            None => text.chars().count(),
+            Some(tok) if self.apply_chat_template => tok.chat_token_count(
+                &[json!({"role": "user", "content": text})],
+                &self.template_kwargs,
+            )?,
+            Some(tok) => tok.count(text)?,
+        };
+        Ok(n as u64)
     }
 
     /// Whether `text` lies within the bounds.
-    pub fn fits(&self, text: &str) -> bool {
-        let len = self.measure(text);
-        len >= self.length.0 && len <= self.length.1
+    pub fn fits(&self, text: &str) -> Result<bool> {
+        let len = self.measure(text)?;
+        Ok(len >= self.length.0 && len <= self.length.1)
     }
 
     /// evalscope's `prepare_messages`: keep prompts whose length lies in the bounds; wrap them as a user
     /// message when chat templates apply.
-    pub fn prepare(&self, text: &str) -> Option<Item> {
-        self.fit_text(text).map(|f| self.wrap_fitted(f))
+    pub fn prepare(&self, text: &str) -> Result<Option<Item>> {
+        Ok(self.fit_text(text)?.map(|f| self.wrap_fitted(f)))
     }
 
     /// The prompt as an item, without filtering.
@@ -252,12 +268,7 @@ impl Prompts {
         let fit = match (plan.dataset_args.target_input_len, &tokenizer) {
             (Some(target), Some(tok)) => {
                 let prefix_ids = match &plan.dataset_args.prefix_file {
-                    Some(path) => {
-                        let text = std::fs::read_to_string(path).with_context(|| {
-                            format!("--dataset-args prefix_file {}: cannot read", path.display())
-                        })?;
-                        Some(Arc::new(tok.encode(&text)?))
-                    }
+                    Some(path) => Some(Arc::new(prefix_ids(path, tok)?)),
                     None => None,
                 };
                 Some(Fit {
@@ -307,13 +318,21 @@ impl Prompts {
             )?)),
             None => None,
         };
-        Ok(Prompts {
+        let prompts = Prompts {
             source,
             tokenizer,
             tokenize_prompt: plan.tokens.tokenize_prompt,
             template_kwargs: kwargs,
             replay,
-        })
+        };
+        // `--tokenize-prompt` renders messages through the chat template as each request is made: the first
+        // item is tried now, so a template the tokenizer lacks stops the run before anything is sent.
+        if let Source::Items(items) = &prompts.source {
+            if let Some(first) = items.first() {
+                prompts.tokenized(first.clone())?;
+            }
+        }
+        Ok(prompts)
     }
 
     /// The inputs of a single-request workload (`--prompt`, a file, a synthetic dataset; a replayed trace's
@@ -370,6 +389,17 @@ impl Prompts {
                 Source::Items(items)
             }
         })
+    }
+
+    /// Whether any loaded row is a body carrying `tools`, `tool_choice` or `response_format`.
+    pub fn mentions_structure(&self) -> bool {
+        match &self.source {
+            Source::Items(items) => items.iter().any(|i| match i {
+                Item::Body(b) => crate::structured::mentions_structure(b),
+                _ => false,
+            }),
+            Source::Synthetic(_) | Source::Conversations(_) => false,
+        }
     }
 
     /// Prompts from ready items (cycled), e.g. for tests.
@@ -451,6 +481,20 @@ impl Prompts {
     }
 }
 
+/// The token ids of `prefix_file`, read once; an empty file (no tokens) is an error, as in evalscope.
+fn prefix_ids(path: &Path, tok: &Tokenizer) -> Result<Vec<u32>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--dataset-args prefix_file {}: cannot read", path.display()))?;
+    let ids = tok.encode(&text)?;
+    if ids.is_empty() {
+        bail!(
+            "--dataset-args prefix_file {}: the file is empty (no tokens to fill the prompts with)",
+            path.display()
+        );
+    }
+    Ok(ids)
+}
+
 /// `batch_size` of `--extra-args` (embedding batches), default 8.
 pub fn batch_size(plan: &RunPlan) -> Result<usize> {
     match plan.params.extra_args.get("batch_size") {
@@ -485,7 +529,9 @@ fn load_file(
     match kind {
         DatasetKind::OpenQa => text_lines::openqa(&read()?, shaper, limit)
             .with_context(|| format!("--dataset openqa: reading {}", path.display())),
-        DatasetKind::Custom => Ok(text_lines::custom(&read()?, shaper, limit)),
+        DatasetKind::Custom => text_lines::custom(&read()?, shaper, limit),
+        DatasetKind::Bfcl => bfcl::parse(&read()?, limit)
+            .with_context(|| format!("--dataset bfcl: reading {}", path.display())),
         DatasetKind::LineByLine => line_by_line::parse(&read()?, shaper, limit)
             .with_context(|| format!("--dataset line_by_line: reading {}", path.display())),
         DatasetKind::Embedding | DatasetKind::EmbeddingBatch => {
@@ -531,14 +577,17 @@ mod tests {
     #[test]
     fn prepare_filters_by_characters_and_wraps() {
         let s = Shaper::chars(true, (2, 4));
-        assert_eq!(s.prepare("a"), None);
+        assert_eq!(s.prepare("a").unwrap(), None);
         assert_eq!(
-            s.prepare("héé"),
+            s.prepare("héé").unwrap(),
             Some(Item::Chat(vec![json!({"role": "user", "content": "héé"})]))
         );
-        assert_eq!(s.prepare("abcde"), None);
+        assert_eq!(s.prepare("abcde").unwrap(), None);
         let plain = Shaper::chars(false, (2, 4));
-        assert_eq!(plain.prepare("abc"), Some(Item::Text("abc".into())));
+        assert_eq!(
+            plain.prepare("abc").unwrap(),
+            Some(Item::Text("abc".into()))
+        );
     }
 
     #[test]

@@ -103,7 +103,7 @@ pub fn load(
             let file = super::conversations::sharegpt_file(path, name)?;
             share_gpt(&read(&file)?, settings.max_turns, shaper, limit, &file)?
         }
-        DatasetKind::CustomMultiTurn => custom(&read(path)?, settings.max_turns, shaper, limit),
+        DatasetKind::CustomMultiTurn => custom(&read(path)?, settings.max_turns, shaper, limit)?,
         DatasetKind::SweSmith => {
             let all = super::swe_smith::conversations(path)?;
             if all.iter().any(|c| !c.is_empty()) {
@@ -176,7 +176,7 @@ fn share_gpt(
         let Some(first) = humans.first() else {
             continue;
         };
-        if shaper.fits(first) {
+        if shaper.fits(first)? {
             out.push(humans.iter().map(|h| Turn::new(vec![user(h)])).collect());
         }
     }
@@ -184,7 +184,12 @@ fn share_gpt(
 }
 
 /// `custom_multi_turn`: turns split at assistant messages (whose content is discarded).
-fn custom(text: &str, max_turns: Option<u64>, shaper: &Shaper, limit: usize) -> Vec<Conversation> {
+fn custom(
+    text: &str,
+    max_turns: Option<u64>,
+    shaper: &Shaper,
+    limit: usize,
+) -> Result<Vec<Conversation>> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if out.len() >= limit {
@@ -239,11 +244,15 @@ fn custom(text: &str, max_turns: Option<u64>, shaper: &Shaper, limit: usize) -> 
             .iter()
             .find(|m| m["role"] == "user")
             .and_then(|m| m["content"].as_str());
-        if first_user.is_none_or(|t| shaper.fits(t)) {
+        let fits = match first_user {
+            Some(t) => shaper.fits(t)?,
+            None => true,
+        };
+        if fits {
             out.push(turns.into_iter().map(Turn::new).collect());
         }
     }
-    out
+    Ok(out)
 }
 
 impl ConversationSource {
@@ -313,7 +322,7 @@ mod tests {
             r#"[{"role":"user","content":"x1"},{"role":"assistant","content":"a"},{"role":"user","content":"x2"},{"role":"assistant","content":"b"},{"role":"user","content":"x3"}]"#,
         );
         let shaper = Shaper::chars(true, (0, 100));
-        let convs = custom(text, Some(2), &shaper, 10);
+        let convs = custom(text, Some(2), &shaper, 10).unwrap();
         assert_eq!(convs.len(), 2);
         assert_eq!(
             convs[0][0].messages,

@@ -93,7 +93,7 @@ fn body(shape: &PromptShape, prompt: Value) -> Map<String, Value> {
 pub fn build(trace: &ReplayTrace, shape: &PromptShape) -> Result<Built> {
     let vocab = shape.tokenizer.clone().map(Vocab::new).transpose()?;
     let template_tokens = match (&shape.tokenizer, shape.chat && !shape.tokenize_prompt) {
-        (Some(tok), true) if tok.has_chat_template() => tok.chat_token_count(
+        (Some(tok), true) => tok.chat_token_count(
             &[json!({"role": "user", "content": ""})],
             &shape.template_kwargs,
         )? as u64,

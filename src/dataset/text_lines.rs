@@ -23,19 +23,21 @@ pub fn openqa(text: &str, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
         let Some(question) = value.get("question").and_then(Value::as_str) else {
             bail!("line {}: no string field \"question\"", n + 1);
         };
-        items.extend(shaper.prepare(question.trim()));
+        items.extend(shaper.prepare(question.trim())?);
     }
     Ok(items)
 }
 
 /// `custom`: each stripped, non-empty line is a prompt.
-pub fn custom(text: &str, shaper: &Shaper, limit: usize) -> Vec<Item> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .filter_map(|l| shaper.prepare(l))
-        .take(limit)
-        .collect()
+pub fn custom(text: &str, shaper: &Shaper, limit: usize) -> Result<Vec<Item>> {
+    let mut items = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if items.len() >= limit {
+            break;
+        }
+        items.extend(shaper.prepare(line)?);
+    }
+    Ok(items)
 }
 
 #[cfg(test)]
@@ -70,7 +72,7 @@ mod tests {
 
     #[test]
     fn custom_filters_and_limits() {
-        let items = custom("a\n\nthis line is too long\nb\nc\n", &shaper(), 2);
+        let items = custom("a\n\nthis line is too long\nb\nc\n", &shaper(), 2).unwrap();
         assert_eq!(items, vec![Item::Text("a".into()), Item::Text("b".into())]);
     }
 }

@@ -131,3 +131,27 @@ pub fn conversations(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// evalscope's `test_distinct_file_names`: each trie dataset reads its own `.jsonl` file.
+    #[test]
+    fn each_trie_dataset_reads_its_own_file() {
+        let names = [
+            DatasetKind::TrieAgenticCoding,
+            DatasetKind::TrieCodeQa,
+            DatasetKind::TrieOfficeWork,
+        ]
+        .map(file_name);
+        assert_eq!(
+            names,
+            [
+                "agentic_coding_8k.jsonl",
+                "code_qa_8k.jsonl",
+                "office_work_8k.jsonl"
+            ]
+        );
+    }
+}

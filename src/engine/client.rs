@@ -7,7 +7,8 @@
 //! an aborted run): HTTP status (with the server's body and `Retry-After`), connect, total timeout, read
 //! timeout, reset, disconnect, malformed event or body, in-band error, unusable response (no usage, a
 //! stream that ended without `[DONE]` and usage, an unexpected `Content-Type`). A stream that ends without
-//! `[DONE]` but carried usage succeeds, as in evalscope (the end of the body ends the response).
+//! `[DONE]` but carried usage succeeds, as in evalscope (the end of the body ends the response); a Responses
+//! API stream that ends without `response.completed` succeeds when a tokenizer will count it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -316,7 +317,11 @@ impl HttpClient {
                     saw_done |= event == b"[DONE]";
                     crate::api::apply_stream_event(api, record, event, at, &mut scan)
                 });
-                if !saw_done && record.failure.is_none() && !has_usage(record) {
+                if !saw_done
+                    && record.failure.is_none()
+                    && !has_usage(record)
+                    && !cut_short_is_counted(api, self.inner.usage_counted_later)
+                {
                     let end = match api {
                         ApiKind::Responses => "a `response.completed` event",
                         _ => "`data: [DONE]`",
@@ -411,6 +416,14 @@ fn finish(record: &mut RequestRecord, counted_later: bool) {
         return;
     }
     record.success = true;
+}
+
+/// Whether a stream that ended cleanly without its end event and without usage still counts, its tokens
+/// counted later by the tokenizer: a Responses API stream without `response.completed` does, as evalscope's
+/// Responses plugin keeps it (success unless `response.failed` / `error` came); a chat or completions
+/// stream without `[DONE]` and usage never does (it was cut off, so its output tokens would be short).
+fn cut_short_is_counted(api: ApiKind, counted_later: bool) -> bool {
+    api == ApiKind::Responses && counted_later
 }
 
 fn has_usage(record: &RequestRecord) -> bool {
@@ -535,6 +548,15 @@ mod tests {
         assert!(body_requests_stream(r#"{"stream": true}"#));
         assert!(!body_requests_stream(r#"{"stream": false}"#));
         assert!(!body_requests_stream("nope"));
+        // evalscope's `is_stream_body`: absent, or truthy but not the boolean true, is not a stream.
+        for body in [
+            r#"{}"#,
+            r#"{"stream": "true"}"#,
+            r#"{"stream": "True"}"#,
+            r#"{"stream": 1}"#,
+        ] {
+            assert!(!body_requests_stream(body), "{body}");
+        }
     }
 
     #[test]

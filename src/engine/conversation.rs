@@ -5,9 +5,10 @@
 //!
 //! Per turn, in evalscope's order: the turn's recorded tool latency, llmperf's think time (before every
 //! turn but the first), the history extended by the turn's messages, a Poisson pause when `--rate` is set,
-//! the body built from the history (the turn's own `max_tokens` overriding `--max-tokens`). A failed turn
-//! ends its conversation; `--max-turns` caps it. `--duration` stops claiming new conversations once passed
-//! (armed by the first measured claim; conversations already claimed run to their end).
+//! the body built from the history (the turn's own output cap overriding `--max-tokens`, under the API's
+//! key: `max_output_tokens` for the Responses API). A failed turn ends its conversation; `--max-turns` caps
+//! it. `--duration` stops claiming new conversations once passed (armed by the first measured claim;
+//! conversations already claimed run to their end).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -179,7 +180,7 @@ async fn converse(
             .composer
             .compose_value(&Item::Chat(history.messages.clone()), rng);
         if let Some(n) = turn.max_tokens {
-            body.insert("max_tokens".into(), json!(n));
+            shared.composer.set_max_tokens(&mut body, n);
         }
         if let Some(rid) = &rid {
             body.entry("rid")

@@ -318,4 +318,117 @@ mod tests {
             "{table}"
         );
     }
+
+    fn turn(
+        start: f64,
+        end: f64,
+        ttft: f64,
+        prompt: u64,
+        completion: u64,
+        cached: u64,
+    ) -> TraceTurn {
+        TraceTurn {
+            start_time: start,
+            completed_time: end,
+            ttft,
+            latency: end - start,
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            cached_tokens: cached,
+        }
+    }
+
+    /// The stats column of `metric` (mean, min, p50, p90, p95, p99, max).
+    fn stats(s: &TraceSummary, metric: &str) -> [f64; 7] {
+        s.rows.iter().find(|r| r.metric == metric).unwrap().stats
+    }
+
+    /// evalscope's `test_trace_metrics.py`: one three-turn trace, its derived metrics by hand.
+    #[test]
+    fn a_three_turn_trace_gives_evalscopes_derivations() {
+        let mut acc = TraceAccumulator::default();
+        acc.feed_turn(1, turn(0.0, 2.0, 0.5, 100, 51, 0));
+        acc.feed_turn(1, turn(3.0, 4.5, 0.3, 200, 21, 130));
+        acc.feed_turn(1, turn(5.0, 7.0, 0.4, 400, 31, 200));
+        let s = acc.summary();
+        assert_eq!(s.n_traces, 1);
+        let one = |metric: &str| stats(&s, metric)[0];
+        assert!((one("Latency (s)") - 7.0).abs() < 1e-12);
+        assert_eq!(one("First-Turn TTFT (s)"), 0.5);
+        assert!((one("TTFAT (s)") - 5.4).abs() < 1e-12);
+        let decode = (50.0 / 1.5 + 20.0 / 1.2 + 30.0 / 1.6) / 3.0;
+        assert!((one("Decode TPS") - decode).abs() < 1e-9);
+        assert!((one("Cache Hit Rate (%)") - 330.0 / 700.0 * 100.0).abs() < 1e-9);
+        // Eligible: turn 1 none, turn 2 100 + 51, turn 3 200 + 21.
+        assert!((one("Eligible Cache Hit Rate (%)") - 330.0 / 372.0 * 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn warmup_failed_and_single_turn_records_are_not_traces_and_rows_aggregate_traces() {
+        use std::sync::Arc;
+        use std::time::Instant;
+        let mut acc = TraceAccumulator::default();
+        let tag = crate::record::TurnTag {
+            conversation: 0,
+            turn_index: 0,
+            is_last: true,
+            cached_tokens: None,
+        };
+        let mut warmup = RequestRecord::new(0, true, Arc::from("{}"), Instant::now());
+        warmup.success = true;
+        warmup.turn = Some(tag);
+        let mut failed = RequestRecord::new(1, false, Arc::from("{}"), Instant::now());
+        failed.turn = Some(tag);
+        let mut single = RequestRecord::new(2, false, Arc::from("{}"), Instant::now());
+        single.success = true;
+        for r in [&warmup, &failed, &single] {
+            acc.feed(r);
+        }
+        assert!(acc.summary().is_empty());
+        // Two one-turn traces: latencies 1 and 3.
+        acc.feed_turn(1, turn(0.0, 1.0, 0.1, 50, 11, 0));
+        acc.feed_turn(2, turn(0.0, 3.0, 0.5, 50, 31, 0));
+        let s = acc.summary();
+        assert_eq!(s.n_traces, 2);
+        let names: Vec<&str> = s.rows.iter().map(|r| r.metric).collect();
+        assert_eq!(
+            names,
+            [
+                "Latency (s)",
+                "First-Turn TTFT (s)",
+                "TTFAT (s)",
+                "Decode TPS",
+                "Cache Hit Rate (%)",
+                "Eligible Cache Hit Rate (%)"
+            ]
+        );
+        let latency = stats(&s, "Latency (s)");
+        assert_eq!((latency[0], latency[1], latency[6]), (2.0, 1.0, 3.0));
+        let table = s.to_table();
+        for col in [
+            "Metric",
+            "mean",
+            "min",
+            "p50",
+            "p90",
+            "p95",
+            "p99",
+            "max",
+            "Latency (s)",
+        ] {
+            assert!(table.contains(col), "{col}: {table}");
+        }
+        // `trace_summary.json`: n_traces and six rows of the metric and seven statistics.
+        let json: Value = serde_json::from_str(&s.to_json_string()).unwrap();
+        assert_eq!(json["n_traces"], 2);
+        let rows = json["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 6);
+        for row in rows {
+            let keys: Vec<&String> = row.as_object().unwrap().keys().collect();
+            assert_eq!(
+                keys,
+                ["metric", "mean", "min", "p50", "p90", "p95", "p99", "max"]
+            );
+        }
+    }
 }

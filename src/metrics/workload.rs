@@ -474,3 +474,114 @@ impl WorkloadThroughput {
         format!("Steady (drop {}%)", (self.warmup_frac * 100.0) as i64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! evalscope's `test_workload_timeline.py`, case by case (the window rules on other timelines are in
+    //! `golden_tests/workload.rs`).
+    use super::*;
+
+    fn rates_eq(a: [f64; 4], b: [f64; 4]) -> bool {
+        a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9)
+    }
+
+    #[test]
+    fn cumulative_counts_wall_time_and_overall_rates() {
+        let mut t = WorkloadTimeline::default();
+        t.feed(100.0, 101.0, 20, 10, 0);
+        t.feed(100.5, 102.0, 30, 15, 20);
+        t.feed(101.0, 104.0, 40, 20, 35);
+        assert_eq!(t.n_points(), 3);
+        assert_eq!(t.wall_time(), 4.0);
+        // Completion 45, new prompt 20 + 10 + 5 = 35, cached 55; over 4 s.
+        assert!(rates_eq(t.overall_rates(), [22.5, 8.75, 13.75, 11.25]));
+    }
+
+    #[test]
+    fn warmup_failed_and_unstamped_requests_are_skipped_and_the_start_is_locked() {
+        use std::sync::Arc;
+        use std::time::Instant;
+        let mut t = WorkloadTimeline::default();
+        let warmup = RequestRecord::new(0, true, Arc::from("{}"), Instant::now());
+        let failed = RequestRecord::new(1, false, Arc::from("{}"), Instant::now());
+        t.feed_record(&warmup);
+        t.feed_record(&failed);
+        t.feed(0.0, 0.0, 10, 5, 0);
+        assert_eq!((t.n_points(), t.wall_time()), (0, 0.0));
+        // A later request that started earlier does not move the start: offsets already taken stay right.
+        t.feed(100.0, 101.0, 10, 5, 0);
+        t.feed(99.0, 102.0, 10, 5, 0);
+        assert_eq!(t.wall_start, Some(100.0));
+        let offsets: Vec<f64> = t.each_point().map(|p| p.unwrap().t).collect();
+        assert_eq!(offsets, [1.0, 2.0]);
+        // Cached beyond the prompt: the new-prompt rate is not negative.
+        let mut t = WorkloadTimeline::default();
+        t.feed(1.0, 2.0, 10, 5, 50);
+        assert!(t.overall_rates()[1] >= 0.0);
+    }
+
+    #[test]
+    fn the_last_window_and_the_steady_state_anchor_inside_the_run() {
+        let mut t = WorkloadTimeline::default();
+        for (start, done) in [(0.0, 1.0), (0.5, 3.0), (1.0, 6.0), (1.5, 10.0)] {
+            t.feed(start, done, 10, 10, 0);
+        }
+        // Last 5 s of 10: anchor = latest point with t <= 5 (t = 3): 20 tokens over 7 s.
+        assert!((t.last_window_rates(5.0)[3] - 20.0 / 7.0).abs() < 1e-9);
+        // A window longer than the run falls back to the overall rates.
+        assert!(rates_eq(t.last_window_rates(30.0), t.overall_rates()));
+        let mut t = WorkloadTimeline::default();
+        for (start, done) in [(0.0, 1.0), (0.5, 2.0), (1.0, 8.0), (1.5, 10.0)] {
+            t.feed(start, done, 10, 10, 0);
+        }
+        // Drop 20 % of 10 s: anchor = the point at t = 2: 20 tokens over 8 s.
+        assert!((t.steady_state_rates(0.2)[3] - 20.0 / 8.0).abs() < 1e-9);
+        // One point cannot carve a steady window: the overall rates.
+        let mut t = WorkloadTimeline::default();
+        t.feed(0.0, 1.0, 10, 10, 0);
+        assert!(rates_eq(t.steady_state_rates(0.2), t.overall_rates()));
+    }
+
+    #[test]
+    fn four_rows_in_order_labels_from_the_window_and_timeline_points() {
+        let mut t = WorkloadTimeline::default();
+        t.feed(0.0, 1.0, 10, 10, 0);
+        t.feed(0.5, 2.0, 20, 20, 10);
+        let mut w = t.throughput().unwrap();
+        assert_eq!(w.n_samples, 2);
+        let names: Vec<&str> = w.rows.iter().map(|r| r.metric).collect();
+        assert_eq!(
+            names,
+            [
+                "Total Prompt tok/s",
+                "New Prompt tok/s",
+                "Cached Prompt tok/s",
+                "Completion tok/s"
+            ]
+        );
+        (w.last_window_s, w.warmup_frac) = (60.0, 0.25);
+        assert_eq!(
+            (w.last_label(), w.steady_label()),
+            ("Last 60s".to_string(), "Steady (drop 25%)".to_string())
+        );
+        let mut t = WorkloadTimeline::default();
+        t.feed(0.0, 1.5, 20, 10, 5);
+        let v: Value = serde_json::from_str(&t.to_json_string()).unwrap();
+        let p = &v["points"][0];
+        assert_eq!(
+            (p["t"].as_f64(), p["cum_completion"].as_u64()),
+            (Some(1.5), Some(10))
+        );
+        assert_eq!(
+            (
+                p["cum_new_prompt"].as_u64(),
+                p["cum_cached_prompt"].as_u64()
+            ),
+            (Some(15), Some(5))
+        );
+        assert!(
+            WorkloadTimeline::default().throughput().is_none(),
+            "no points, no table"
+        );
+    }
+}

@@ -22,6 +22,9 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         put("mock_itl_ms", json!(mock.itl.as_secs_f64() * 1000.0));
         put("mock_output_tokens", json!(mock.output_tokens));
         put("mock_threads", json!(mock.threads));
+        if mock.invalid_output_rate > 0.0 {
+            put("mock_invalid_output_rate", json!(mock.invalid_output_rate));
+        }
     }
     m
 }
@@ -279,6 +282,40 @@ mod tests {
         let golden = golden_keys().expect("golden benchmark_args.json under ../shared");
         assert_eq!(&keys[..golden.len()], &golden[..]);
         assert_eq!(keys[golden.len()], "llmperf_version");
+    }
+
+    /// evalscope's `test_arguments_secrets.py`: the API key, the Authorization header it becomes and the
+    /// tracker keys are masked in `benchmark_args.json` (the request itself carries the raw key:
+    /// `tests/cli/secrets.rs`).
+    #[test]
+    fn api_key_authorization_and_tracker_keys_are_masked() {
+        for (tracker, flag) in [
+            ("wandb", "--wandb-api-key"),
+            ("swanlab", "--swanlab-api-key"),
+        ] {
+            let cli = Cli::try_parse_from([
+                "llmperf",
+                "--model",
+                "m",
+                "--prompt",
+                "p",
+                "--api-key",
+                "secret-token",
+                "--visualizer",
+                tracker,
+                flag,
+                "tracker-token",
+            ])
+            .unwrap();
+            let plan = RunPlan::from_cli(cli, chrono::Local::now()).unwrap();
+            let m = args_json(&plan, &plan.runs[0], plan.url.as_str(), "out/run");
+            assert_eq!(m["api_key"], json!(MASK));
+            assert_eq!(m["headers"]["Authorization"], json!(MASK));
+            assert_eq!(m[&format!("{tracker}_api_key")], json!(MASK));
+            let text = crate::pyjson::dumps_indent4(&m);
+            assert!(!text.contains("secret-token") && !text.contains("tracker-token"));
+            assert!(!format!("{plan:?}").contains("secret-token"));
+        }
     }
 
     /// evalscope's command line of a golden case, as argv: `{"a": 1}` split by spaces is joined again.

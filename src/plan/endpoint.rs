@@ -87,6 +87,11 @@ pub(super) fn mock_settings(cli: &Cli, api: ApiKind) -> Result<Option<MockSettin
                 "--mock-max-batch, --mock-prefill-tok-per-s and --mock-decode-tok-per-s configure the built-in simulator: add --api mock, or drop them",
             );
         }
+        if cli.mock_output.mock_invalid_output_rate > 0.0 {
+            return usage(
+                "--mock-invalid-output-rate configures the built-in simulator: add --api mock, or drop it",
+            );
+        }
         if !cli.mock_fault.is_empty() {
             return usage(
                 "--mock-fault configures the built-in simulator: add --api mock, or drop --mock-fault",
@@ -122,5 +127,6 @@ pub(super) fn mock_settings(cli: &Cli, api: ApiKind) -> Result<Option<MockSettin
         prefill_tok_per_s: cli.capacity.mock_prefill_tok_per_s,
         decode_tok_per_s: cli.capacity.mock_decode_tok_per_s,
         jitter,
+        invalid_output_rate: cli.mock_output.mock_invalid_output_rate,
     }))
 }

@@ -69,6 +69,8 @@ pub enum DatasetKind {
     LineByLine,
     /// Plain lines.
     Custom,
+    /// BFCL question/function files (chat bodies with tools).
+    Bfcl,
     /// Random token windows of exact length (spec §3.1).
     Random,
     /// `random` text plus random PNG images.
@@ -148,6 +150,7 @@ impl From<DatasetName> for DatasetKind {
             N::OpenQa | N::OpenQaAlias => DatasetKind::OpenQa,
             N::LineByLine => DatasetKind::LineByLine,
             N::Custom => DatasetKind::Custom,
+            N::Bfcl => DatasetKind::Bfcl,
             N::Random => DatasetKind::Random,
             N::RandomVl => DatasetKind::RandomVl,
             N::Embedding | N::Embed => DatasetKind::Embedding,
@@ -187,6 +190,7 @@ impl DatasetKind {
             DatasetKind::OpenQa => "openqa",
             DatasetKind::LineByLine => "line_by_line",
             DatasetKind::Custom => "custom",
+            DatasetKind::Bfcl => "bfcl",
             DatasetKind::Random => "random",
             DatasetKind::RandomVl => "random_vl",
             DatasetKind::Embedding => "embedding",
@@ -479,6 +483,8 @@ pub struct MockSettings {
     pub decode_tok_per_s: u64,
     /// `--mock-jitter-cv`, seeded by `--seed` (0 without it).
     pub jitter: crate::sim::Jitter,
+    /// `--mock-invalid-output-rate` (0 = none).
+    pub invalid_output_rate: f64,
 }
 
 /// The shape of a paced schedule (`--burstiness`, `--ramp-up`).

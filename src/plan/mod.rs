@@ -10,6 +10,7 @@ mod agentx;
 pub mod args;
 mod endpoint;
 mod kinds;
+mod legacy_args;
 mod load;
 mod multi_turn;
 mod parse;
@@ -222,7 +223,11 @@ fn request_url(
 
 impl RunPlan {
     /// Validates `cli` into a plan. `now` names the timestamp folder.
-    pub fn from_cli(cli: Cli, now: chrono::DateTime<chrono::Local>) -> Result<RunPlan, UsageError> {
+    pub fn from_cli(
+        mut cli: Cli,
+        now: chrono::DateTime<chrono::Local>,
+    ) -> Result<RunPlan, UsageError> {
+        legacy_args::normalize(&mut cli)?;
         let (model, model_id) = model_and_id(&cli)?;
         let api = ApiKind::from(cli.api);
         let tuning = cli.tuning.validate().map_err(UsageError)?;
@@ -262,6 +267,7 @@ impl RunPlan {
         let dataset_args = dataset_args(&cli, &tokens, &prompt_source)?;
         let image = image_settings(&cli)?;
         let query_template = prompts::query_template(&cli)?;
+        prompts::check_extra_args(&cli)?;
         let apply_chat_template =
             prompts::chat_template_and_url(&cli, &prompt_source, &tokens, &mut url);
         let outputs = outputs(&cli, &model_id, now);
@@ -326,7 +332,10 @@ impl RunPlan {
                 connect_timeout_s: cli.connect_timeout,
                 read_timeout_s: cli.read_timeout,
                 total_timeout_s: cli.total_timeout,
-                warmup_num: cli.warmup_num,
+                // A replayed trace takes its warmup from its own records: evalscope records 0.
+                warmup_num: cli.warmup_num.filter(|_| {
+                    !matches!(workload, Workload::WorkloadTrace(_) | Workload::Replay(_))
+                }),
                 duration_s: cli.duration,
                 prompt: cli.prompt,
                 query_template: cli.query_template,

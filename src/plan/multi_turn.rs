@@ -1,6 +1,6 @@
-//! Multi-turn mode, validated: `--multi-turn` with its turn bounds, the deprecated `--multi-turn-args`
-//! folded into `--dataset-args` (keys already there win, as evalscope), the multi-turn datasets'
-//! `--dataset-args` schema, llmperf's think time between turns and `--session-header`.
+//! Multi-turn mode, validated: `--multi-turn` with its turn bounds, the multi-turn datasets'
+//! `--dataset-args` schema (the deprecated `--multi-turn-args` already folded in by `legacy_args`),
+//! llmperf's think time between turns and `--session-header`.
 
 use serde_json::{Map, Value};
 
@@ -105,7 +105,12 @@ pub(super) fn multi_turn_settings(
                 cli.dataset.as_str()
             ));
         }
-        if flags.multi_turn_args.is_some() {
+        // Only its `num_workers` means something outside --multi-turn (promoted to --num-workers).
+        let multi_turn_keys = flags.multi_turn_args.as_deref().is_some_and(|text| {
+            serde_json::from_str::<Map<String, Value>>(text)
+                .map_or(true, |m| m.keys().any(|k| k != "num_workers"))
+        });
+        if multi_turn_keys {
             return usage("--multi-turn-args applies to --multi-turn runs only: add --multi-turn, or drop --multi-turn-args");
         }
         if flags.session_header.is_some() {
@@ -159,8 +164,8 @@ pub(super) fn multi_turn_settings(
     if kind == DatasetKind::RandomMultiTurn && max_turns.is_none() {
         return usage("random_multi_turn requires --max-turns to be set. Please specify the maximum number of turns per conversation.");
     }
-    let merged = fold_legacy_args(cli)?;
-    let args = parse_args(&merged)?;
+    // `--multi-turn-args` is already folded in (`legacy_args`).
+    let args = parse_args(&cli.dataset_args.clone().unwrap_or_default())?;
     let session_header = match &flags.session_header {
         None => None,
         Some(name) if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok() => {
@@ -196,36 +201,6 @@ fn legacy_dump(cli: &Cli) -> Option<Map<String, Value>> {
         out.insert(key.into(), given.get(key).cloned().unwrap_or(default));
     }
     Some(out)
-}
-
-/// `--dataset-args` with the deprecated `--multi-turn-args` folded in (`setdefault`: `--dataset-args`
-/// wins on a conflict; both are warned about as evalscope does).
-fn fold_legacy_args(cli: &Cli) -> Result<Map<String, Value>, UsageError> {
-    let mut merged = cli.dataset_args.clone().unwrap_or_default();
-    let Some(text) = &cli.turns.multi_turn_args else {
-        return Ok(merged);
-    };
-    let legacy: Map<String, Value> =
-        match serde_json::from_str(text) {
-            Ok(Value::Object(m)) => m,
-            Ok(_) => return usage(
-                "--multi-turn-args must be a JSON object, e.g. '{\"first_turn_length\": 65000}'",
-            ),
-            Err(e) => return usage(format!("Failed to parse --multi-turn-args JSON: {e}")),
-        };
-    let conflicts: Vec<&String> = legacy.keys().filter(|k| merged.contains_key(*k)).collect();
-    if !conflicts.is_empty() {
-        tracing::warn!(
-            "Keys {conflicts:?} were set in both --multi-turn-args and --dataset-args; --dataset-args takes precedence."
-        );
-    }
-    for (k, v) in &legacy {
-        merged.entry(k.clone()).or_insert_with(|| v.clone());
-    }
-    if !legacy.is_empty() {
-        tracing::warn!("`--multi-turn-args` is deprecated; its values were folded into `--dataset-args`. Please migrate to `--dataset-args`.");
-    }
-    Ok(merged)
 }
 
 fn int_or_range(key: &str, v: &Value) -> Result<IntOrRange, UsageError> {
@@ -293,9 +268,6 @@ fn parse_args(map: &Map<String, Value>) -> Result<MultiTurnArgs, UsageError> {
                 Some(c) if c > 0.0 && c.is_finite() => args.chars_per_token = c,
                 _ => return usage(format!("--dataset-args chars_per_token {value}: must be a number > 0")),
             },
-            "num_workers" => tracing::warn!(
-                "`num_workers` in dataset/multi-turn args is deprecated. Please use top-level `--num-workers` instead."
-            ),
             "think_time_s" => args.think_time = Some(think_time(value)?),
             other => {
                 return usage(format!(

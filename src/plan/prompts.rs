@@ -97,9 +97,20 @@ pub(super) fn query_template(cli: &Cli) -> Result<Option<String>, UsageError> {
     let text = read_at_file("--query-template", t)?;
     let probe = text.replace("%m", "m").replace("%p", "p");
     match serde_json::from_str::<serde_json::Value>(&probe) {
-        Ok(serde_json::Value::Object(_)) => Ok(Some(text)),
+        Ok(serde_json::Value::Object(o)) => match crate::structured::check_body(&o) {
+            Ok(()) => Ok(Some(text)),
+            Err(e) => usage(format!("--query-template: {e}")),
+        },
         Ok(_) => usage("--query-template must be a JSON object"),
         Err(e) => usage(format!("--query-template is not valid JSON: {e}")),
+    }
+}
+
+/// The `tools`, `tool_choice` and `response_format` of `--extra-args`, checked (every schema compiled).
+pub(super) fn check_extra_args(cli: &Cli) -> Result<(), UsageError> {
+    match crate::structured::check_body(&cli.extra_args) {
+        Ok(()) => Ok(()),
+        Err(e) => usage(format!("--extra-args: {e}")),
     }
 }
 

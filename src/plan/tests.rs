@@ -148,6 +148,13 @@ fn chat_template_default_follows_url() {
     assert!(!p.apply_chat_template);
     let p = plan(&["--url", "http://h/v1/completions", "--apply-chat-template"]).unwrap();
     assert!(p.apply_chat_template);
+    let p = plan(&[
+        "--url",
+        "http://h/v1/chat/completions",
+        "--no-apply-chat-template",
+    ])
+    .unwrap();
+    assert!(!p.apply_chat_template);
 }
 
 fn plan_ds(args: &[&str]) -> Result<RunPlan, UsageError> {

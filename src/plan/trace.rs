@@ -2,8 +2,9 @@
 //! `azure_trace`), validated before anything runs: it needs `--open-loop` and a trace file,
 //! whose every line is checked here (a bad line is a usage error naming it). The runs replay the trace's
 //! records: all of them while `--number` is left at its default, else the first `--number`; their folders
-//! keep evalscope's names (`--rate` and `--number` as typed). Warmup does not apply (the trace's own first
-//! requests would be cut from the replay).
+//! keep evalscope's names (`--rate` and `--number` as typed). There is no separate warmup phase: as in
+//! evalscope, `--warmup-num` marks the trace's own first records warmup (sent on the trace's schedule, left
+//! out of the results; the run's arguments then record `warmup_num` 0).
 
 use std::sync::Arc;
 
@@ -16,8 +17,8 @@ use crate::traces::workload_trace::{self, TraceRequest};
 const DEFAULT_NUMBER: u64 = 1000;
 
 /// A trace of `n` requests: each run replays all of them while `--number` is left at its default, else the
-/// first `--number`, at the trace's own offsets (`--rate` and `--number` as typed only name it); no
-/// warmup.
+/// first `--number`, at the trace's own offsets (`--rate` and `--number` as typed only name it); no warmup
+/// phase (the warmup is the trace's first records, `runner::requests`).
 fn fit_runs(runs: &mut [RunSpec], n: u64) {
     for r in runs.iter_mut() {
         r.load = Load::Trace {

@@ -35,20 +35,28 @@ pub struct Observers {
     pub replay: crate::metrics::replay::ReplayFidelity,
     /// Reasoning vs answer statistics (summary keys when any response carried reasoning).
     pub reasoning: crate::reasoning::ReasoningStats,
+    /// Tool-call and JSON-output statistics (summary keys when a request offered tools or asked for JSON).
+    pub tool_calls: crate::tool_calls::ToolCallStats,
 }
 
 /// What the aggregator completes on each record before counting it: token counts for responses that
-/// carried no usage (counted here once per finished request, never on the request path), and the
-/// reasoning split. (The intended prompt length comes with the record, from its prepared request.)
+/// carried no usage (counted here once per finished request, never on the request path), the
+/// reasoning split, and the tool-call / JSON-output outcome. (The intended prompt length comes with the
+/// record, from its prepared request.)
 pub struct Completion {
     /// Counts tokens with the tokenizer when the server sent no usage.
     pub counter: UsageFallback,
+    /// Runs whose bodies may carry `tools` or `response_format` only.
+    pub tools: Option<crate::tool_calls::Analyzer>,
 }
 
 impl Completion {
-    fn apply(&self, record: &mut RequestRecord) {
+    fn apply(&mut self, record: &mut RequestRecord) {
         self.counter.fill(record);
         record.reasoning = crate::reasoning::split(record, self.counter.tokenizer.as_deref());
+        if let Some(tools) = &mut self.tools {
+            tools.apply(record);
+        }
     }
 }
 
@@ -78,7 +86,7 @@ pub async fn aggregate(
     store: Store,
     log_every_n: u64,
     mut observers: Observers,
-    completion: Completion,
+    mut completion: Completion,
 ) -> Aggregated {
     let mut measuring = false;
     let mut batch: Vec<RequestRecord> = Vec::new();
@@ -101,6 +109,7 @@ pub async fn aggregate(
         observers.replay.feed(&record);
         observers.timeline.feed_record(&record);
         observers.reasoning.add(&record);
+        observers.tool_calls.add(&record);
         if let (true, Some(tracker)) = (counts, &mut observers.tracker) {
             tracker.request_done();
         }

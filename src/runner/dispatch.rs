@@ -274,7 +274,13 @@ fn start_aggregator(
                 template_kwargs: crate::dataset::template_kwargs(plan),
                 image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
                 responses: plan.api == crate::plan::ApiKind::Responses,
+                rerank: plan.api == crate::plan::ApiKind::Rerank,
             },
+            tools: crate::tool_calls::Analyzer::for_run(
+                plan,
+                &ctx.prompts,
+                ctx.prompts.tokenizer.clone(),
+            ),
         },
     ))
 }

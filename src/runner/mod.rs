@@ -67,6 +67,7 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         jitter: mock.jitter,
+        invalid_output_rate: mock.invalid_output_rate,
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;

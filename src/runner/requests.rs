@@ -77,6 +77,9 @@ pub(super) struct RunRequests {
     /// The run's seed: the body composer's generator and the schedule.
     seed: u64,
     warmup: usize,
+    /// A replayed trace's first records marked warmup: sent on the trace's own schedule, left out of the
+    /// results (evalscope's `workload_trace` warmup; the separate warmup phase is off for traces).
+    trace_warmup: usize,
     /// Requests of the plan's run (all shards), warmup included.
     len: usize,
     timing: Timing,
@@ -92,9 +95,13 @@ impl RunRequests {
             (None, None) => None,
         };
         let total = spec.total() as usize;
+        let mut trace_warmup = 0;
         let (source, len) = match trace {
             Some(requests) => {
                 let len = requests.requests().len().min(spec.number as usize);
+                // `--warmup-num` counts the trace's own first records (a fraction: of those replayed).
+                trace_warmup =
+                    (crate::plan::warmup_requests(plan.warmup_num, len as u64) as usize).min(len);
                 let global_headers = plan
                     .headers
                     .iter()
@@ -121,6 +128,7 @@ impl RunRequests {
             composer: ctx.composer.clone(),
             seed,
             warmup: (spec.warmup as usize).min(len),
+            trace_warmup,
             len,
             timing: Timing {
                 load: spec.load,
@@ -200,9 +208,9 @@ impl RunRequests {
                 requests,
                 global_headers,
             } => {
-                for t in requests.requests().iter().take(self.len) {
+                for (i, t) in requests.requests().iter().take(self.len).enumerate() {
                     let body = self.composer.compose(&Item::Body(t.body.clone()), &mut rng);
-                    let mut r = PreparedRequest::new(body, false);
+                    let mut r = PreparedRequest::new(body, i < self.trace_warmup);
                     r.offset_s = Some(t.offset_s);
                     r.request_id = t.request_id.as_deref().map(Arc::from);
                     r.extra_headers = header_lines(&t.headers, global_headers).map(Arc::from);

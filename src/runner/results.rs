@@ -56,6 +56,10 @@ pub(super) async fn write(
         .extras
         .appended
         .extend(observers.reasoning.summary_keys());
+    summary
+        .extras
+        .appended
+        .extend(observers.tool_calls.summary_keys());
     if let Some(server) = crate::server_metrics::finish_for_run(scrape, &mut summary).await {
         if let Err(e) = dir.write_server_metrics(&server) {
             tracing::warn!("--server-metrics: {e:#}");

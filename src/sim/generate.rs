@@ -73,7 +73,15 @@ pub(super) async fn generate(
     } = times;
     let cfg = &shared.cfg;
 
-    let (tokens, finish_reason) = request.output_plan(cfg.output_tokens);
+    let structured = match api {
+        Api::Chat => super::structured::plan(request, id, cfg.invalid_output_rate),
+        Api::Completion | Api::Responses => None,
+    };
+    let (tokens, finish_reason) = match &structured {
+        Some(s) if s.tokens() > request.max_output() => (request.max_output(), "length"),
+        Some(s) => (s.tokens(), s.finish_reason()),
+        None => request.output_plan(cfg.output_tokens),
+    };
     let cached_tokens = match cfg.prefix_cache.then(|| Chain::of_body(body)).flatten() {
         Some((chain, chat)) => shared
             .prefix
@@ -81,6 +89,7 @@ pub(super) async fn generate(
         None => 0,
     };
     let reasoning_tokens = match api {
+        Api::Chat if structured.is_some() => 0,
         Api::Chat => cfg.reasoning_tokens.min(tokens),
         Api::Completion | Api::Responses => 0,
     };
@@ -110,6 +119,7 @@ pub(super) async fn generate(
         pace,
         reasoning_tokens,
         jitter,
+        structured,
     };
     if request.is_stream() {
         let truth = cfg
@@ -158,6 +168,7 @@ pub(super) async fn generate(
             chunk_times_s: Vec::new(),
             first_answer_s: at.filter(|_| reasoning_tokens > 0 && answer_tokens > 0),
             reasoning_tokens: u64::from(reasoning_tokens),
+            structured: plan.structured.as_deref().map(|s| s.truth(tokens, at)),
         });
     }
     let mut resp = json(StatusCode::OK, body.freeze());
@@ -178,12 +189,17 @@ pub(super) async fn generate(
 /// `answer_tokens` tokens of answer.
 fn whole_body(plan: &Plan, answer_tokens: u32, fault: Option<Fault>) -> BytesMut {
     let api = plan.api;
-    let mut text = BytesMut::from(TOKEN_TEXT.repeat(answer_tokens as usize).as_bytes());
-    write_text_fault(&mut text, fault);
-    let mut body = if api == Api::Responses {
-        super::responses::full_body(plan, &text)
-    } else {
-        chat_body(plan, &text)
+    let mut body = match (api, plan.structured.as_deref()) {
+        (Api::Chat, Some(s)) => structured_body(plan, s),
+        _ => {
+            let mut text = BytesMut::from(TOKEN_TEXT.repeat(answer_tokens as usize).as_bytes());
+            write_text_fault(&mut text, fault);
+            if api == Api::Responses {
+                super::responses::full_body(plan, &text)
+            } else {
+                chat_body(plan, &text)
+            }
+        }
     };
     match fault {
         Some(Fault::Malformed | Fault::Truncated) => body.truncate(body.len() / 2),
@@ -195,6 +211,21 @@ fn whole_body(plan: &Plan, answer_tokens: u32, fault: Option<Fault>) -> BytesMut
         _ => {}
     }
     body
+}
+
+/// A whole chat body carrying the plan's tool call or JSON output (its first `plan.tokens` tokens).
+fn structured_body(plan: &Plan, s: &super::structured::Structured) -> BytesMut {
+    let mut out = String::with_capacity(256 + s.text.len());
+    out.push('{');
+    plan.write_head_fields(&mut out, false);
+    out.push_str(r#","choices":[{"index":0,"message":"#);
+    s.write_message(&mut out, plan.tokens);
+    out.push_str(r#","logprobs":null,"finish_reason":""#);
+    out.push_str(plan.finish_reason);
+    out.push_str(r#""}],"#);
+    plan.write_usage(&mut out);
+    out.push('}');
+    BytesMut::from(out.as_bytes())
 }
 
 /// A whole chat or completions body whose answer text is `text` (after the plan's reasoning tokens).

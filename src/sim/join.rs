@@ -154,6 +154,7 @@ mod tests {
             chunk_times_s: vec![1.05],
             first_answer_s: None,
             reasoning_tokens: 0,
+            structured: None,
         }
     }
 

@@ -52,6 +52,11 @@
 //! out as `delta.reasoning_content` (`message.reasoning_content` when not streaming), the rest as
 //! `content`, and the usage carries `completion_tokens_details.reasoning_tokens` = min(R, output tokens).
 //!
+//! **Tool calls and JSON output**: a chat request that offers `tools` gets one tool call, one asking for
+//! a JSON `response_format` gets JSON content, streamed in fragments (the output length is the
+//! fragments' count, still cut by `max_tokens`); [`SimConfig::invalid_output_rate`] makes a seeded share
+//! of them invalid. The ground truth keeps what was sent. See `structured.rs`.
+//!
 //! # Timing
 //! Token `i` (0-based) is produced at `received + ttft + i * itl` on an absolute timeline from the instant
 //! the request head was parsed, slept to with `sleep_until` (zero delays never touch the timer). A stream
@@ -89,6 +94,7 @@ mod capacity;
 mod conn;
 pub mod fault;
 mod generate;
+mod instance;
 pub mod jitter;
 pub mod join;
 pub mod metrics;
@@ -99,6 +105,7 @@ mod request;
 mod responses;
 mod routes;
 mod stream;
+mod structured;
 #[cfg(test)]
 mod tests;
 mod truth;
@@ -120,13 +127,13 @@ pub use fault::{Fault, FaultRule};
 pub use jitter::Jitter;
 pub use metrics::MetricsFault;
 pub use routes::FAULT_HEADER;
-pub use truth::{write_truth_jsonl, TruthRecord};
+pub use truth::{write_truth_jsonl, TruthCall, TruthRecord, TruthStructured};
 
 /// One captured request: path, raw body, headers (lowercase names, in received order).
 pub type CapturedRequest = (String, String, Vec<(String, String)>);
 
 /// How the simulator behaves.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
     /// Delay from the request being received to the first token being produced.
     pub ttft: Duration,
@@ -160,6 +167,8 @@ pub struct SimConfig {
     pub reasoning_tokens: u32,
     /// Log-normal noise on each TTFT and each token gap (`--mock-jitter-cv`; off by default). See [`jitter`].
     pub jitter: Jitter,
+    /// Share of tool calls and JSON outputs made invalid on purpose, in [0, 1] (see `structured.rs`).
+    pub invalid_output_rate: f64,
 }
 
 impl Default for SimConfig {
@@ -179,6 +188,7 @@ impl Default for SimConfig {
             metrics_fault: None,
             reasoning_tokens: 0,
             jitter: Jitter::default(),
+            invalid_output_rate: 0.0,
         }
     }
 }

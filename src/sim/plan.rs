@@ -1,6 +1,7 @@
 //! What one simulated response will be — its API, id, tokens, timing, usage and content fault — and the
 //! pieces of its text shared by the chat, completion and Responses writers.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -63,6 +64,8 @@ pub(crate) struct Plan {
     pub arrived: Instant,
     /// `--mock-jitter-cv`: the request's factors for its token gaps (its TTFT is already scaled).
     pub jitter: Option<super::jitter::Draws>,
+    /// A tool call or JSON output instead of text (chat only; see `structured.rs`).
+    pub structured: Option<Arc<super::structured::Structured>>,
 }
 
 impl Plan {

@@ -35,6 +35,14 @@ pub(crate) struct GenRequest {
     pub query: Option<Count>,
     /// Rerank documents.
     pub documents: Option<Count>,
+    /// Offered functions (a tool call is answered; see `structured.rs`).
+    pub tools: Option<serde_json::Value>,
+    /// `tool_choice`.
+    pub tool_choice: Option<serde_json::Value>,
+    /// `response_format` (JSON output).
+    pub response_format: Option<serde_json::Value>,
+    /// The request's `seed` (any JSON: only read as the seed of the invalid-output draw).
+    pub seed: Option<serde_json::Value>,
 }
 
 /// `stream_options`.
@@ -72,18 +80,22 @@ impl GenRequest {
             .sum()
     }
 
+    /// The output cap: `max_tokens` (or `max_completion_tokens`, `max_output_tokens`), default 16.
+    pub fn max_output(&self) -> u32 {
+        self.max_tokens
+            .or(self.max_completion_tokens)
+            .or(self.max_output_tokens)
+            .unwrap_or(DEFAULT_MAX_TOKENS)
+            .min(u64::from(u32::MAX)) as u32
+    }
+
     /// The planned output: how many tokens and the `finish_reason` to report.
     ///
     /// `ignore_eos: true` gives exactly `max_tokens`; otherwise the natural length `natural` is raised to
     /// `min_tokens` and then capped at `max_tokens`. The reason is `"length"` when the output reaches
     /// `max_tokens`, else `"stop"`.
     pub fn output_plan(&self, natural: u32) -> (u32, &'static str) {
-        let max = self
-            .max_tokens
-            .or(self.max_completion_tokens)
-            .or(self.max_output_tokens)
-            .unwrap_or(DEFAULT_MAX_TOKENS)
-            .min(u64::from(u32::MAX)) as u32;
+        let max = self.max_output();
         let n = if self.ignore_eos == Some(true) {
             max
         } else {

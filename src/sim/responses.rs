@@ -200,6 +200,7 @@ mod tests {
             itl: Duration::ZERO,
             fault,
             jitter: None,
+            structured: None,
         }
     }
 

@@ -268,6 +268,7 @@ async fn embeddings(
             chunk_times_s: Vec::new(),
             first_answer_s: None,
             reasoning_tokens: 0,
+            structured: None,
         });
     }
     json(StatusCode::OK, out)
@@ -319,6 +320,7 @@ async fn rerank(
             chunk_times_s: Vec::new(),
             first_answer_s: None,
             reasoning_tokens: 0,
+            structured: None,
         });
     }
     json(StatusCode::OK, out)

@@ -232,30 +232,17 @@ impl SseBody {
             self.sent_tokens = end;
             return;
         }
-        let reasoning_end = self.plan.reasoning_tokens.clamp(start, end);
-        match api {
-            Api::Chat if reasoning_end > start => {
-                w.extend_from_slice(br#"{"index":0,"delta":{"reasoning_content":""#);
-                for _ in start..reasoning_end {
-                    w.extend_from_slice(TOKEN_TEXT.as_bytes());
-                }
-                if end > reasoning_end {
-                    w.extend_from_slice(br#"","content":""#);
-                }
+        if let (Api::Chat, Some(s)) = (api, self.plan.structured.as_deref()) {
+            let mut extra = BytesMut::new();
+            if j == 0 {
+                write_text_fault(&mut extra, fault);
             }
-            Api::Chat => w.extend_from_slice(br#"{"index":0,"delta":{"content":""#),
-            Api::Completion | Api::Responses => w.extend_from_slice(br#"{"index":0,"text":""#),
+            s.write_delta(w, start, end, &extra);
+            w.extend_from_slice(br#","logprobs":null,"finish_reason":"#);
+        } else {
+            self.write_text(j, (start, end));
         }
-        for _ in reasoning_end.max(start)..end {
-            w.extend_from_slice(TOKEN_TEXT.as_bytes());
-        }
-        if j == 0 {
-            write_text_fault(w, fault);
-        }
-        w.extend_from_slice(match api {
-            Api::Chat => br#""},"logprobs":null,"finish_reason":"#,
-            Api::Completion | Api::Responses => br#"","logprobs":null,"finish_reason":"#,
-        });
+        let w = &mut self.buf;
         if last {
             let _ = write!(w, r#""{}"}}]}}"#, self.plan.finish_reason);
         } else {
@@ -281,6 +268,37 @@ impl SseBody {
             }
         }
         self.sent_tokens = end;
+    }
+
+    /// Appends chunk `j`'s text choice (tokens `[start, end)`: reasoning, then content or text) up to
+    /// its `finish_reason` value.
+    fn write_text(&mut self, j: u32, (start, end): (u32, u32)) {
+        let (api, fault) = (self.plan.api, self.plan.fault);
+        let w = &mut self.buf;
+        let reasoning_end = self.plan.reasoning_tokens.clamp(start, end);
+        match api {
+            Api::Chat if reasoning_end > start => {
+                w.extend_from_slice(br#"{"index":0,"delta":{"reasoning_content":""#);
+                for _ in start..reasoning_end {
+                    w.extend_from_slice(TOKEN_TEXT.as_bytes());
+                }
+                if end > reasoning_end {
+                    w.extend_from_slice(br#"","content":""#);
+                }
+            }
+            Api::Chat => w.extend_from_slice(br#"{"index":0,"delta":{"content":""#),
+            Api::Completion | Api::Responses => w.extend_from_slice(br#"{"index":0,"text":""#),
+        }
+        for _ in reasoning_end.max(start)..end {
+            w.extend_from_slice(TOKEN_TEXT.as_bytes());
+        }
+        if j == 0 {
+            write_text_fault(w, fault);
+        }
+        w.extend_from_slice(match api {
+            Api::Chat => br#""},"logprobs":null,"finish_reason":"#,
+            Api::Completion | Api::Responses => br#"","logprobs":null,"finish_reason":"#,
+        });
     }
 
     /// The next frame: every chunk that is due, or `Pending` until the next one is.
@@ -366,6 +384,11 @@ impl Drop for SseBody {
                 chunk_times_s: std::mem::take(&mut self.chunk_times_s),
                 first_answer_s: self.first_answer_s,
                 reasoning_tokens: u64::from(self.plan.reasoning_tokens.min(self.sent_tokens)),
+                structured: self
+                    .plan
+                    .structured
+                    .as_deref()
+                    .map(|s| s.truth(self.sent_tokens, self.first_token_s)),
             });
         }
     }

@@ -49,6 +49,33 @@ pub struct TruthRecord {
     /// Output tokens sent as `reasoning_content` (written only when non-zero).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_tokens: u64,
+    /// The tool call or JSON output sent (written only for those).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<TruthStructured>,
+}
+
+/// A tool call as the simulator sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TruthCall {
+    /// Its `id`.
+    pub id: String,
+    /// The function's name.
+    pub name: String,
+    /// Its arguments, as far as they were sent (all of them unless `max_tokens` or the client cut them).
+    pub arguments: String,
+}
+
+/// The tool call or JSON output of one response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TruthStructured {
+    /// The call, for a request that offered tools.
+    pub tool_call: Option<TruthCall>,
+    /// The JSON text sent as `content`, for a request that asked for JSON.
+    pub content: Option<String>,
+    /// The output was made invalid on purpose (`invalid_output_rate`).
+    pub invalid: bool,
+    /// When the frame carrying the call's first fragment was handed to the connection.
+    pub first_tool_call_s: Option<f64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -115,6 +142,7 @@ mod tests {
             chunk_times_s: vec![received_s + 0.05],
             first_answer_s: None,
             reasoning_tokens: 0,
+            structured: None,
         }
     }
 

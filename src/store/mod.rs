@@ -12,7 +12,9 @@
 //! `max_gpu_memory_cost` = the local server's peak GPU memory in GiB ([`crate::gpu_memory`], 0.0 without
 //! one); `request_id` is NULL unless a replayed trace gave one; `conversation_id` and `turn_index` (from 0)
 //! place a `--multi-turn` request in its conversation (NULL otherwise); `response_messages` is
-//! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). Warmup records are never stored.
+//! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). The tool-call columns
+//! (`tool_call_count` … `validation_error`, [`crate::record::StructuredOutcome`]) are NULL except for
+//! successful requests that offered tools or asked for JSON. Warmup records are never stored.
 
 mod b64;
 #[cfg(test)]
@@ -63,7 +65,9 @@ const EXTRA_COLUMNS: &str =
     "status_code INTEGER, error TEXT, scheduled_time REAL, send_time REAL, \
      chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT, intended_prompt_tokens INTEGER, \
      reasoning_tokens INTEGER, answer_tokens INTEGER, first_reasoning_latency REAL, first_answer_latency REAL, \
-     conversation_id INTEGER, turn_index INTEGER";
+     conversation_id INTEGER, turn_index INTEGER, tool_call_count INTEGER, valid_tool_calls INTEGER, \
+     invalid_tool_calls INTEGER, first_tool_call_latency REAL, tool_call_tokens INTEGER, tool_calls TEXT, \
+     schema_valid INTEGER, truncated INTEGER, validation_error TEXT";
 
 const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
      response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
@@ -72,6 +76,12 @@ const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_l
      answer_tokens, first_reasoning_latency, first_answer_latency, conversation_id, turn_index) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
      ?23, ?24, ?25, ?26, ?27, ?28)";
+
+/// The tool-call columns of the row just inserted: set only for a request that offered tools or asked for
+/// JSON, so any other row costs exactly the insert above (its tool-call columns stay NULL).
+const TOOLS_SQL: &str = "UPDATE result SET tool_call_count = ?1, valid_tool_calls = ?2, \
+     invalid_tool_calls = ?3, first_tool_call_latency = ?4, tool_call_tokens = ?5, tool_calls = ?6, \
+     schema_valid = ?7, truncated = ?8, validation_error = ?9 WHERE rowid = ?10";
 
 /// What the caller sends to the writer thread.
 enum Msg {
@@ -451,6 +461,22 @@ impl Writer {
             r.turn.and_then(|t| i64::try_from(t.conversation).ok()),
             r.turn.map(|t| t.turn_index),
         ])?;
+        if let Some(o) = r.structured.as_deref() {
+            // Call counts only where the request had tools (or calls came anyway).
+            let calls = (o.has_tools || o.tool_calls > 0).then_some(o);
+            self.conn.prepare_cached(TOOLS_SQL)?.execute(params![
+                calls.map(|o| o.tool_calls),
+                calls.map(|o| o.valid_tool_calls),
+                calls.map(|o| o.invalid_tool_calls),
+                o.first_tool_call_s,
+                o.tool_call_tokens.and_then(|n| i64::try_from(n).ok()),
+                o.calls_json.as_deref(),
+                o.schema_valid,
+                o.truncated,
+                o.error.as_deref(),
+                self.conn.last_insert_rowid(),
+            ])?;
+        }
         self.pending_rows += 1;
         Ok(())
     }

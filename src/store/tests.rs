@@ -184,7 +184,16 @@ fn writes_evalscope_rows_then_extras() {
             "first_reasoning_latency",
             "first_answer_latency",
             "conversation_id",
-            "turn_index"
+            "turn_index",
+            "tool_call_count",
+            "valid_tool_calls",
+            "invalid_tool_calls",
+            "first_tool_call_latency",
+            "tool_call_tokens",
+            "tool_calls",
+            "schema_valid",
+            "truncated",
+            "validation_error"
         ]
     );
 

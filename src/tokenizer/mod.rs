@@ -309,13 +309,26 @@ impl Tokenizer {
         kwargs: &Map<String, Value>,
     ) -> Result<String> {
         let Some(t) = &self.template else {
-            bail!(
-                "--tokenizer-path {}: the tokenizer has no chat template (no `chat_template` in tokenizer_config.json, no chat_template.jinja); pass --no-apply-chat-template",
-                self.source
-            );
+            bail!(self.template_error(
+                "it has no chat template (no `chat_template` in tokenizer_config.json, no chat_template.jinja or chat_template.json)"
+            ));
         };
         t.render(messages, add_generation_prompt, kwargs)
-            .map_err(|e| anyhow!("rendering the chat template of {}: {e:#}", self.source))
+            .map_err(|e| anyhow!(self.template_error(&format!("{e:#}"))))
+    }
+
+    /// The error for a chat template that cannot be applied (none, or one that rejects the messages), with
+    /// the ways out evalscope 1.14.1 names: it names the tokenizer and `--no-apply-chat-template`.
+    pub fn template_error(&self, cause: &str) -> String {
+        format!(
+            "--tokenizer-path {0}: cannot apply the chat template of tokenizer `{0}`: {cause}. \
+             The template is applied on the client only, to count prompt tokens as the server does. Either \
+             drop `--tokenizer-path` and let the server's `usage` give the token counts; or use a tokenizer \
+             that ships a chat template and shares the vocabulary of the served model (another vocabulary \
+             distorts the counts); or pass `--no-apply-chat-template` and benchmark a text-completions \
+             endpoint (`/v1/completions`) instead",
+            self.source
+        )
     }
 
     /// `len(apply_chat_template(messages, add_generation_prompt=True, tokenize=True))`.

@@ -171,6 +171,7 @@ fn record(line: &str) -> Result<(f64, TraceRequest, Option<u64>), String> {
             "body contains reserved key {k:?}; remove it from the trace body"
         ));
     }
+    crate::structured::check_body(&body).map_err(|e| e.to_string())?;
     let ts = timestamp(obj.get("timestamp").ok_or("missing \"timestamp\"")?)?;
     let headers = match obj.get("headers") {
         None | Some(Value::Null) => Vec::new(),
@@ -333,80 +334,4 @@ pub fn load(path: &Path, args: &TraceArgs) -> Result<Vec<TraceRequest>, String> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn timestamps_as_numbers_and_iso_times() {
-        assert_eq!(timestamp(&json!(12.5)).unwrap(), 12.5);
-        assert_eq!(timestamp(&json!("7")).unwrap(), 7.0);
-        assert_eq!(
-            timestamp(&json!("1970-01-01T00:16:40.150Z")).unwrap(),
-            1000.15
-        );
-        assert_eq!(timestamp(&json!("1970-01-01T01:00:00+01:00")).unwrap(), 0.0);
-        assert_eq!(timestamp(&json!("1970-01-02 00:00:00")).unwrap(), 86400.0);
-        assert_eq!(timestamp(&json!("1970-01-02")).unwrap(), 86400.0);
-        assert!(timestamp(&json!("yesterday"))
-            .unwrap_err()
-            .contains("yesterday"));
-        assert!(timestamp(&json!(true)).is_err());
-    }
-
-    #[test]
-    fn records_are_validated_line_by_line_and_rewritten() {
-        let dir = tempfile::tempdir().unwrap();
-        let bad = dir.path().join("bad.jsonl");
-        std::fs::write(&bad, "{\"body\": {}, \"timestamp\": 1}\nnot json\n\n{\"body\": {}}\n{\"body\": {}, \"timestamp\": 2, \"x\": 1}\n").unwrap();
-        let args = parse_args(None).unwrap();
-        let e = load(&bad, &args).unwrap_err();
-        assert!(e.contains("(3 error(s))"), "{e}");
-        assert!(
-            e.contains("line 2: invalid JSON")
-                && e.contains("line 4: missing \"timestamp\"")
-                && e.contains("line 5: unknown key \"x\""),
-            "{e}"
-        );
-
-        let good = dir.path().join("good.jsonl");
-        std::fs::write(
-            &good,
-            concat!(
-                r#"{"body": {"model": "a", "messages": []}, "timestamp": 10, "completion_tokens": 5, "request_id": "r2"}"#, "\n",
-                r#"{"body": "{\"model\": \"b\", \"response_format\": {\"type\": \"json_object\"}}", "timestamp": 9, "completion_tokens": 3, "headers": {"X-T": "1"}}"#, "\n",
-            ),
-        )
-        .unwrap();
-        let m: Map<String, Value> = serde_json::from_value(json!({"speed": 2, "match_output_length": true, "model_mapping": {"a": "A"}, "model_override": "O"})).unwrap();
-        let args = parse_args(Some(&m)).unwrap();
-        let reqs = load(&good, &args).unwrap();
-        assert_eq!(reqs[0].offset_s, 0.0);
-        assert_eq!(reqs[1].offset_s, 0.5);
-        assert_eq!(reqs[0].body["model"], "O");
-        assert_eq!(
-            reqs[0].body.get("ignore_eos"),
-            None,
-            "constrained decoding keeps only max_tokens"
-        );
-        assert_eq!(reqs[0].body["max_tokens"], 3);
-        assert_eq!(reqs[0].headers, vec![("X-T".to_string(), "1".to_string())]);
-        assert_eq!(reqs[1].body["model"], "A");
-        assert_eq!(reqs[1].body["ignore_eos"], true);
-        assert_eq!(reqs[1].request_id.as_deref(), Some("r2"));
-        let e =
-            parse_args(Some(&serde_json::from_value(json!({"speed": 0})).unwrap())).unwrap_err();
-        assert!(e.contains("speed"));
-        let global = vec![("authorization".to_string(), "x".to_string())];
-        let trace = vec![
-            ("Authorization".to_string(), "y".to_string()),
-            ("Connection".to_string(), "close".to_string()),
-            ("X-Tenant".to_string(), "t1".to_string()),
-        ];
-        assert_eq!(
-            header_lines(&trace, &global).as_deref(),
-            Some("X-Tenant: t1\r\n")
-        );
-        assert_eq!(header_lines(&trace[..2], &global), None);
-    }
-}
+mod tests;

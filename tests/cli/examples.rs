@@ -252,8 +252,14 @@ fn ci_regression_gate_fails_a_slower_candidate_and_passes_an_equal_one() {
     let o = script("ci_regression_gate.sh", out.path(), &settings("120"));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(3), "{stdout}\n{}", stderr(&o));
-    assert!(stdout.contains("### ❌ llmperf compare: 2 gated regressions"), "{stdout}");
-    assert!(stdout.contains("ci_regression_gate: REGRESSION"), "{stdout}");
+    assert!(
+        stdout.contains("### ❌ llmperf compare: 2 gated regressions"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("ci_regression_gate: REGRESSION"),
+        "{stdout}"
+    );
     let junit = std::fs::read_to_string(out.path().join("junit.xml")).unwrap();
     assert!(
         junit.contains("tests=\"3\" failures=\"2\" errors=\"0\" skipped=\"1\""),
@@ -267,9 +273,49 @@ fn ci_regression_gate_fails_a_slower_candidate_and_passes_an_equal_one() {
     let o = script("ci_regression_gate.sh", same.path(), &settings("60"));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", stderr(&o));
-    assert!(stdout.contains("ci_regression_gate: no gated regression"), "{stdout}");
+    assert!(
+        stdout.contains("ci_regression_gate: no gated regression"),
+        "{stdout}"
+    );
     // Results already there: refused before anything runs.
     let o = script("ci_regression_gate.sh", same.path(), &settings("60"));
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("already holds"), "{}", stderr(&o));
+}
+
+#[test]
+fn tool_calling_recipe_reports_tool_call_and_schema_validity() {
+    let out = tempfile::tempdir().unwrap();
+    let o = script(
+        "tool_calling.sh",
+        out.path(),
+        &[("MOCK", "1"), ("NUMBER", "8"), ("INVALID_RATE", "0")],
+    );
+    ok(&o);
+    let s = summaries(out.path());
+    assert_eq!(s.len(), 1);
+    // Three tool rows and one JSON row, cycled over 8 requests.
+    assert_eq!(s[0]["Tool Requests"], 6);
+    assert_eq!(s[0]["Tool Call Rate (%)"], 100.0);
+    assert_eq!(s[0]["Valid Tool Calls (%)"], 100.0);
+    assert_eq!(s[0]["Schema Requests"], 2);
+    assert_eq!(s[0]["Schema Valid (%)"], 100.0);
+
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let bfcl =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bfcl/BFCL_v3_sample.json");
+    let o = script(
+        "tool_calling.sh",
+        out.path(),
+        &[
+            ("URL", &format!("{}/v1/chat/completions", sim.base_url())),
+            ("BFCL", bfcl.to_str().unwrap()),
+            ("NUMBER", "4"),
+        ],
+    );
+    ok(&o);
+    let s = summaries(out.path());
+    assert_eq!(s[0]["Tool Requests"], 4);
+    assert_eq!(s[0]["Valid Tool Calls (%)"], 100.0);
 }

@@ -5,9 +5,11 @@
 pub mod fake_hub;
 pub mod parquet;
 pub mod run;
+pub mod stub;
 pub mod tls;
 
 pub use run::{Run, RunDir};
+pub use stub::{Reply, StubServer};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

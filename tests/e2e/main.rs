@@ -16,3 +16,4 @@ mod server;
 mod server_metrics;
 mod sla;
 mod tokens;
+mod tool_calls;

@@ -63,6 +63,13 @@ impl RealServer {
     /// Starts a server (`embedding` serves `/v1/embeddings` instead of generation). Returns `None` when the
     /// server is not installed and this is not CI (a note is printed); in CI a missing server fails.
     pub fn start(embedding: bool) -> Option<RealServer> {
+        let args: &[&str] = if embedding { &["--embedding"] } else { &[] };
+        RealServer::start_with(args)
+    }
+
+    /// Starts a server with extra `scripts/llama_server.py` arguments (`--chat-template-file PATH`, …);
+    /// `None` as [`RealServer::start`].
+    pub fn start_with(extra: &[&str]) -> Option<RealServer> {
         let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let py = match python() {
             Ok(p) => p,
@@ -85,9 +92,7 @@ impl RealServer {
             .env("OMP_WAIT_POLICY", "PASSIVE")
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        if embedding {
-            cmd.arg("--embedding");
-        }
+        cmd.args(extra);
         let child = cmd.spawn().expect("start scripts/llama_server.py");
         let mut server = RealServer {
             child,

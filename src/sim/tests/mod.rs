@@ -1,6 +1,7 @@
 //! End-to-end tests of the simulator over real loopback HTTP (reqwest, and raw TCP for disconnects).
 
 mod faults;
+mod structured;
 
 use std::time::Duration;
 
