@@ -334,3 +334,29 @@ fn evalscope_run_roots_get_the_verdicts_of_llmperfs_runs() {
     }
     assert_eq!(theirs.len(), 2 * 18);
 }
+
+#[test]
+fn completions_and_the_man_page_know_compare_and_its_flags() {
+    let llmperf = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_llmperf"))
+            .args(args)
+            .output()
+            .expect("llmperf runs");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let bash = llmperf(&["completions", "bash"]);
+    for word in ["compare", "--fail-on", "--junit", "--strict", "markdown"] {
+        assert!(
+            bash.contains(word),
+            "{word} missing from the bash completion"
+        );
+    }
+    let zsh = llmperf(&["completions", "zsh"]);
+    assert!(zsh.contains("compare") && zsh.contains("--fail-on"), "zsh");
+    let page = llmperf(&["man"]);
+    assert!(
+        page.contains("compare"),
+        "compare missing from the man page"
+    );
+}
