@@ -14,7 +14,7 @@
 //!    runs are this program re-run as `llmperf` (`--as-llmperf`), so no other binary is needed.
 //!
 //! Run (release): `cargo run --release --example compare_calibration` — or `-- --pairs N --number R
-//! --parallel P --ttft-ms T --cv C --model-pairs M [--model-only | --e2e-only]`.
+//! --parallel P --ttft-ms T --cv C --model-pairs M --sizes N… [--model-only | --e2e-only]`.
 
 use std::path::Path;
 use std::process::Command;
@@ -54,6 +54,9 @@ struct Args {
     /// Simulated pairs per change and run size in part 1.
     #[arg(long, default_value_t = 2000)]
     model_pairs: usize,
+    /// The run sizes (requests per run) part 1 tries.
+    #[arg(long, num_args = 1.., default_values_t = [500usize, 1000, 1500, 2000])]
+    sizes: Vec<usize>,
     /// Part 1 only.
     #[arg(long)]
     model_only: bool,
@@ -138,7 +141,7 @@ fn part_model(args: &Args) {
     let sigma = (1.0 + args.cv * args.cv).ln().sqrt();
     let dist = LogNormal::new(-sigma * sigma / 2.0, sigma).expect("log-normal");
     let started = Instant::now();
-    for n in [500usize, 1000, 1500, 2000] {
+    for &n in &args.sizes {
         let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
         let rows: Vec<(f64, Tally)> = CHANGES
             .iter()

@@ -186,7 +186,9 @@ fn sweeps_match_point_by_point_and_setup_differences_are_warned() {
     let new = {
         let run = Run::new()
             .sharing_out(&out)
-            .flags("--api mock --model other --prompt hello --max-tokens 5 --mock-ttft-ms 10 --no-timestamp --name new")
+            .flags("--api mock --model other --max-tokens 5 --mock-ttft-ms 10 --no-timestamp --name new")
+            .flags("--dataset line_by_line")
+            .input("--dataset-path", "prompts.txt", "hello\nhow are you\n")
             .flags("--parallel 2 4 --number 10 10");
         run.ok();
         run.root()
@@ -230,6 +232,9 @@ fn sweeps_match_point_by_point_and_setup_differences_are_warned() {
         text.contains(r#"max_tokens differs: BASE 3 → NEW 5"#),
         "{text}"
     );
+    assert!(text.contains("dataset differs: BASE "), "{text}");
+    assert!(text.contains(r#"→ NEW "line_by_line""#), "{text}");
+    assert!(text.contains("dataset_path differs: BASE "), "{text}");
     // A single run folder against a root: the one point matches.
     let o = compare(&[
         path(&base.join("parallel_2_number_10")),
