@@ -214,8 +214,11 @@ fn sim_run(args: &Args, dir: &Path, name: &str, ttft_ms: f64, seed: u64) {
     assert_eq!(code, 0, "llmperf {a:?} failed");
 }
 
+/// A relative interval read from compare's JSON (an end it cannot bound as ±∞).
+type Interval = Option<(f64, f64)>;
+
 /// `llmperf compare` of two roots: (exit code, the p99_ttft and avg_ttft relative intervals).
-fn compare(base: &Path, new: &Path) -> (i32, Option<(f64, f64)>, Option<(f64, f64)>) {
+fn compare(base: &Path, new: &Path) -> (i32, Interval, Interval) {
     let a: Vec<String> = vec![
         "compare".into(),
         base.display().to_string(),
@@ -259,7 +262,7 @@ fn part_e2e(args: &Args) {
             let (code, p99, avg) = compare(&base, &new);
             let t = &mut tallies[k];
             t.pairs += 1;
-            let covers = |i: Option<(f64, f64)>| i.is_some_and(|(lo, hi)| lo <= c && c <= hi);
+            let covers = |i: Interval| i.is_some_and(|(lo, hi)| lo <= c && c <= hi);
             t.p99_covered += usize::from(covers(p99));
             t.avg_covered += usize::from(covers(avg));
             t.gate_failed += usize::from(code == 3);
