@@ -225,6 +225,7 @@ fn context_of(plan: &RunPlan) -> SweepContext<'_> {
         shutdown: Shutdown::new(),
         visualizer: None,
         tally: Box::leak(Box::default()),
+        seed: 0,
     }
 }
 
