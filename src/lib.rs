@@ -13,6 +13,7 @@ pub mod cli;
 pub mod clock;
 pub(crate) mod commands;
 pub(crate) mod dashboard;
+pub mod compare;
 pub mod dataset;
 pub mod engine;
 pub mod error;
@@ -43,6 +44,7 @@ pub mod shard;
 pub mod shutdown;
 pub mod sim;
 pub mod sla;
+pub mod stats;
 pub mod store;
 pub mod structured;
 mod sys;
@@ -86,6 +88,8 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     if let Some(sub) = commands::find(&args) {
         return error::exit_code(commands::run(sub, &args));
     }
+    let args =
+        cli::resolve_evalscope_prefixes(&<cli::Cli as clap::CommandFactory>::command(), args);
     match commands::parse_flat(args) {
         Ok(cli) => run(cli),
         Err(e) => error::exit_code(Err(e)),

@@ -13,10 +13,13 @@
 
 pub mod arrival;
 pub mod compat;
+mod evalscope_flags;
+mod mock_noise;
 pub mod mock_output;
 pub mod monitor;
 mod multi_turn;
 mod parsers;
+pub mod repeat;
 pub mod scenario;
 pub mod server_metrics;
 pub mod shard;
@@ -24,6 +27,8 @@ pub mod sla;
 mod values;
 
 use clap::{ArgAction, Parser};
+pub use evalscope_flags::{resolve_evalscope_prefixes, EVALSCOPE_LONG_FLAGS};
+pub use mock_noise::MockJitterArgs;
 pub use multi_turn::MultiTurnFlags;
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
 pub use values::{ApiName, DatasetName, NameParser};
@@ -439,6 +444,10 @@ pub struct Cli {
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
 
+    /// `--mock-jitter-cv`.
+    #[command(flatten)]
+    pub mock_jitter: MockJitterArgs,
+
     // ── evalscope compatibility ──────────────────────────────────────────────────────────────────────
     /// evalscope's engine-tuning flags.
     #[command(flatten)]
@@ -481,6 +490,9 @@ pub struct Cli {
     /// (only the last occurrence counts, as in argparse; see [`compat::repeated_json_flags`]).
     #[arg(skip)]
     pub repeated_json_flags: Vec<(&'static str, usize)>,
+    /// `--repeat`, `--repeat-new-prompts`.
+    #[command(flatten)]
+    pub repeat: repeat::RepeatArgs,
 }
 
 impl Cli {

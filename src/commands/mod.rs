@@ -6,6 +6,7 @@
 //! Adding a subcommand is a local change: a file here with its clap struct and a `run` function, and one
 //! entry in [`SUBCOMMANDS`]; `--help`, `help`, the completion scripts and the man pages pick it up.
 
+mod compare;
 mod completions;
 mod export;
 mod man;
@@ -30,6 +31,7 @@ pub struct Subcommand {
 
 /// Every subcommand.
 pub const SUBCOMMANDS: &[Subcommand] = &[
+    compare::COMMAND,
     completions::COMMAND,
     export::COMMAND,
     man::COMMAND,

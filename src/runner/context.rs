@@ -32,6 +32,9 @@ pub struct SweepContext<'a> {
     pub tally: &'a super::outcome::Tally,
     /// The live board and what watches it (`--ui dashboard`, `--metrics-listen`).
     pub monitors: &'a Monitors,
+    /// The sweep's seed, from which each run's is derived: `--seed`, a shard's shared seed, or one random
+    /// draw (so the repeats of a point can share their point's prompts).
+    pub seed: u64,
 }
 
 /// The outcome of one run.

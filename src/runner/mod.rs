@@ -8,6 +8,7 @@ mod dispatch;
 mod monitor;
 mod multi_turn;
 mod outcome;
+mod repeats;
 mod requests;
 mod results;
 mod single;
@@ -67,6 +68,7 @@ fn start_simulator(plan: &RunPlan, items: &Prompts) -> Result<Option<SimServer>>
         prefix_cache: plan.workload.repeats_prefixes(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
+        jitter: mock.jitter,
         invalid_output_rate: mock.invalid_output_rate,
         // With --tokenizer-path the simulator counts prompts as a server with that tokenizer would.
         prompt_counter: aggregate::usage_fallback(plan, items).prompt_counter(),
@@ -146,6 +148,7 @@ async fn sweep(
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
         tally,
         monitors,
+        seed: single::sweep_seed(plan),
     };
     if let Some(sla) = &plan.sla {
         // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).
@@ -246,6 +249,9 @@ async fn run_each(
             Ok(result) => {
                 let stop = result.interrupted;
                 results.push(result);
+                if let Err(e) = repeats::after_run(ctx, &results) {
+                    return (results, Some(e));
+                }
                 if stop {
                     break;
                 }

@@ -226,6 +226,7 @@ fn context_of(plan: &RunPlan) -> SweepContext<'_> {
         visualizer: None,
         tally: Box::leak(Box::default()),
         monitors: Box::leak(Box::new(super::super::monitor::Monitors::none())),
+        seed: 0,
     }
 }
 
