@@ -73,6 +73,13 @@ assert any("no request succeeded" in str(w.message) and "HTTP 500" in str(w.mess
     str(w.message) for w in caught
 ]
 
+# llmperf's --repeat, passed as any other field: the result is repeat 1's, in evalscope's shape; the other repeats
+# are run roots of their own inside the root (`repeat_2/`), which the reader passes over.
+rep = llmperf.run_perf_benchmark({"api": "mock", "model": "smoke-rep", "prompt": "hi", "number": [2], "parallel": [1],
+                                  "max_tokens": 4, "outputs_dir": out, "sleep_interval": 0, "repeat": 2})
+assert list(rep) == ["parallel_1_number_2"], list(rep)
+assert rep["parallel_1_number_2"]["metrics"]["Total Requests"] == 2
+
 try:
     llmperf.run_perf_benchmark({"model": "m", "api": "custom"})
 except ValueError as e:

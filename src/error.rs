@@ -1,8 +1,8 @@
 //! One error type for a whole invocation, and the one place that maps it to an exit code (the table in
 //! docs/reliability.md#exit-codes): usage errors (a flag value or combination that cannot run, input that
-//! cannot be used) exit 2, runtime failures exit 1, an invocation whose measured requests all failed exits
-//! 4 (its files are written as usual), a run stopped by a signal exits 128 + signal (130 for Ctrl-C, 143
-//! for SIGTERM). Exit 3 is reserved for `llmperf compare`'s gated regression.
+//! cannot be used) exit 2, runtime failures exit 1, `llmperf compare` finding a gated regression exits 3,
+//! an invocation whose measured requests all failed exits 4 (its files are written as usual), a run
+//! stopped by a signal exits 128 + signal (130 for Ctrl-C, 143 for SIGTERM).
 //!
 //! Usage errors are found as early as they can be known (the plan, the output folder, the tokenizer and
 //! the dataset), always before the output folder is created.
@@ -33,6 +33,15 @@ pub enum Error {
         /// Runs finished.
         runs: u64,
     },
+    /// `llmperf compare --fail-on`: a gated metric regressed beyond its threshold (the comparison is
+    /// written). Exit code 3.
+    #[error("gated regression: {count} gate(s) failed: {gates}")]
+    Regression {
+        /// The failing gates and points.
+        gates: String,
+        /// How many.
+        count: usize,
+    },
     /// Stopped by a signal (the run's files are written, marked interrupted). Exit code 128 + signal.
     #[error("interrupted by signal {signal}")]
     Interrupted {
@@ -47,6 +56,8 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_FAILURE: i32 = 1;
 /// Exit code when no measured request of the invocation succeeded.
 pub const EXIT_NOTHING_SUCCEEDED: i32 = 4;
+/// Exit code of `llmperf compare` for a gated regression.
+pub const EXIT_REGRESSION: i32 = 3;
 
 impl Error {
     /// A usage error with `message` (which names the flag).
@@ -62,6 +73,7 @@ impl Error {
             Error::Cli(_) => EXIT_USAGE,
             Error::Runtime(_) => EXIT_FAILURE,
             Error::NothingSucceeded { .. } => EXIT_NOTHING_SUCCEEDED,
+            Error::Regression { .. } => EXIT_REGRESSION,
             Error::Interrupted { signal } => 128 + signal,
         }
     }
@@ -81,6 +93,7 @@ impl Error {
                 tracing::error!("{self}")
             }
             Error::NothingSucceeded { .. } => eprintln!("error: {self}"),
+            Error::Regression { .. } => eprintln!("{self}"),
             Error::Interrupted { .. } => {}
         }
     }
@@ -117,6 +130,11 @@ mod tests {
             runs: 1,
         };
         assert_eq!(none.exit_code(), 4);
+        let regression = Error::Regression {
+            gates: "p99_ttft:+10% at parallel 1, number 10".into(),
+            count: 1,
+        };
+        assert_eq!(regression.exit_code(), 3);
         assert_eq!(Error::Interrupted { signal: 2 }.exit_code(), 130);
         assert_eq!(Error::Interrupted { signal: 15 }.exit_code(), 143);
         let bad = Probe::try_parse_from(["p", "--n", "x"]).unwrap_err();

@@ -4,12 +4,16 @@
 //! Data flow: [`cli::Cli`] (raw flags) → [`plan::RunPlan`] (validated) → for each run of the sweep, the
 //! [`dataset`] gives inputs, [`api`] turns them into bodies, the [`engine`] sends them and turns each response
 //! into a [`record::RequestRecord`], one aggregator feeds [`metrics`] and the [`store`], and [`export`]
-//! writes evalscope's files. [`sim`] is the built-in OpenAI-compatible simulator.
+//! writes evalscope's files. [`sim`] is the built-in OpenAI-compatible simulator. While a sweep runs,
+//! the aggregator publishes its counts to the [`live`] board, which the terminal dashboard and the
+//! metrics endpoint read.
 
 pub mod api;
 pub mod cli;
 pub mod clock;
 pub(crate) mod commands;
+pub(crate) mod dashboard;
+pub mod compare;
 pub mod dataset;
 pub mod engine;
 pub mod error;
@@ -17,10 +21,12 @@ pub mod export;
 pub mod gpu_memory;
 pub(crate) mod hub;
 pub(crate) mod jsonscan;
+pub mod live;
 pub mod local_server;
 pub(crate) mod logging;
 pub mod merge;
 pub mod metrics;
+pub(crate) mod metrics_endpoint;
 #[cfg(test)]
 mod module_graph_tests;
 pub mod plan;
@@ -39,6 +45,7 @@ pub mod shard;
 pub mod shutdown;
 pub mod sim;
 pub mod sla;
+pub mod stats;
 pub mod store;
 pub mod structured;
 mod sys;
@@ -50,6 +57,7 @@ pub mod tokenizer;
 pub mod tool_calls;
 pub(crate) mod traces;
 pub(crate) mod visualizer;
+pub mod vllm_bench;
 
 pub use error::{Error, EXIT_FAILURE, EXIT_USAGE};
 
@@ -81,6 +89,8 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     if let Some(sub) = commands::find(&args) {
         return error::exit_code(commands::run(sub, &args));
     }
+    let args =
+        cli::resolve_evalscope_prefixes(&<cli::Cli as clap::CommandFactory>::command(), args);
     match commands::parse_flat(args) {
         Ok(cli) => run(cli),
         Err(e) => error::exit_code(Err(e)),

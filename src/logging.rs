@@ -1,5 +1,6 @@
 //! Logging: evalscope's line format (`2026-01-01 12:00:00 - llmperf - INFO: message`) to stderr and, once
-//! the run root exists, to `benchmark.log` too. Stderr lines pause the progress bar so they never tear it.
+//! the run root exists, to `benchmark.log` too. Stderr lines pause the progress bar so they never tear it,
+//! and go to a sink instead while a full-screen view owns the terminal ([`divert_stderr`]).
 
 use std::fmt;
 use std::fs::File;
@@ -14,6 +15,7 @@ use tracing_subscriber::registry::LookupSpan;
 
 static LOG_FILE: Mutex<Option<File>> = Mutex::new(None);
 static ACTIVE_BAR: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
+static STDERR_SINK: Mutex<Option<StderrSink>> = Mutex::new(None);
 static INIT: OnceLock<()> = OnceLock::new();
 
 /// evalscope's format, with the level and any structured fields.
@@ -49,14 +51,22 @@ where
     }
 }
 
-/// Writes to stderr, pausing an active progress bar, and to `benchmark.log` when set.
+/// What receives the log lines meant for stderr while a full-screen view owns the terminal.
+pub type StderrSink = Box<dyn Fn(&[u8]) + Send>;
+
+/// Writes to stderr (or its sink), pausing an active progress bar, and to `benchmark.log` when set.
 #[derive(Clone, Copy)]
 struct TeeWriter;
 
 impl Write for TeeWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let diverted = match STDERR_SINK.lock() {
+            Ok(sink) => sink.as_ref().map(|sink| sink(buf)).is_some(),
+            Err(_) => false,
+        };
         let bar = ACTIVE_BAR.lock().ok().and_then(|b| b.clone());
         match bar {
+            _ if diverted => {}
             Some(bar) => bar.suspend(|| io::stderr().write_all(buf))?,
             None => io::stderr().write_all(buf)?,
         }
@@ -113,6 +123,14 @@ pub fn close_log_file() {
             let _ = file.flush();
         }
     }
+}
+
+/// From now on, log lines meant for stderr go to `sink` instead (`None`: to stderr again). The log file
+/// still gets every line.
+pub fn divert_stderr(sink: Option<StderrSink>) {
+    *STDERR_SINK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = sink;
 }
 
 /// Registers the progress bar that log lines must pause (or none).

@@ -1,5 +1,5 @@
 //! Progress of one run: an indicatif bar on a terminal (requests done/total, req/s, elapsed/ETA); plain log
-//! lines every 10 % when stderr is not a terminal (CI, pipes).
+//! lines every 10 % when stderr is not a terminal (CI, pipes) or another view owns it (`--ui dashboard`).
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -28,7 +28,16 @@ fn hms(d: Duration) -> String {
 impl Progress {
     /// Progress for `total` measured requests, labelled like evalscope (`Processing[<run folder>]`).
     pub fn new(label: String, total: u64) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
+        Self::with_bar(label, total, std::io::stderr().is_terminal())
+    }
+
+    /// Progress logged every 10 %, never drawn (another view owns the terminal).
+    pub fn logged(label: String, total: u64) -> Self {
+        Self::with_bar(label, total, false)
+    }
+
+    fn with_bar(label: String, total: u64, bar: bool) -> Self {
+        let bar = bar.then(|| {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(10));
             bar.set_style(
                 ProgressStyle::with_template(

@@ -37,6 +37,25 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [FailureKind; 10] = [
+        FailureKind::HttpStatus,
+        FailureKind::Connect,
+        FailureKind::Timeout,
+        FailureKind::ReadTimeout,
+        FailureKind::InBandError,
+        FailureKind::Disconnect,
+        FailureKind::Reset,
+        FailureKind::Malformed,
+        FailureKind::BadResponse,
+        FailureKind::Cancelled,
+    ];
+
+    /// Its place in [`FailureKind::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// A short, stable label used in summaries and the `failure_kind` column.
     pub fn label(self) -> &'static str {
         match self {

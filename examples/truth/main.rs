@@ -4,13 +4,15 @@
 //!
 //! `cargo run --release --example truth [-- [--repeat N] [--quick] [SECTION…]]`, SECTION one of
 //! `accuracy`, `ceiling`, `store`, `memory`, `open-loop`, `wrk` (llmperf and wrk side by side against the
-//! same simulator; needs Debian's `wrk`) (default: all). Each cell is the median of N
+//! same simulator; needs Debian's `wrk`), `live` (the same TTFT error and ceiling with the dashboard and
+//! the metrics endpoint on) (default: all). Each cell is the median of N
 //! repeats (default 1); `--quick` runs fewer requests; `--streams N` (repeatable) limits the accuracy table to those
 //! concurrencies. See `docs/performance.md` for what each table means. Every measurement runs the simulator and llmperf as two separate processes (this
 //! executable started again in `serve-sim` / `client` mode), so the simulator never shares the client's
 //! runtime, threads or CPU accounting; both stamp the same system monotonic clock, and each stored request
 //! is joined with the simulator's record by the simulator's request number in the response `id`.
 
+mod live;
 mod procs;
 mod sections;
 mod stats;
@@ -38,9 +40,11 @@ fn main() {
             "--streams" => {
                 streams.push(it.next().and_then(|v| v.parse().ok()).expect("--streams N"))
             }
-            "accuracy" | "ceiling" | "memory" | "open-loop" | "store" | "wrk" => wanted.push(a),
+            "accuracy" | "ceiling" | "memory" | "open-loop" | "store" | "wrk" | "live" => {
+                wanted.push(a)
+            }
             other => {
-                panic!("unknown argument {other:?}; sections: accuracy ceiling store memory open-loop wrk")
+                panic!("unknown argument {other:?}; sections: accuracy ceiling store memory open-loop wrk live")
             }
         }
     }
@@ -98,6 +102,14 @@ fn main() {
             }
             println!("{}", t.render());
         }
+    }
+    if want("live") {
+        let number = if quick { 20_000 } else { 100_000 };
+        let mut t = live::live_table(number);
+        for _ in 0..repeat {
+            live::live(&mut t, if quick { 2 } else { 4 }, number, &mut fresh);
+        }
+        println!("{}", t.render());
     }
     if want("wrk") {
         let seconds = if quick { 5 } else { 10 };

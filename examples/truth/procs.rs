@@ -276,3 +276,143 @@ pub fn summary(dir: &Path) -> serde_json::Value {
         std::fs::read_to_string(run_dir(dir).join("benchmark_summary.json")).expect("summary");
     serde_json::from_str(&text.replace("NaN", "null")).expect("summary json")
 }
+
+/// How the client is watched while it runs (the `live` section): `--ui dashboard` in a pseudo-terminal
+/// of 120×40 (drawn every 250 ms, its output read and dropped, as a terminal would), and `--metrics-listen`
+/// scraped every 100 ms (ten times a second: far more often than Prometheus scrapes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Watch {
+    pub dashboard: bool,
+    pub endpoint: bool,
+}
+
+impl Watch {
+    /// Runs llmperf with `args` as [`run_client`] does, watched; returns its stats and the good scrapes.
+    pub fn run(&self, args: &[String], dir: &Path) -> (ClientStats, u64) {
+        let mut args = args.to_vec();
+        if self.dashboard {
+            args.extend(["--ui".into(), "dashboard".into()]);
+        }
+        let port = self.endpoint.then(|| {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port();
+            args.extend(["--metrics-listen".into(), port.to_string()]);
+            port
+        });
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let scraper = port.map(|port| {
+            let stop = stop.clone();
+            std::thread::spawn(move || scrape_until(port, &stop))
+        });
+        let stats = if self.dashboard {
+            run_client_in_pty(&args, dir)
+        } else {
+            run_client(&args, dir)
+        };
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let scrapes = scraper.map_or(0, |t| t.join().expect("scraper"));
+        (stats, scrapes)
+    }
+}
+
+/// GETs `/metrics` every 100 ms until `stop`; the number of good answers.
+fn scrape_until(port: u16, stop: &std::sync::atomic::AtomicBool) -> u64 {
+    let mut good = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = write!(
+                s,
+                "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            );
+            let mut reply = Vec::new();
+            if s.read_to_end(&mut reply).is_ok() && reply.starts_with(b"HTTP/1.1 200") {
+                good += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    good
+}
+
+/// A pseudo-terminal of `cols`×`rows`: (master, slave).
+#[allow(unsafe_code)]
+fn open_pty(cols: u16, rows: u16) -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: valid out-pointers for the two descriptors, no name buffer, default terminal settings.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty returned two new descriptors that nothing else owns.
+    unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(master),
+            std::os::fd::OwnedFd::from_raw_fd(slave),
+        )
+    }
+}
+
+/// As [`run_client`], with the client's stdin, stdout and stderr on a pseudo-terminal of its own (its
+/// controlling terminal), whose output is read as it comes and written to `dir/client.log`.
+#[allow(unsafe_code)]
+pub fn run_client_in_pty(args: &[String], dir: &Path) -> ClientStats {
+    use std::os::unix::process::CommandExt;
+    let stats = dir.join("client_stats.json");
+    let (master, slave) = open_pty(120, 40);
+    let mut cmd = Command::new(std::env::current_exe().expect("own executable"));
+    cmd.arg("client")
+        .arg(&stats)
+        .args(args)
+        .args(["--outputs-dir", &dir.join("out").display().to_string()])
+        .stdin(Stdio::from(slave.try_clone().expect("dup")))
+        .stdout(Stdio::from(slave.try_clone().expect("dup")))
+        .stderr(Stdio::from(slave));
+    // SAFETY: setsid and ioctl are async-signal-safe; they make the pty (stdin) the child's terminal.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY, 0);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start the client process");
+    // The command holds copies of the terminal's descriptors: closed here, so the reads below end with
+    // the child.
+    drop(cmd);
+    let mut log = std::fs::File::create(dir.join("client.log")).expect("client log");
+    let mut reader = std::fs::File::from(master);
+    let drain = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        // Reads end with EIO once the child and its descendants have closed the terminal.
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 || log.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    });
+    let status = child.wait().expect("client process");
+    let _ = drain.join();
+    let text = std::fs::read_to_string(&stats).unwrap_or_else(|_| {
+        panic!(
+            "the client process failed ({status}); see {}",
+            dir.join("client.log").display()
+        )
+    });
+    serde_json::from_str(&text).expect("client stats")
+}

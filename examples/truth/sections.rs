@@ -7,7 +7,7 @@ use std::path::Path;
 use llmperf::sim::join;
 
 use crate::procs::{
-    run_client, run_client_with, run_dir, summary, ClientStats, SimProcess, SimSpec,
+    run_client, run_client_with, run_dir, summary, ClientStats, SimProcess, SimSpec, Watch,
 };
 use crate::stats::{dist, Table};
 
@@ -46,6 +46,14 @@ fn check(stats: &ClientStats, dir: &Path) {
 /// Client TTFT − true TTFT, ITL error and send lag at one concurrency (TTFT 50 ms, ITL 10 ms, 64 tokens).
 /// Returns whether the simulator ran under real-time scheduling.
 pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) -> bool {
+    let (row, sim_rt) = accuracy_row(conc, rounds, dir, Watch::default());
+    table.add(&conc.to_string(), row);
+    sim_rt
+}
+
+/// The values of one row of [`accuracy_table`], measured with the client watched as `watch` says, and
+/// whether the simulator ran under real-time scheduling.
+pub fn accuracy_row(conc: usize, rounds: usize, dir: &Path, watch: Watch) -> (Vec<f64>, bool) {
     let sim = SimProcess::spawn(
         SimSpec {
             ttft_ms: 50.0,
@@ -67,7 +75,7 @@ pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) -> bo
         s("--warmup-num"),
         s(conc),
     ]);
-    let stats = run_client(&args, dir);
+    let (stats, _) = watch.run(&args, dir);
     let sim_rt = sim.rt;
     let (truth, _) = sim.finish();
     check(&stats, dir);
@@ -105,8 +113,7 @@ pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) -> bo
     let limited = f64::from(u8::from(sum["Client Limited"] == true));
     let (t, a, l) = (dist(ttft_err), dist(itl_abs), dist(lag));
     let itl_mean = dist(itl_err).mean;
-    table.add(
-        &conc.to_string(),
+    (
         vec![
             joined_n,
             t.mean,
@@ -125,8 +132,8 @@ pub fn accuracy(table: &mut Table, conc: usize, rounds: usize, dir: &Path) -> bo
             wait,
             limited,
         ],
-    );
-    sim_rt
+        sim_rt,
+    )
 }
 
 pub fn accuracy_table() -> Table {
@@ -160,6 +167,18 @@ pub fn accuracy_table() -> Table {
 
 /// Requests per second and client CPU per request against a zero-delay simulator (16-token streams).
 pub fn ceiling(table: &mut Table, parallel: usize, number: usize, sim_threads: usize, dir: &Path) {
+    let row = ceiling_row(parallel, number, sim_threads, dir, Watch::default());
+    table.add(&parallel.to_string(), row);
+}
+
+/// The values of one row of [`ceiling_table`], measured with the client watched as `watch` says.
+pub fn ceiling_row(
+    parallel: usize,
+    number: usize,
+    sim_threads: usize,
+    dir: &Path,
+    watch: Watch,
+) -> Vec<f64> {
     let sim = SimProcess::spawn(
         SimSpec {
             ttft_ms: 0.0,
@@ -180,7 +199,7 @@ pub fn ceiling(table: &mut Table, parallel: usize, number: usize, sim_threads: u
         s("--warmup-num"),
         s(parallel),
     ]);
-    let stats = run_client(&args, dir);
+    let (stats, _) = watch.run(&args, dir);
     let (_, sim_cpu_s) = sim.finish();
     check(&stats, dir);
     let sum = summary(dir);
@@ -188,19 +207,16 @@ pub fn ceiling(table: &mut Table, parallel: usize, number: usize, sim_threads: u
     let req_s = sum["Req Throughput (req/s)"].as_f64().unwrap_or(f64::NAN);
     let failed = sum["Failed Requests"].as_f64().unwrap_or(f64::NAN);
     let duration_s = sum["Test Duration (s)"].as_f64().unwrap_or(f64::NAN);
-    table.add(
-        &parallel.to_string(),
-        vec![
-            req_s,
-            stats.cpu_s * 1e6 / sent,
-            stats.cpu_s / stats.wall_s * 100.0,
-            sim_cpu_s * 1e6 / sent,
-            sim_cpu_s / stats.wall_s * 100.0,
-            stats.max_rss_bytes as f64 / 1e6,
-            failed,
-            duration_s,
-        ],
-    );
+    vec![
+        req_s,
+        stats.cpu_s * 1e6 / sent,
+        stats.cpu_s / stats.wall_s * 100.0,
+        sim_cpu_s * 1e6 / sent,
+        sim_cpu_s / stats.wall_s * 100.0,
+        stats.max_rss_bytes as f64 / 1e6,
+        failed,
+        duration_s,
+    ]
 }
 
 pub fn ceiling_table(number: usize, sim_threads: usize) -> Table {

@@ -6,12 +6,20 @@
 //! As in argparse, a flag given twice keeps its last occurrence (`--min-tokens 128 … --min-tokens 16` is 16),
 //! values and all for the list flags (`--parallel 1 2 --parallel 4` is `[4]`); only llmperf's own
 //! list flags (`--mock-fault`, `--goodput`, `--server-metrics`) add up.
+//!
+//! An abbreviation argparse accepts for an evalscope flag names that flag here too: where one of
+//! llmperf's own flags shares the prefix (`--u`: `--url`, `--ui`), the evalscope flag carries it as a
+//! hidden alias (`--mo`, `--u`, `--ra`, `--se`, `--v`), and `cli::tests` checks every such prefix.
 
 pub mod arrival;
 pub mod compat;
+mod evalscope_flags;
+mod mock_noise;
 pub mod mock_output;
+pub mod monitor;
 mod multi_turn;
 mod parsers;
+pub mod repeat;
 pub mod scenario;
 pub mod server_control;
 pub mod server_metrics;
@@ -20,6 +28,8 @@ pub mod sla;
 mod values;
 
 use clap::{ArgAction, Parser};
+pub use evalscope_flags::{resolve_evalscope_prefixes, EVALSCOPE_LONG_FLAGS};
+pub use mock_noise::MockJitterArgs;
 pub use multi_turn::MultiTurnFlags;
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
 pub use values::{ApiName, DatasetName, NameParser};
@@ -39,7 +49,7 @@ pub use values::{ApiName, DatasetName, NameParser};
 pub struct Cli {
     // ── Endpoint ─────────────────────────────────────────────────────────────────────────────────────
     /// Model name sent as `model` in every request body; its last path component names the output folder.
-    #[arg(long, help_heading = "Endpoint")]
+    #[arg(long, alias = "mo", help_heading = "Endpoint")]
     pub model: Option<String>,
 
     /// API plugin (see the Simulator options for `mock`).
@@ -55,6 +65,7 @@ pub struct Cli {
     /// `/chat/completions`), e.g. `http://host:8000/v1` → `http://host:8000/v1/chat/completions`.
     #[arg(
         long,
+        alias = "u",
         default_value = "http://127.0.0.1:8877/v1/chat/completions",
         help_heading = "Endpoint"
     )]
@@ -106,7 +117,7 @@ pub struct Cli {
 
     /// Requests per second. Closed loop: Poisson pacing with the first value (−1 = none). Open loop: the
     /// sweep variable, one run per value (each > 0).
-    #[arg(long, num_args = 1.., action = ArgAction::Set, default_values_t = [-1.0], allow_negative_numbers = true, help_heading = "Load")]
+    #[arg(long, alias = "ra", num_args = 1.., action = ArgAction::Set, default_values_t = [-1.0], allow_negative_numbers = true, help_heading = "Load")]
     pub rate: Vec<f64>,
 
     /// Open loop: send on a Poisson schedule at `--rate`, whatever the number in flight.
@@ -279,7 +290,7 @@ pub struct Cli {
     pub top_k: Option<i64>,
 
     /// `seed`: also seeds llmperf's own random choices (max_tokens draws, Poisson schedule).
-    #[arg(long, value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
+    #[arg(long, alias = "se", value_parser = whole::<u64>, allow_negative_numbers = true, help_heading = "Generation")]
     pub seed: Option<u64>,
 
     /// `stop` sequences.
@@ -371,7 +382,7 @@ pub struct Cli {
     // ── Visualizer ───────────────────────────────────────────────────────────────────────────────────
     /// Log the running metrics after every request, and each run's summary, to an experiment tracker
     /// through its Python SDK (a `python3` child process, or `$LLMPERF_PYTHON`; `pip install <name>` first).
-    #[arg(long, value_parser = ["wandb", "swanlab", "clearml"], help_heading = "Visualizer")]
+    #[arg(long, alias = "v", value_parser = ["wandb", "swanlab", "clearml"], help_heading = "Visualizer")]
     pub visualizer: Option<String>,
 
     /// Deprecated (use `--visualizer wandb` and `WANDB_API_KEY`): W&B API key; implies `--visualizer
@@ -434,6 +445,10 @@ pub struct Cli {
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
 
+    /// `--mock-jitter-cv`.
+    #[command(flatten)]
+    pub mock_jitter: MockJitterArgs,
+
     // ── evalscope compatibility ──────────────────────────────────────────────────────────────────────
     /// evalscope's engine-tuning flags.
     #[command(flatten)]
@@ -475,10 +490,16 @@ pub struct Cli {
     #[command(flatten)]
     pub scenario: scenario::ScenarioArgs,
 
+    /// `--ui`, `--metrics-listen`, `--metrics-linger-s`, `--save-format`.
+    #[command(flatten)]
+    pub monitor: monitor::MonitorArgs,
     /// Not a flag: the JSON-object flags given more than once on the command line, with their counts
     /// (only the last occurrence counts, as in argparse; see [`compat::repeated_json_flags`]).
     #[arg(skip)]
     pub repeated_json_flags: Vec<(&'static str, usize)>,
+    /// `--repeat`, `--repeat-new-prompts`.
+    #[command(flatten)]
+    pub repeat: repeat::RepeatArgs,
 }
 
 impl Cli {

@@ -166,6 +166,59 @@ fn every_evalscope_flag_is_accepted_with_its_number_of_values() {
     assert_eq!(checked, 83, "every flag of the committed list");
 }
 
+#[test]
+fn evalscope_abbreviations_still_name_evalscopes_flags() {
+    // The resolver's list is the committed one.
+    let listed: Vec<(&str, &str)> = EVALSCOPE_FLAGS
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(f, _)| f.starts_with("--"))
+        .collect();
+    let names: Vec<&str> = listed.iter().map(|(f, _)| *f).collect();
+    assert_eq!(names, crate::cli::EVALSCOPE_LONG_FLAGS);
+    // Every prefix evalscope's argparse takes for one of its flags names that flag in llmperf too,
+    // whatever llmperf adds (--repeat against --repetition-penalty, --mock-* against --model).
+    let cmd = Cli::command();
+    let mut checked = 0;
+    for (flag, nargs) in listed {
+        let id = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == Some(&flag[2..]))
+            .unwrap()
+            .get_id()
+            .clone();
+        for end in 3..flag.len() {
+            let prefix = &flag[..end];
+            let candidates = crate::cli::EVALSCOPE_LONG_FLAGS
+                .iter()
+                .filter(|f| f.starts_with(prefix))
+                .count();
+            if candidates != 1 {
+                continue;
+            }
+            let v = sample(flag);
+            let mut argv: Vec<std::ffi::OsString> = vec!["llmperf".into(), prefix.into()];
+            match nargs {
+                "0" => {}
+                "1" => argv.push(v.into()),
+                _ => argv.extend([v.into(), v.into()]),
+            }
+            let argv = crate::cli::resolve_evalscope_prefixes(&cmd, argv);
+            let m = Cli::command()
+                .try_get_matches_from(argv)
+                .unwrap_or_else(|e| panic!("{prefix} ({flag}): {e}"));
+            assert_eq!(
+                m.value_source(id.as_str()),
+                Some(clap::parser::ValueSource::CommandLine),
+                "{prefix} should be {flag}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "{checked} prefixes");
+}
+
 fn parse(args: &[&str]) -> Cli {
     Cli::try_parse_from(std::iter::once("llmperf").chain(args.iter().copied()))
         .unwrap_or_else(|e| panic!("{args:?}: {e}"))
@@ -275,54 +328,48 @@ fn llmperf_own_list_flags_add_up() {
     assert_eq!(cli.sla.goodput, ["ttft:5", "tpot:6"]);
 }
 
-/// Abbreviations of evalscope flags that were already ambiguous in llmperf before this test was written:
-/// `--h`, `--he` (`--headers` vs `--help`, as in argparse itself, which the list leaves out), `--v`
-/// (`--visualizer` vs `--version`), `--mo` (`--mock-*`), `--ra` (`--ramp-up`), `--se` (`--server-metrics`,
-/// `--session-header`). A new flag must not add to it.
-const AMBIGUOUS_BEFORE: &[&str] = &["--h", "--he", "--mo", "--ra", "--se", "--v"];
-
+/// argparse accepts any prefix of a flag that no other flag shares: every such abbreviation of an
+/// evalscope flag must name the same flag in llmperf, so llmperf's own flags never make one ambiguous.
 #[test]
-fn new_flags_leave_evalscope_abbreviations_unambiguous() {
+fn evalscope_abbreviations_name_the_same_flag() {
     let mut cmd = Cli::command();
     cmd.build();
-    let ours: Vec<String> = cmd
-        .get_arguments()
-        .flat_map(|a| {
-            let mut names: Vec<String> = a.get_long().into_iter().map(String::from).collect();
-            names.extend(
-                a.get_all_aliases()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(String::from),
-            );
-            names
-        })
-        .map(|l| format!("--{l}"))
-        .collect();
-    let theirs: Vec<&str> = EVALSCOPE_FLAGS
+    // argparse's own `--help` shares prefixes with evalscope's flags too (`--he`: ambiguous there).
+    let flags: Vec<(&str, &str)> = EVALSCOPE_FLAGS
         .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(' ').map(|(f, _)| f))
-        .filter(|f| f.starts_with("--"))
+        .filter(|l| l.starts_with("--"))
+        .map(|l| l.split_once(' ').expect("FLAG NARGS"))
+        .chain([("--help", "0")])
         .collect();
-    let mut ambiguous = Vec::new();
-    for flag in &theirs {
+    let mut failures = Vec::new();
+    for &(flag, nargs) in flags.iter().filter(|(f, _)| *f != "--help") {
+        let id = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == flag.strip_prefix("--"))
+            .map(|a| a.get_id().clone())
+            .expect("every evalscope flag is one of llmperf's");
         for end in 3..flag.len() {
-            let p = &flag[..end];
-            let unique_in_evalscope = theirs.iter().filter(|f| f.starts_with(p)).count() == 1;
-            if !unique_in_evalscope || theirs.contains(&p) {
+            let prefix = &flag[..end];
+            if flags.iter().filter(|(f, _)| f.starts_with(prefix)).count() != 1 {
                 continue;
             }
-            let matches: Vec<&String> = ours.iter().filter(|f| f.starts_with(p)).collect();
-            if matches.len() > 1 && !ours.iter().any(|f| f == p) {
-                ambiguous.push(p.to_string());
+            let v = sample(flag);
+            let argv: Vec<&str> = match nargs {
+                "0" => vec!["llmperf", prefix],
+                _ => vec!["llmperf", prefix, v],
+            };
+            let named = Cli::command()
+                .try_get_matches_from(&argv)
+                .ok()
+                .and_then(|m| m.value_source(id.as_str()))
+                == Some(clap::parser::ValueSource::CommandLine);
+            if !named {
+                failures.push(format!("{prefix} (evalscope: {flag})"));
             }
         }
     }
-    ambiguous.sort();
-    ambiguous.dedup();
-    assert_eq!(
-        ambiguous, AMBIGUOUS_BEFORE,
-        "an abbreviation argparse resolves to one evalscope flag is ambiguous in llmperf"
+    assert!(
+        failures.is_empty(),
+        "abbreviations that do not name evalscope's flag: {failures:?}"
     );
 }

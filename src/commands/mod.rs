@@ -6,7 +6,9 @@
 //! Adding a subcommand is a local change: a file here with its clap struct and a `run` function, and one
 //! entry in [`SUBCOMMANDS`]; `--help`, `help`, the completion scripts and the man pages pick it up.
 
+mod compare;
 mod completions;
+mod export;
 mod man;
 mod merge;
 mod serve_mock;
@@ -29,7 +31,9 @@ pub struct Subcommand {
 
 /// Every subcommand.
 pub const SUBCOMMANDS: &[Subcommand] = &[
+    compare::COMMAND,
     completions::COMMAND,
+    export::COMMAND,
     man::COMMAND,
     merge::COMMAND,
     serve_mock::COMMAND,

@@ -80,6 +80,13 @@ struct ServeMockArgs {
     #[command(flatten)]
     capacity: crate::cli::sla::MockCapacityArgs,
 
+    /// Log-normal noise on each TTFT and token gap (as `llmperf --mock-jitter-cv`).
+    #[command(flatten)]
+    jitter: crate::cli::MockJitterArgs,
+
+    /// Seed of the `--mock-jitter-cv` draws (the same seed gives every request the same factors).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// `--mock-invalid-output-rate`, as for `llmperf --api mock`.
     #[command(flatten)]
     output: crate::cli::mock_output::MockOutputArgs,
@@ -119,6 +126,8 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         }
         None => None,
     };
+    let jitter = crate::sim::Jitter::new(args.jitter.mock_jitter_cv, args.seed)
+        .map_err(|e| Error::usage(format!("--mock-jitter-cv {e}")))?;
     let cfg = SimConfig {
         ttft,
         itl,
@@ -132,6 +141,7 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         metrics_fault: args.mock_metrics_fault,
         reasoning_tokens: args.mock_reasoning_tokens,
         prompt_counter,
+        jitter,
         invalid_output_rate: args.output.mock_invalid_output_rate,
         prefix_cache: args.cache.mock_prefix_cache == Some(crate::cli::server_control::OnOff::On),
         ..SimConfig::default()

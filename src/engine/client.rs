@@ -10,7 +10,7 @@
 //! `[DONE]` but carried usage succeeds, as in evalscope (the end of the body ends the response); a Responses
 //! API stream that ends without `response.completed` succeeds when a tokenizer will count it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,8 @@ struct Inner {
     api: ApiKind,
     /// Requests between the start of their send and their record (read by `--server-profile-at-inflight`).
     in_flight: AtomicUsize,
+    /// Requests started (what a live view counts in flight against its records).
+    sent: Arc<AtomicU64>,
 }
 
 /// Counts a request in flight while it lives.
@@ -91,6 +93,7 @@ impl HttpClient {
                 api: plan.api,
                 hooks: super::hooks::Hooks::from_env(),
                 in_flight: AtomicUsize::new(0),
+                sent: Arc::new(AtomicU64::new(0)),
             }),
         })
     }
@@ -98,6 +101,11 @@ impl HttpClient {
     /// Requests in flight now (sent, or being sent, and not yet finished).
     pub fn in_flight(&self) -> usize {
         self.inner.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// The count of requests this client has started (the connection test's included).
+    pub fn sent_counter(&self) -> Arc<AtomicU64> {
+        self.inner.sent.clone()
     }
 
     /// The endpoint.
@@ -139,6 +147,7 @@ impl HttpClient {
         let inner = &*self.inner;
         inner.in_flight.fetch_add(1, Ordering::Relaxed);
         let _in_flight = InFlight(&inner.in_flight);
+        inner.sent.fetch_add(1, Ordering::Relaxed);
         if inner.debug {
             tracing::debug!(
                 index = record.index,

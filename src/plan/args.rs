@@ -30,6 +30,11 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         }
     }
     crate::server_control::outcome::args_keys(&plan.server_control, &mut put);
+    // vLLM's result format names it (`--burstiness`); written only when not Poisson.
+    let burstiness = plan.server_side.arrival.burstiness;
+    if burstiness != 1.0 && spec.load.schedule_rate().is_some() {
+        put("burstiness", json!(burstiness));
+    }
     m
 }
 

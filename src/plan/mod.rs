@@ -12,9 +12,11 @@ mod endpoint;
 mod kinds;
 mod legacy_args;
 mod load;
+pub mod monitor;
 mod multi_turn;
 mod parse;
 mod prompts;
+pub mod repeat;
 mod run_spec;
 mod server_control;
 mod server_side;
@@ -36,9 +38,11 @@ use crate::visualizer::{VisualizerKind, VisualizerSettings};
 pub use crate::error::UsageError;
 pub use agentx::{agentx_duration, AgentxPlan};
 pub use kinds::*;
+pub use monitor::MonitorPlan;
 pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use repeat::Repeats;
 pub use run_spec::{Load, Rate, RunRole, RunSpec};
 pub use server_side::ServerSidePlan;
 pub use workload::Workload;
@@ -142,6 +146,10 @@ pub struct RunPlan {
     pub sharding: Option<sharding::Sharding>,
     /// `--reset-prefix-cache`, `--server-profile`, `--target-cache-hit-rate` (issue 27).
     pub server_control: crate::server_control::ServerControlPlan,
+    /// `--ui`, `--metrics-listen`, `--metrics-linger-s`, `--save-format`.
+    pub monitor: MonitorPlan,
+    /// `--repeat`: runs per point (repeats 2..=K are in `runs`, after the sweep).
+    pub repeats: Repeats,
 }
 
 /// Where a plan's results go: the parts of the run root's path ([`crate::run_folder::RunRoot::of`]).
@@ -261,6 +269,7 @@ impl RunPlan {
             (None, None, None, None) => Workload::SingleTurn,
         };
         load::check_rates(&runs, &workload)?;
+        let repeats = repeat::repeats(&cli, &prompt_source, &workload, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
         let dataset_args = dataset_args(&cli, &tokens, &prompt_source)?;
         let image = image_settings(&cli)?;
@@ -288,6 +297,7 @@ impl RunPlan {
             matches!(workload, Workload::MultiTurn(_)),
         )?;
         let shard_flags = cli.sharding.clone();
+        let monitor = monitor::monitor_plan(&cli.monitor, api)?;
         let mut plan = RunPlan {
             model,
             model_id,
@@ -353,6 +363,8 @@ impl RunPlan {
             server_side,
             server_control,
             sharding: None,
+            monitor,
+            repeats,
         };
         plan.shard(&shard_flags)?;
         Ok(plan)
@@ -373,6 +385,9 @@ impl RunPlan {
         }
         if self.sla.is_some() {
             return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");
+        }
+        if self.repeats.count > 1 {
+            return usage("--repeat runs in one process (llmperf merge does not join repeats): drop --repeat or --shard/--start-at");
         }
         Ok(())
     }

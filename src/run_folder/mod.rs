@@ -1,14 +1,16 @@
 //! The run folder: evalscope's output tree, owned in one place. [`RunRoot`] and [`RunDir`] name every
 //! file and folder ([`layout`](mod@layout) is the only file that spells those names), write them
-//! ([`write`](mod@write)) and read them back ([`read`](mod@read)). The runner, the SLA probes, AgentX,
+//! ([`write`](mod@write)) and read them back ([`read`](mod@read); the database's rows: [`rows`](mod@rows)). The runner, the SLA probes, AgentX,
 //! `llmperf merge` and every later reader of results go through here.
 
 mod layout;
 mod read;
+mod rows;
 mod write;
 
 pub use layout::{run_name, RunDir, RunRoot};
 pub use read::find_runs;
+pub use rows::StoredRow;
 pub use write::RunResults;
 
 use crate::plan::RunPlan;

@@ -1,6 +1,6 @@
 //! The one owner of a run's results: receives every finished record, feeds the accumulator, the progress
-//! display, the store and the [`Observers`] (workload timeline, visualizer, `progress.json`), and logs the
-//! running summary every `--log-every-n-query` requests.
+//! display, the store and the [`Observers`] (workload timeline, visualizer, `progress.json`, the live
+//! view's batches), and logs the running summary every `--log-every-n-query` requests.
 
 use tokio::sync::mpsc;
 
@@ -37,6 +37,8 @@ pub struct Observers {
     pub reasoning: crate::reasoning::ReasoningStats,
     /// Tool-call and JSON-output statistics (summary keys when a request offered tools or asked for JSON).
     pub tool_calls: crate::tool_calls::ToolCallStats,
+    /// `--ui dashboard` / `--metrics-listen`: the run's live counts, published with each store batch.
+    pub live: Option<crate::live::PointFeed>,
 }
 
 /// What the aggregator completes on each record before counting it: token counts for responses that
@@ -109,6 +111,9 @@ pub async fn aggregate(
         // A conversation advances the progress once, with its last turn.
         let counts = record.turn.is_none_or(|t| t.is_last);
         if record.is_warmup {
+            if let Some(live) = &mut observers.live {
+                live.warmup_finished();
+            }
             if counts {
                 progress.warmup_finished();
             }
@@ -125,6 +130,9 @@ pub async fn aggregate(
         observers.timeline.feed_record(&record);
         observers.reasoning.add(&record);
         observers.tool_calls.add(&record);
+        if let Some(live) = &mut observers.live {
+            live.record(&record);
+        }
         if let (true, Some(tracker)) = (counts, &mut observers.tracker) {
             tracker.request_done();
         }
@@ -139,6 +147,9 @@ pub async fn aggregate(
         }
         batch.push(record);
         if batch.len() >= STORE_BATCH || records.is_empty() {
+            if let Some(live) = &mut observers.live {
+                live.publish();
+            }
             store.insert_batch(std::mem::take(&mut batch));
             while store.backlog() > MAX_STORE_BACKLOG {
                 tokio::time::sleep(std::time::Duration::from_millis(1)).await;
@@ -147,6 +158,9 @@ pub async fn aggregate(
     }
     if !batch.is_empty() {
         store.insert_batch(batch);
+    }
+    if let Some(live) = observers.live.take() {
+        live.finish();
     }
     Aggregated {
         acc,

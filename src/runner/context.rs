@@ -10,6 +10,8 @@ use crate::run_folder::{RunDir, RunRoot};
 use crate::shutdown::Shutdown;
 use crate::visualizer::VisualizerFeed;
 
+use super::monitor::Monitors;
+
 /// What a sweep shares between its runs.
 pub struct SweepContext<'a> {
     /// The plan.
@@ -28,6 +30,11 @@ pub struct SweepContext<'a> {
     pub visualizer: Option<VisualizerFeed>,
     /// Measured and successful requests over every run (the exit code).
     pub tally: &'a super::outcome::Tally,
+    /// The live board and what watches it (`--ui dashboard`, `--metrics-listen`).
+    pub monitors: &'a Monitors,
+    /// The sweep's seed, from which each run's is derived: `--seed`, a shard's shared seed, or one random
+    /// draw (so the repeats of a point can share their point's prompts).
+    pub seed: u64,
 }
 
 /// The outcome of one run.

@@ -118,9 +118,16 @@ pub(super) async fn dispatch(
         _ => work.measured,
     };
     let (tx, rx) = mpsc::channel(work.parallel.clamp(64, 8192));
-    let aggregator = start_aggregator(ctx, this, store, rx, progress_total, tracker.take());
+    let live = ctx
+        .monitors
+        .start_point(spec, progress_total, work.parallel, client.sent_counter());
+    let point = live.as_ref().map(|l| l.point().clone());
+    let aggregator = start_aggregator(ctx, this, store, rx, progress_total, tracker.take(), live);
     let scrape =
         crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
+    if let (Some(point), Some(scrape)) = (&point, &scrape) {
+        point.set_server(scrape.latest());
+    }
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();
@@ -273,6 +280,7 @@ fn start_aggregator(
     rx: mpsc::Receiver<RequestRecord>,
     progress_total: u64,
     mut tracker: Option<ProgressTracker>,
+    live: Option<crate::live::PointFeed>,
 ) -> tokio::task::JoinHandle<super::aggregate::Aggregated> {
     let (plan, spec, run_dir) = (ctx.plan, this.spec, this.dir.path());
     let mut acc = Accumulator::spilling_in(
@@ -286,7 +294,16 @@ fn start_aggregator(
     );
     acc.set_goodput(plan.goodput.clone());
     let name = crate::run_folder::run_name(spec);
-    let progress = crate::progress::Progress::new(format!("Processing[{name}]"), progress_total);
+    let label = format!("Processing[{name}]");
+    let progress = match plan.monitor.ui {
+        // The dashboard owns the terminal: the progress goes to the log only.
+        crate::plan::monitor::UiKind::Dashboard => {
+            crate::progress::Progress::logged(label, progress_total)
+        }
+        crate::plan::monitor::UiKind::Simple => {
+            crate::progress::Progress::new(label, progress_total)
+        }
+    };
     if let Some(t) = &mut tracker {
         t.run_started(&name);
     }
@@ -294,6 +311,7 @@ fn start_aggregator(
         tracker,
         visualizer: ctx.visualizer.clone(),
         timeline: crate::metrics::WorkloadTimeline::spilling_in(run_dir),
+        live,
         ..Observers::default()
     };
     tokio::spawn(aggregate(

@@ -6,8 +6,10 @@ mod aggregate;
 mod context;
 mod control;
 mod dispatch;
+mod monitor;
 mod multi_turn;
 mod outcome;
+mod repeats;
 mod requests;
 mod results;
 mod single;
@@ -70,6 +72,7 @@ fn start_simulator(plan: &RunPlan, items: &Prompts) -> Result<Option<SimServer>>
             .unwrap_or_else(|| plan.workload.repeats_prefixes()),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
+        jitter: mock.jitter,
         invalid_output_rate: mock.invalid_output_rate,
         // With --tokenizer-path the simulator counts prompts as a server with that tokenizer would.
         prompt_counter: aggregate::usage_fallback(plan, items).prompt_counter(),
@@ -95,7 +98,10 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
     let root = RunRoot::of(&plan);
     root.check_free(&plan)?;
     let tally = outcome::Tally::default();
-    sweep(&plan, root, &Arc::new(items), &shutdown, &tally).await?;
+    let monitors = monitor::Monitors::start(&plan, &shutdown)?;
+    let swept = sweep(&plan, root, &Arc::new(items), &shutdown, &tally, &monitors).await;
+    monitors.finish(&shutdown).await;
+    swept?;
     match shutdown.signal() {
         Some(signal) => Err(Error::Interrupted { signal }),
         None => tally.verdict(),
@@ -109,6 +115,7 @@ async fn sweep(
     items: &Arc<Prompts>,
     shutdown: &Shutdown,
     tally: &outcome::Tally,
+    monitors: &monitor::Monitors,
 ) -> Result<()> {
     // The tracker's SDK must import before anything is created or sent.
     let mut visualizer = match plan.visualizer.clone() {
@@ -144,6 +151,8 @@ async fn sweep(
         shutdown: shutdown.clone(),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
         tally,
+        monitors,
+        seed: single::sweep_seed(plan),
     };
     if let Some(sla) = &plan.sla {
         // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).
@@ -153,6 +162,7 @@ async fn sweep(
         return outcome;
     }
     let (results, mut failure) = run_each(&ctx, &mut tracker).await;
+    monitors.sweep_done();
     if let Some(agentx) = plan.workload.agentx() {
         if let Err(e) = agentx::write_summaries(&root, agentx, &results) {
             failure = failure.or(Some(e));
@@ -243,6 +253,9 @@ async fn run_each(
             Ok(result) => {
                 let stop = result.interrupted;
                 results.push(result);
+                if let Err(e) = repeats::after_run(ctx, &results) {
+                    return (results, Some(e));
+                }
                 if stop {
                     break;
                 }

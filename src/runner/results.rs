@@ -87,6 +87,9 @@ pub(super) async fn write(
         timeline: &observers.timeline,
     })?;
     export::console::log_summary_tables(&summary, &percentiles);
+    if ctx.plan.monitor.save_vllm_bench {
+        save_vllm_bench(&dir);
+    }
     let trace = observers.trace.summary();
     dir.write_trace_summary(&trace)?;
     if !trace.is_empty() {
@@ -128,6 +131,21 @@ pub(super) async fn write(
         dir,
         trace,
     })
+}
+
+/// `--save-format vllm-bench`: `vllm bench serve`'s result file, from the rows just stored. A failure is a
+/// warning: the run's own files are written, and `llmperf export` can write this one later.
+fn save_vllm_bench(dir: &RunDir) {
+    let written = crate::vllm_bench::prepare(dir)
+        .map_err(anyhow::Error::msg)
+        .and_then(|export| export.write(None));
+    match written {
+        Ok(path) => tracing::info!("vLLM bench result saved to: {}", path.display()),
+        Err(e) => tracing::warn!(
+            "--save-format vllm-bench: {e:#} (`llmperf export {} --format vllm-bench` retries)",
+            dir.path().display()
+        ),
+    }
 }
 
 /// `speed_benchmark` datasets: the speed table from the run's rows, written and logged once.

@@ -17,15 +17,20 @@ use crate::pyjson;
 /// Open loop has no concurrency cap: the client keeps up to this many connections per run.
 const OPEN_LOOP_CONNECTIONS: usize = 1024;
 
-fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
-    // Shards without --seed share the seed derived from the plan fingerprint.
-    let base = plan
-        .params
+/// The sweep's seed: `--seed`, else (shards without `--seed`) the seed derived from the plan fingerprint,
+/// else one random draw.
+pub(super) fn sweep_seed(plan: &RunPlan) -> u64 {
+    plan.params
         .seed
         .or(plan.sharding.as_ref().map(|s| s.seed))
-        .unwrap_or_else(rand::random);
-    base.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add(run_index as u64)
+        .unwrap_or_else(rand::random)
+}
+
+/// The seed of the run at `index` (a repeat with the same prompts: its point's index).
+fn run_seed(sweep_seed: u64, index: usize) -> u64 {
+    sweep_seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(index as u64)
 }
 
 /// This process's share of the run, and what it sends: single requests as a feed whose producer is
@@ -67,7 +72,7 @@ pub async fn run_single(
     tracing::info!("{}", pyjson::dumps_indent4(&args));
     dir.write_args(&args)?;
 
-    let seed = run_seed(plan, run_index);
+    let seed = run_seed(ctx.seed, plan.repeats.seed_index(spec.role, run_index));
     let mut sending = prepare(ctx, spec, seed).await?;
     let client = HttpClient::new(plan, ctx.url.clone(), sending.work.parallel)?;
     // Interrupted before sending anything: the run still gets its (empty) database and a summary marked

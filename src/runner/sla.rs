@@ -117,7 +117,9 @@ pub async fn run(
         tracker,
     };
     let mut tuner = Tuner::new(sla, runner);
-    tuner.tune().await?;
+    let tuned = tuner.tune().await;
+    ctx.monitors.sweep_done();
+    tuned?;
     finish(&mut tuner, &ctx.root, info)
 }
 

@@ -84,6 +84,12 @@ impl RunScrape {
         })
     }
 
+    /// The latest values of the server's known gauges (running and waiting requests, KV cache, GPU),
+    /// updated by the scraper thread after every good scrape.
+    pub fn latest(&self) -> scrape::LatestGauges {
+        self.scraper.latest()
+    }
+
     /// Takes the final scrape (waiting up to [`FINAL_WAIT`]) and builds the report; warns about every
     /// endpoint that failed. `client_output_tokens` is the run's Σ output tokens (for energy per token
     /// when the server exposes no token counter). Blocking.

@@ -5,10 +5,12 @@
 //! A failed scrape (refused, HTTP error, timeout — [`SCRAPE_TIMEOUT`] for the baseline and the final scrape,
 //! about one interval for the others — text that is not the exposition format) is counted and its reason
 //! kept; it never reaches the run. The thread keeps, per endpoint, the
-//! first and the last good exposition in full and, from every good scrape, the gauge values over time.
+//! first and the last good exposition in full and, from every good scrape, the gauge values over time;
+//! after every good scrape it also replaces the latest values of the known gauges ([`LatestGauges`]),
+//! which a live view reads.
 
 use std::collections::BTreeMap;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -26,6 +28,31 @@ const PERIODIC_TIMEOUT_MIN: Duration = Duration::from_millis(200);
 
 /// Largest `/metrics` body read (vLLM's is ~100 KiB; more is not a metrics page).
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// The latest values of the known gauges ([`super::known::GAUGES`], combined over their series and
+/// scaled, summed over the endpoints), by display name.
+pub type LatestGauges = Arc<Mutex<Vec<(&'static str, f64)>>>;
+
+/// The known gauges of one exposition, combined and scaled as the summary keys are.
+fn known_gauges(exposition: &Exposition) -> Vec<(&'static str, f64)> {
+    use super::known::{Combine, GAUGES};
+    GAUGES
+        .iter()
+        .filter_map(|(stem, candidates, scale, combine)| {
+            let family = candidates.iter().find_map(|c| exposition.family(c))?;
+            let values: Vec<f64> = family.samples.iter().map(|s| s.value).collect();
+            if values.is_empty() {
+                return None;
+            }
+            let v = match combine {
+                Combine::Sum => values.iter().sum(),
+                Combine::Mean => values.iter().sum::<f64>() / values.len() as f64,
+                Combine::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            };
+            Some((*stem, v * scale))
+        })
+        .collect()
+}
 
 /// What was scraped from one endpoint.
 #[derive(Debug, Clone)]
@@ -120,6 +147,7 @@ fn fetch(
 
 /// A running scraper. Dropping it without [`Scraper::finish`] stops the thread without a final scrape.
 pub struct Scraper {
+    latest: LatestGauges,
     stop: Option<mpsc::Sender<()>>,
     baseline: mpsc::Receiver<()>,
     result: mpsc::Receiver<Vec<EndpointLog>>,
@@ -132,18 +160,26 @@ impl Scraper {
         let (stop_tx, stop_rx) = mpsc::channel();
         let (baseline_tx, baseline_rx) = mpsc::channel();
         let (result_tx, result_rx) = mpsc::channel();
+        let latest = LatestGauges::default();
+        let publish = latest.clone();
         let thread = std::thread::Builder::new()
             .name("llmperf-scrape".into())
             .spawn(move || {
-                let logs = run(urls, interval, stop_rx, baseline_tx);
+                let logs = run(urls, interval, stop_rx, baseline_tx, &publish);
                 let _ = result_tx.send(logs);
             })?;
         Ok(Scraper {
+            latest,
             stop: Some(stop_tx),
             baseline: baseline_rx,
             result: result_rx,
             thread: Some(thread),
         })
+    }
+
+    /// The latest values of the known gauges, updated after every good scrape.
+    pub fn latest(&self) -> LatestGauges {
+        self.latest.clone()
     }
 
     /// Waits up to `max` for the baseline scrape; `false` when it did not end in time.
@@ -177,6 +213,7 @@ fn run(
     interval: Duration,
     stop: mpsc::Receiver<()>,
     baseline: mpsc::Sender<()>,
+    latest: &LatestGauges,
 ) -> Vec<EndpointLog> {
     let mut logs: Vec<EndpointLog> = urls.into_iter().map(EndpointLog::new).collect();
     let client = match reqwest::blocking::Client::builder()
@@ -199,6 +236,7 @@ fn run(
     for log in &mut logs {
         log.baseline_ok = log.scrape(&client, SCRAPE_TIMEOUT);
     }
+    publish_latest(&logs, latest);
     let _ = baseline.send(());
     // A periodic scrape gives up after about an interval, so a slow endpoint never delays the final one.
     let periodic_timeout = interval.clamp(PERIODIC_TIMEOUT_MIN, SCRAPE_TIMEOUT);
@@ -209,6 +247,7 @@ fn run(
         for log in &mut logs {
             log.scrape(&client, periodic_timeout);
         }
+        publish_latest(&logs, latest);
         next += interval;
         let now = Instant::now();
         if next < now {
@@ -219,5 +258,23 @@ fn run(
     for log in &mut logs {
         log.final_ok = log.scrape(&client, SCRAPE_TIMEOUT);
     }
+    publish_latest(&logs, latest);
     logs
+}
+
+/// Replaces the latest known gauges with those of each endpoint's last good scrape (summed when several
+/// endpoints expose the same one).
+fn publish_latest(logs: &[EndpointLog], latest: &LatestGauges) {
+    let mut values: Vec<(&'static str, f64)> = Vec::new();
+    for (_, exposition) in logs.iter().filter_map(|l| l.last.as_ref()) {
+        for (name, v) in known_gauges(exposition) {
+            match values.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, total)) => *total += v,
+                None => values.push((name, v)),
+            }
+        }
+    }
+    *latest
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = values;
 }

@@ -101,7 +101,12 @@ pub(super) async fn generate(
     };
     shared.metrics.started();
     let (start, ttft, pace) = admit(shared, received, prompt_tokens).await;
-    let plan = Plan {
+    let mut jitter = cfg.jitter.for_request(id);
+    let ttft = match jitter.as_mut() {
+        Some(j) => j.scale(ttft),
+        None => ttft,
+    };
+    let mut plan = Plan {
         api,
         id,
         created: unix_now(),
@@ -119,6 +124,7 @@ pub(super) async fn generate(
         fault,
         pace,
         reasoning_tokens,
+        jitter,
         structured,
     };
     if request.is_stream() {
@@ -139,7 +145,7 @@ pub(super) async fn generate(
         received,
         done: None,
     };
-    if plan.paced_by_load() {
+    if plan.gap_by_gap() {
         let mut due = plan.received + plan.ttft;
         for _ in 1..tokens {
             sleep_until(due).await;

@@ -70,6 +70,9 @@
 //! are already due go out together in one write. A non-stream body goes out when the last token is
 //! produced (`ttft + (n-1) * itl`); an embedding body at `ttft`.
 //!
+//! With [`SimConfig::jitter`] each request's TTFT and each of its token gaps is multiplied by a seeded
+//! log-normal factor of mean 1 ([`jitter`]); the tokens are then timed one gap after the other.
+//!
 //! # Capacity model
 //! [`SimConfig::max_batch`], [`SimConfig::prefill_tok_per_s`] and [`SimConfig::decode_tok_per_s`] make
 //! the simulator a server with a known limit: requests queue for a batch slot, prompts share one prefill
@@ -99,6 +102,7 @@ pub mod control;
 pub mod fault;
 mod generate;
 mod instance;
+pub mod jitter;
 pub mod join;
 pub mod metrics;
 mod plan;
@@ -129,6 +133,7 @@ use tokio::sync::oneshot;
 
 pub use control::ControlCall;
 pub use fault::{Fault, FaultRule};
+pub use jitter::Jitter;
 pub use metrics::MetricsFault;
 pub use prompt_count::PromptCounter;
 pub use routes::FAULT_HEADER;
@@ -173,6 +178,8 @@ pub struct SimConfig {
     /// Counts chat and completions prompts as a server with a tokenizer does (`None`: words; see
     /// [`prompt_count`]).
     pub prompt_counter: Option<PromptCounter>,
+    /// Log-normal noise on each TTFT and each token gap (`--mock-jitter-cv`; off by default). See [`jitter`].
+    pub jitter: Jitter,
     /// Share of tool calls and JSON outputs made invalid on purpose, in [0, 1] (see `structured.rs`).
     pub invalid_output_rate: f64,
 }
@@ -194,6 +201,7 @@ impl Default for SimConfig {
             metrics_fault: None,
             reasoning_tokens: 0,
             prompt_counter: None,
+            jitter: Jitter::default(),
             invalid_output_rate: 0.0,
         }
     }

@@ -248,7 +248,7 @@ async fn embeddings(
         return missing("input");
     };
     let id = shared.next_id();
-    sleep_until(received + shared.cfg.ttft).await;
+    sleep_until(received + shared.cfg.jitter.scale_ttft(id, shared.cfg.ttft)).await;
     let mut out = String::with_capacity(128 + 96 * input.items as usize);
     out.push_str(r#"{"object":"list","data":["#);
     for i in 0..input.items {
@@ -307,7 +307,7 @@ async fn rerank(
         });
     };
     let id = shared.next_id();
-    sleep_until(received + shared.cfg.ttft).await;
+    sleep_until(received + shared.cfg.jitter.scale_ttft(id, shared.cfg.ttft)).await;
     let mut out = format!(
         r#"{{"id":"rerank-{id}","model":{},"results":["#,
         json_string(model)

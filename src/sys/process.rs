@@ -1,5 +1,6 @@
 //! A child process's fate: it dies with llmperf (`PR_SET_PDEATHSIG`), and it can be asked to stop with
-//! SIGTERM, as Python's `Popen.terminate()` asks.
+//! SIGTERM, as Python's `Popen.terminate()` asks; and llmperf's own Ctrl-C when a full-screen view reads
+//! the key instead of the terminal turning it into SIGINT.
 
 use std::process::{Child, Command};
 
@@ -28,5 +29,15 @@ pub(crate) fn terminate(child: &Child) {
     // SAFETY: kill(2) on our own child, not yet reaped, so its pid cannot have been reused.
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+}
+
+/// Sends SIGINT to llmperf itself: what the terminal does for a Ctrl-C typed while the dashboard holds
+/// it in raw mode (where the key arrives as input instead), so the signal handlers act exactly as on a
+/// real Ctrl-C.
+pub(crate) fn interrupt_self() {
+    // SAFETY: kill(2) on our own pid; SIGINT's handler is llmperf's (installed before any view starts).
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGINT);
     }
 }

@@ -357,6 +357,54 @@ fn the_examples_page_runs_every_example_and_fails_when_one_fails() {
 }
 
 #[test]
+fn ci_regression_gate_fails_a_slower_candidate_and_passes_an_equal_one() {
+    let settings = |new_ttft: &'static str| {
+        [
+            ("NUMBER", "200"),
+            ("PARALLEL", "10"),
+            ("MAX_TOKENS", "3"),
+            ("BASE_TTFT_MS", "60"),
+            ("NEW_TTFT_MS", new_ttft),
+            ("GATES", "p50_ttft:+20% avg_ttft:+20% rps:-50%"),
+        ]
+    };
+    // The candidate's TTFT doubled: both TTFT gates fail (exit 3); one run each leaves rps inconclusive.
+    let out = tempfile::tempdir().unwrap();
+    let o = script("ci_regression_gate.sh", out.path(), &settings("120"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{stdout}\n{}", stderr(&o));
+    assert!(
+        stdout.contains("### ❌ llmperf compare: 2 gated regressions"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("ci_regression_gate: REGRESSION"),
+        "{stdout}"
+    );
+    let junit = std::fs::read_to_string(out.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("tests=\"3\" failures=\"2\" errors=\"0\" skipped=\"1\""),
+        "{junit}"
+    );
+    let s = summaries(&out.path().join("candidate"));
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["Success Requests"], 200);
+    // The same setup twice: no gated regression (exit 0).
+    let same = tempfile::tempdir().unwrap();
+    let o = script("ci_regression_gate.sh", same.path(), &settings("60"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", stderr(&o));
+    assert!(
+        stdout.contains("ci_regression_gate: no gated regression"),
+        "{stdout}"
+    );
+    // Results already there: refused before anything runs.
+    let o = script("ci_regression_gate.sh", same.path(), &settings("60"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("already holds"), "{}", stderr(&o));
+}
+
+#[test]
 fn tool_calling_recipe_reports_tool_call_and_schema_validity() {
     let out = tempfile::tempdir().unwrap();
     let o = script(

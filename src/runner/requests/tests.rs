@@ -225,6 +225,8 @@ fn context_of(plan: &RunPlan) -> SweepContext<'_> {
         shutdown: Shutdown::new(),
         visualizer: None,
         tally: Box::leak(Box::default()),
+        monitors: Box::leak(Box::new(super::super::monitor::Monitors::none())),
+        seed: 0,
     }
 }
 
