@@ -80,7 +80,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     if let Some(sub) = commands::find(&args) {
         return error::exit_code((sub.run)(args[1..].to_vec()));
     }
-    match <cli::Cli as clap::Parser>::try_parse_from(args) {
+    match cli::prefixes::parse_flat(args) {
         Ok(cli) => run(cli),
         Err(e) => error::exit_code(Err(e.into())),
     }

@@ -5,17 +5,20 @@
 //!
 //! As in argparse, a flag given twice keeps its last occurrence (`--min-tokens 128 … --min-tokens 16` is 16),
 //! values and all for the list flags (`--parallel 1 2 --parallel 4` is `[4]`); only llmperf's own
-//! list flags (`--mock-fault`, `--goodput`, `--server-metrics`) add up.
+//! list flags (`--mock-fault`, `--goodput`, `--server-metrics`, `--lora-modules`) add up. `--url` keeps
+//! every occurrence: the last is the endpoint, unless `--url-strategy` sends to all of them.
 
 pub mod arrival;
 pub mod compat;
 pub mod mock_output;
 mod multi_turn;
 mod parsers;
+pub mod prefixes;
 pub mod scenario;
 pub mod server_metrics;
 pub mod shard;
 pub mod sla;
+pub mod traffic;
 mod values;
 
 use clap::{ArgAction, Parser};
@@ -51,13 +54,17 @@ pub struct Cli {
     pub api: ApiName,
 
     /// Endpoint URL. A URL whose path does not end in an API endpoint gets one appended (for `openai`:
-    /// `/chat/completions`), e.g. `http://host:8000/v1` → `http://host:8000/v1/chat/completions`.
+    /// `/chat/completions`), e.g. `http://host:8000/v1` → `http://host:8000/v1/chat/completions`. Given
+    /// more than once, the last one is used, unless `--url-strategy` sends to each of them.
     #[arg(
-        long,
+        long = "url",
+        id = "url",
+        value_name = "URL",
+        action = ArgAction::Append,
         default_value = "http://127.0.0.1:8877/v1/chat/completions",
         help_heading = "Endpoint"
     )]
-    pub url: String,
+    pub urls: Vec<String>,
 
     /// Extra HTTP headers, each `KEY=VALUE` (e.g. `--headers X-Team=infra Authorization='Bearer x'`).
     #[arg(long, num_args = 1.., action = ArgAction::Set, value_name = "KEY=VALUE", value_parser = parse_header, help_heading = "Endpoint")]
@@ -467,9 +474,18 @@ pub struct Cli {
     /// `--scenario`.
     #[command(flatten)]
     pub scenario: scenario::ScenarioArgs,
+
+    /// `--lora-modules`, `--url-strategy`, the request id header, `--dry-run`.
+    #[command(flatten)]
+    pub traffic: traffic::TrafficArgs,
 }
 
 impl Cli {
+    /// `--url`: the last one given (argparse's last-one-wins), else the default.
+    pub fn url(&self) -> &str {
+        self.urls.last().map_or("", String::as_str)
+    }
+
     /// `--stream`/`--no-stream`, last one wins; streaming by default.
     pub fn stream_enabled(&self) -> bool {
         !self.no_stream

@@ -22,6 +22,7 @@ pub mod sla;
 #[cfg(test)]
 mod tests;
 mod trace;
+mod traffic;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +41,10 @@ use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
 pub use run_spec::{Load, Rate, RunRole, RunSpec};
 pub use server_side::ServerSidePlan;
+pub use traffic::{
+    DryRun, Endpoints, ModelAssignment, ModelMix, TrafficPlan, UrlStrategy,
+    DEFAULT_REQUEST_ID_HEADER,
+};
 pub use workload::Workload;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
@@ -139,6 +144,8 @@ pub struct RunPlan {
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
     pub sharding: Option<sharding::Sharding>,
+    /// Models, endpoints, request ids, the dry run.
+    pub traffic: TrafficPlan,
 }
 
 /// Where a plan's results go: the parts of the run root's path ([`crate::run_folder::RunRoot::of`]).
@@ -209,7 +216,7 @@ fn request_url(
     let (mut url, appended) = match local {
         // evalscope's _resolve_local_url: the server's own URL, whatever --url says.
         Some(l) => (local_url(l.port, cli.dataset), false),
-        None => complete_url_for(&cli.url, api.endpoint_suffix())?,
+        None => complete_url_for(traffic::primary_url(cli), api.endpoint_suffix())?,
     };
     if api == ApiKind::Responses {
         responses_url(&mut url, cli)?;
@@ -265,6 +272,12 @@ impl RunPlan {
         prompts::check_extra_args(&cli)?;
         let apply_chat_template =
             prompts::chat_template_and_url(&cli, &prompt_source, &tokens, &mut url);
+        let completions = prompts::needs_completions(&prompt_source, &tokens);
+        let traffic = traffic::traffic_plan(&cli, api, &url, &headers, &|u: &mut Url| {
+            if completions {
+                prompts::to_completions(u)
+            }
+        })?;
         let outputs = outputs(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
@@ -285,7 +298,7 @@ impl RunPlan {
             api,
             api_name: cli.api,
             url,
-            url_appended_to: appended.then(|| cli.url.clone()),
+            url_appended_to: appended.then(|| traffic::primary_url(&cli).to_string()),
             headers: crate::secret::Headers::new(headers),
             api_key_given: cli.api_key.is_some(),
             timeouts,
@@ -343,6 +356,7 @@ impl RunPlan {
             workload,
             server_side,
             sharding: None,
+            traffic,
         };
         plan.shard(&shard_flags)?;
         Ok(plan)
