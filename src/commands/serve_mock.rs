@@ -67,6 +67,15 @@ struct ServeMockArgs {
     /// `--mock-invalid-output-rate`, as for `llmperf --api mock`.
     #[command(flatten)]
     output: crate::cli::mock_output::MockOutputArgs,
+
+    /// Append one JSON line per request received (its port, path, `model` and request id header) to this
+    /// file, as `llmperf --api mock --mock-request-log`.
+    #[arg(long, value_name = "PATH")]
+    mock_request_log: Option<PathBuf>,
+
+    /// The request id header the request log records (as llmperf's `--request-id-header`).
+    #[arg(long, value_name = "NAME", default_value = crate::sim::DEFAULT_REQUEST_ID_HEADER)]
+    request_id_header: String,
 }
 
 fn millis(flag: &str, v: f64) -> Result<Duration, String> {
@@ -96,6 +105,8 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         prefill_tok_per_s: args.capacity.mock_prefill_tok_per_s,
         decode_tok_per_s: args.capacity.mock_decode_tok_per_s,
         invalid_output_rate: args.output.mock_invalid_output_rate,
+        request_log: args.mock_request_log.clone(),
+        request_id_header: args.request_id_header.clone(),
         ..SimConfig::default()
     };
     crate::clock::init();

@@ -54,6 +54,8 @@ struct Inner {
     hooks: super::hooks::Hooks,
     /// The API whose events are read.
     api: ApiKind,
+    /// The header each request's id goes in (`None`: no ids sent).
+    id_header: Option<Arc<str>>,
 }
 
 /// The most a size hint reserves up front.
@@ -79,6 +81,7 @@ impl HttpClient {
                 size_hint: Default::default(),
                 api: plan.api,
                 hooks: super::hooks::Hooks::from_env(),
+                id_header: plan.traffic.request_id_header.as_deref().map(Arc::from),
             }),
         })
     }
@@ -94,6 +97,7 @@ impl HttpClient {
     pub fn try_start_now(&self, record: &mut RequestRecord) -> Option<Started> {
         let pool = &self.inner.pool;
         let mut conn = pool.try_idle()?;
+        self.stamp_id(record);
         let extra = record.extra_headers.as_deref().unwrap_or("");
         conn.prepare(pool.endpoint(), extra.as_bytes(), record.request.as_bytes());
         self.inner.hooks.before_send();
@@ -104,6 +108,13 @@ impl HttpClient {
                 pool.checkin(conn);
                 None
             }
+        }
+    }
+
+    /// Gives `record` its request id header (once; see [`super::request_id`]).
+    fn stamp_id(&self, record: &mut RequestRecord) {
+        if let Some(name) = &self.inner.id_header {
+            super::request_id::stamp(record, name);
         }
     }
 
@@ -133,6 +144,7 @@ impl HttpClient {
         record.response_bytes.reserve(hint(2));
         let deadline = tokio::time::Instant::now() + inner.total_timeout;
         if started.is_none() {
+            self.stamp_id(&mut record);
             inner.hooks.before_send();
             record.sent_at = Instant::now();
         }

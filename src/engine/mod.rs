@@ -15,6 +15,7 @@ pub mod hooks;
 pub mod http1;
 mod open_loop;
 pub mod proxy;
+pub mod request_id;
 pub mod schedule;
 pub mod sse;
 pub mod timer;

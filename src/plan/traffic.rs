@@ -154,8 +154,7 @@ pub struct TrafficPlan {
     pub warnings: Vec<String>,
 }
 
-/// The default request id header.
-pub const DEFAULT_REQUEST_ID_HEADER: &str = "X-Request-Id";
+pub use crate::sim::DEFAULT_REQUEST_ID_HEADER;
 
 /// Headers llmperf writes itself (or that frame the request): not a request id header.
 const RESERVED_HEADERS: [&str; 6] = [

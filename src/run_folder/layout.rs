@@ -42,6 +42,10 @@ const TRACE_SUMMARY: &str = "trace_summary.json";
 const AGENTX_SUMMARY: &str = "agentx_summary.json";
 /// `--scenario agentx`: the sweep's summaries by concurrency.
 const AGENTX_SWEEP_SUMMARY: &str = "agentx_sweep_summary.json";
+/// `--lora-modules`: a run's headline metrics per model.
+const BREAKDOWN_BY_MODEL: &str = "breakdown_by_model.json";
+/// `--url-strategy`: a run's headline metrics per endpoint.
+const BREAKDOWN_BY_ENDPOINT: &str = "breakdown_by_endpoint.json";
 /// What a shard appends to its root's name: `_shard<K>of<N>`.
 const SHARD_MARK: &str = "_shard";
 
@@ -251,6 +255,16 @@ impl RunDir {
     /// `--scenario agentx`: the run's AgentX summary.
     pub fn agentx_summary(&self) -> PathBuf {
         self.path.join(AGENTX_SUMMARY)
+    }
+
+    /// `--lora-modules`: the per-model breakdown.
+    pub fn breakdown_by_model(&self) -> PathBuf {
+        self.path.join(BREAKDOWN_BY_MODEL)
+    }
+
+    /// `--url-strategy`: the per-endpoint breakdown.
+    pub fn breakdown_by_endpoint(&self) -> PathBuf {
+        self.path.join(BREAKDOWN_BY_ENDPOINT)
     }
 }
 

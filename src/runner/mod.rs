@@ -3,8 +3,10 @@
 
 mod agentx;
 mod aggregate;
+mod breakdown;
 mod context;
 mod dispatch;
+mod dry_run;
 mod multi_turn;
 mod requests;
 mod results;
@@ -29,6 +31,7 @@ use crate::sim::{SimConfig, SimServer};
 use crate::visualizer::{Visualizer, VisualizerKind};
 pub use context::RunResult;
 use context::SweepContext;
+pub use dry_run::dry_run;
 pub(crate) use results::write_speed_table;
 use single::run_single;
 pub use tracker::{FinalStatus, ProgressTracker};
@@ -66,6 +69,10 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         invalid_output_rate: mock.invalid_output_rate,
+        request_log: plan.traffic.mock_request_log.clone(),
+        request_id_header: (plan.traffic.request_id_header.as_deref())
+            .unwrap_or(crate::sim::DEFAULT_REQUEST_ID_HEADER)
+            .to_string(),
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;

@@ -17,7 +17,7 @@ use crate::pyjson;
 /// Open loop has no concurrency cap: the client keeps up to this many connections per run.
 const OPEN_LOOP_CONNECTIONS: usize = 1024;
 
-fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
+pub(super) fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
     // Shards without --seed share the seed derived from the plan fingerprint.
     let base = plan
         .params
