@@ -165,6 +165,8 @@ async fn converse(
     let run = &shared.run;
     let conversation = &run.conversations[conv_index % run.conversations.len()];
     let is_warmup = conv_index < run.warmup;
+    // --url-strategy: the conversation keeps one endpoint.
+    let endpoint = client.pick_endpoint();
     let turns = match run.max_turns {
         Some(m) => conversation.len().min(m as usize),
         None => conversation.len(),
@@ -216,6 +218,7 @@ async fn converse(
         let index = shared.next_index.fetch_add(1, Ordering::Relaxed);
         let mut record = RequestRecord::new(index, is_warmup, body, Instant::now());
         record.extra_headers = session.clone();
+        record.endpoint = Some(endpoint);
         shared.dispatched.fetch_add(1, Ordering::Relaxed);
         let mut record = tokio::select! {
             biased;

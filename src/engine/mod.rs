@@ -10,6 +10,7 @@ mod closed_loop;
 pub mod conn_test;
 pub mod conversation;
 pub mod dag;
+pub mod endpoints;
 pub mod feed;
 pub mod hooks;
 pub mod http1;

@@ -275,6 +275,9 @@ fn endpoints(
     if matches!(cli.api, ApiName::Local | ApiName::LocalVllm) {
         return usage("--url-strategy: --api local / local_vllm start one server at its own URL; drop --url-strategy");
     }
+    if api == ApiKind::Mock {
+        return usage("--url-strategy: --api mock sends to its own simulator; start simulators with `llmperf serve-mock` and give each URL with --url --api openai");
+    }
     let mut urls = vec![first.clone()];
     for raw in cli.urls.iter().skip(1) {
         let (mut url, appended) = complete_url_for(raw, api.endpoint_suffix())?;

@@ -3,6 +3,7 @@
 //! server saw: each request's port, `model` and id header.
 
 mod dry_run;
+mod endpoints;
 mod lora;
 mod request_ids;
 
