@@ -115,8 +115,11 @@ pub(super) async fn dispatch(
     };
     let (tx, rx) = mpsc::channel(work.parallel.clamp(64, 8192));
     let aggregator = start_aggregator(ctx, this, store, rx, progress_total, tracker.take());
-    let scrape =
-        crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
+    let scrape = crate::server_metrics::start_for_run(
+        plan.server_side.metrics.as_ref(),
+        &plan.traffic.urls(&ctx.url),
+    )
+    .await;
     let cpu_start = crate::resources::client_cpu();
     let sched_start = crate::resources::client_threads_sched();
     let window_start = std::time::Instant::now();

@@ -155,3 +155,31 @@ fn without_a_strategy_the_last_url_wins_and_mock_refuses_one() {
     let run = Run::new().flags("--api mock --model m --url-strategy random");
     assert!(run.fails(2).contains("--url-strategy"));
 }
+
+#[test]
+fn server_metrics_scrape_every_endpoint_by_default() {
+    let (a, b) = (sim(0, 0), sim(0, 0));
+    let dir = Run::new()
+        .flag("--url", url(&a))
+        .flag("--url", url(&b))
+        .flags("--model m --url-strategy round-robin --number 6 --prompt hi --max-tokens 2")
+        .flags("--no-test-connection --server-metrics --server-metrics-interval 0.05")
+        .ok_dir("parallel_1_number_6");
+    let file = json_file(&dir.join("server_metrics.json"));
+    let endpoints = file["endpoints"].as_array().unwrap();
+    let urls: BTreeSet<&str> = endpoints
+        .iter()
+        .map(|e| e["url"].as_str().unwrap())
+        .collect();
+    let want: BTreeSet<String> = [&a, &b]
+        .iter()
+        .map(|s| format!("{}/metrics", s.base_url()))
+        .collect();
+    assert_eq!(urls, want.iter().map(String::as_str).collect());
+    for e in endpoints {
+        assert_eq!(
+            e["counters"]["vllm:request_success_total"]["delta"], 3,
+            "{e}"
+        );
+    }
+}
