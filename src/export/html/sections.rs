@@ -325,3 +325,46 @@ pub(super) fn failures(out: &mut String, runs: &[&RunView]) {
     }
     out.push_str("</section>");
 }
+
+/// The per-model or per-endpoint table of a run (`what`: `model`, `endpoint`), nothing when `groups` is
+/// empty.
+pub(super) fn breakdown_table(
+    out: &mut String,
+    id: &str,
+    what: &str,
+    groups: &[super::breakdown::Group],
+) {
+    if groups.is_empty() {
+        return;
+    }
+    let total: u64 = groups.iter().map(|g| g.1).sum::<u64>().max(1);
+    let fmt =
+        |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |v| format!("{v:.digits$}"));
+    let rows: Vec<Vec<String>> = groups
+        .iter()
+        .map(|g| {
+            vec![
+                g.0.clone(),
+                g.1.to_string(),
+                format!("{:.1}", 100.0 * g.1 as f64 / total as f64),
+                g.2.to_string(),
+                fmt(g.3, 4),
+                fmt(g.4, 2),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        id,
+        &format!("Per {what}"),
+        &[
+            what,
+            "Requests",
+            "Share (%)",
+            "Failed",
+            "Avg Latency (s)",
+            "Avg TTFT (ms)",
+        ],
+        &rows,
+    );
+}

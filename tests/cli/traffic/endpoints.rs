@@ -56,6 +56,9 @@ fn least_inflight_favours_the_fast_endpoint_and_both_are_in_the_breakdown() {
     let slow_latency = breakdown[url(&slow)]["Avg Latency (s)"].as_f64().unwrap();
     let fast_latency = breakdown[url(&fast)]["Avg Latency (s)"].as_f64().unwrap();
     assert!(slow_latency > fast_latency, "{breakdown}");
+    let html = std::fs::read_to_string(dir.parent().unwrap().join("perf_report.html")).unwrap();
+    assert!(html.contains("Per endpoint"));
+    assert!(html.contains(&format!("<th scope=\"row\">{}</th>", url(&slow))));
 }
 
 #[test]

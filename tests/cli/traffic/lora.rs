@@ -95,6 +95,15 @@ fn a_weighted_mix_follows_its_weights_and_the_breakdown_recounts_the_rows() {
             (b["Output Throughput (tok/s)"].as_f64().unwrap() - tput).abs() < 1e-3 * tput.max(1.0)
         );
     }
+    // The HTML report has the per-model table.
+    let html = std::fs::read_to_string(run.root().join("perf_report.html")).unwrap();
+    let table = &html[html.find("Per model").expect("a per-model table")..];
+    for name in ["sql", "chat", "code"] {
+        assert!(
+            table.contains(&format!("<th scope=\"row\">{name}</th>")),
+            "{name}"
+        );
+    }
     // evalscope's summary stays flat: no per-model keys in it.
     assert!(summary
         .as_object()
