@@ -10,10 +10,12 @@
 
 pub mod arrival;
 pub mod compat;
+mod evalscope_flags;
+mod mock_noise;
 pub mod mock_output;
 mod multi_turn;
 mod parsers;
-pub mod prefixes;
+pub mod repeat;
 pub mod scenario;
 pub mod server_metrics;
 pub mod shard;
@@ -22,6 +24,8 @@ pub mod traffic;
 mod values;
 
 use clap::{ArgAction, Parser};
+pub use evalscope_flags::{resolve_evalscope_prefixes, EVALSCOPE_LONG_FLAGS};
+pub use mock_noise::MockJitterArgs;
 pub use multi_turn::MultiTurnFlags;
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
 pub use values::{ApiName, DatasetName, NameParser};
@@ -440,6 +444,10 @@ pub struct Cli {
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
 
+    /// `--mock-jitter-cv`.
+    #[command(flatten)]
+    pub mock_jitter: MockJitterArgs,
+
     // ── evalscope compatibility ──────────────────────────────────────────────────────────────────────
     /// evalscope's engine-tuning flags.
     #[command(flatten)]
@@ -478,12 +486,29 @@ pub struct Cli {
     /// `--lora-modules`, `--url-strategy`, the request id header, `--dry-run`.
     #[command(flatten)]
     pub traffic: traffic::TrafficArgs,
+
+    /// Not a flag: the JSON-object flags given more than once on the command line, with their counts
+    /// (only the last occurrence counts, as in argparse; see [`compat::repeated_json_flags`]).
+    #[arg(skip)]
+    pub repeated_json_flags: Vec<(&'static str, usize)>,
+    /// `--repeat`, `--repeat-new-prompts`.
+    #[command(flatten)]
+    pub repeat: repeat::RepeatArgs,
 }
 
 impl Cli {
     /// `--url`: the last one given (argparse's last-one-wins), else the default.
     pub fn url(&self) -> &str {
         self.urls.last().map_or("", String::as_str)
+    }
+
+    /// Warns about each JSON-object flag given more than once: only its last value is used.
+    pub fn warn_repeated_flags(&self) {
+        for (flag, n) in &self.repeated_json_flags {
+            tracing::warn!(
+                "{flag} was given {n} times: only the last one is used (as in evalscope); put every key in one JSON object"
+            );
+        }
     }
 
     /// `--stream`/`--no-stream`, last one wins; streaming by default.

@@ -15,6 +15,7 @@ mod load;
 mod multi_turn;
 mod parse;
 mod prompts;
+pub mod repeat;
 mod run_spec;
 mod server_side;
 pub mod sharding;
@@ -39,6 +40,7 @@ pub use kinds::*;
 pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use repeat::Repeats;
 pub use run_spec::{Load, Rate, RunRole, RunSpec};
 pub use server_side::ServerSidePlan;
 pub use traffic::{
@@ -146,6 +148,8 @@ pub struct RunPlan {
     pub sharding: Option<sharding::Sharding>,
     /// Models, endpoints, request ids, the dry run.
     pub traffic: TrafficPlan,
+    /// `--repeat`: runs per point (repeats 2..=K are in `runs`, after the sweep).
+    pub repeats: Repeats,
 }
 
 /// Where a plan's results go: the parts of the run root's path ([`crate::run_folder::RunRoot::of`]).
@@ -265,6 +269,7 @@ impl RunPlan {
             (None, None, None, None) => Workload::SingleTurn,
         };
         load::check_rates(&runs, &workload)?;
+        let repeats = repeat::repeats(&cli, &prompt_source, &workload, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
         let dataset_args = dataset_args(&cli, &tokens, &prompt_source)?;
         let image = image_settings(&cli)?;
@@ -357,6 +362,7 @@ impl RunPlan {
             server_side,
             sharding: None,
             traffic,
+            repeats,
         };
         plan.shard(&shard_flags)?;
         Ok(plan)
@@ -377,6 +383,9 @@ impl RunPlan {
         }
         if self.sla.is_some() {
             return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");
+        }
+        if self.repeats.count > 1 {
+            return usage("--repeat runs in one process (llmperf merge does not join repeats): drop --repeat or --shard/--start-at");
         }
         Ok(())
     }

@@ -36,7 +36,11 @@ struct Built {
 
 /// Runs the dry run of `plan` over `items`.
 pub fn dry_run(plan: &RunPlan, items: Prompts, dry: &DryRun) -> Result<()> {
+    let tally = super::outcome::Tally::default();
+    let sweep_seed = super::single::sweep_seed(plan);
     let ctx = SweepContext {
+        tally: &tally,
+        seed: sweep_seed,
         plan,
         root: RunRoot::of(plan),
         url: plan.url.clone(),
@@ -53,7 +57,7 @@ pub fn dry_run(plan: &RunPlan, items: Prompts, dry: &DryRun) -> Result<()> {
     let mut summary = header(plan);
     let mut lines = String::new();
     for (index, spec) in plan.runs.iter().enumerate() {
-        let seed = super::single::run_seed(plan, index);
+        let seed = super::single::run_seed(sweep_seed, plan.repeats.seed_index(spec.role, index));
         let built = bodies(&ctx, spec, seed, dry.bodies as usize)?;
         run_summary(&mut summary, &ctx, spec, index, &built);
         for b in &built {
