@@ -135,8 +135,14 @@ fn run_on(
     shutdown: shutdown::Shutdown,
 ) -> Result<(), Error> {
     let plan = plan::RunPlan::from_cli(cli, chrono::Local::now())?;
-    run_folder::RunRoot::of(&plan).check_free(&plan)?;
-    ensure_open_files(&plan)?;
+    for warning in &plan.traffic.warnings {
+        tracing::warn!("{warning}");
+    }
+    let dry_run = plan.traffic.dry_run.clone();
+    if dry_run.is_none() {
+        run_folder::RunRoot::of(&plan).check_free(&plan)?;
+        ensure_open_files(&plan)?;
+    }
     let limit = plan.runs.iter().map(|r| r.total()).max().unwrap_or(1) as usize;
     let tokenizer = match &plan.tokens.tokenizer_path {
         Some(spec) => Some(std::sync::Arc::new(
@@ -147,6 +153,9 @@ fn run_on(
     };
     let items = dataset::Prompts::load(&plan, tokenizer, limit)
         .map_err(|e| Error::usage(format!("{e:#}")))?;
+    if let Some(dry) = &dry_run {
+        return Ok(runner::dry_run(&plan, items, dry)?);
+    }
     // Started from this (the main) thread, so the server follows llmperf if it dies; stopped on drop.
     let _server = match &plan.local {
         Some(settings) => Some(local_server::LocalServer::start(

@@ -145,8 +145,14 @@ pub struct RequestRecord {
     pub read_lag: Duration,
     /// Its place in a conversation (`--multi-turn` only).
     pub turn: Option<TurnTag>,
-    /// The request id stored in the `request_id` column (replayed traces).
+    /// The request id: a replayed trace's or an AgentX call's own, else the one llmperf sent in its
+    /// request id header; stored in the `request_id` column.
     pub request_id: Option<Arc<str>>,
+    /// `--url-strategy`: which endpoint the request goes (went) to, by position among the `--url`s; `None`
+    /// until the client picks one (a conversation's turns carry their first turn's).
+    pub endpoint: Option<u16>,
+    /// `--url-strategy`: that endpoint's URL, stored in the `endpoint` column.
+    pub endpoint_url: Option<Arc<str>>,
     /// Header lines sent with this request only, each `Name: value\r\n` (`--session-header`, a replayed
     /// trace's `headers`). Never stored or logged.
     pub extra_headers: Option<Arc<str>>,
@@ -182,6 +188,8 @@ impl RequestRecord {
             read_lag: Duration::ZERO,
             turn: None,
             request_id: None,
+            endpoint: None,
+            endpoint_url: None,
             extra_headers: None,
             reasoning: None,
             structured: None,

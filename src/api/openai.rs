@@ -196,6 +196,16 @@ impl BodyComposer {
         Arc::from(pyjson::dumps(&self.compose_value(item, rng)))
     }
 
+    /// [`BodyComposer::compose`] sent to `model` instead of the composer's own, when given
+    /// (`--lora-modules`; the draws from `rng` are the same either way).
+    pub fn compose_as(&self, item: &Item, rng: &mut impl Rng, model: Option<&str>) -> Arc<str> {
+        let mut body = self.compose_value(item, rng);
+        if let Some(model) = model {
+            set_model(&mut body, model);
+        }
+        Arc::from(pyjson::dumps(&body))
+    }
+
     /// The connection-test body: the run's request shape for the prompt "hello", with a small
     /// `max_tokens` (at least `min_tokens`) so the test costs the server little.
     pub fn connection_test(&self, item: &Item, rng: &mut impl Rng) -> Arc<str> {
@@ -251,6 +261,11 @@ impl BodyComposer {
         }
         body
     }
+}
+
+/// Sets a body's `model` (in its place when it has one, else last): the model `--lora-modules` drew.
+pub fn set_model(body: &mut Map<String, Value>, model: &str) {
+    body.insert("model".to_string(), Value::String(model.to_string()));
 }
 
 #[cfg(test)]

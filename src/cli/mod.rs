@@ -5,7 +5,8 @@
 //!
 //! As in argparse, a flag given twice keeps its last occurrence (`--min-tokens 128 … --min-tokens 16` is 16),
 //! values and all for the list flags (`--parallel 1 2 --parallel 4` is `[4]`); only llmperf's own
-//! list flags (`--mock-fault`, `--goodput`, `--server-metrics`) add up.
+//! list flags (`--mock-fault`, `--goodput`, `--server-metrics`, `--lora-modules`) add up. `--url` keeps
+//! every occurrence: the last is the endpoint, unless `--url-strategy` sends to all of them.
 //!
 //! An abbreviation argparse accepts for an evalscope flag names that flag here too: where one of
 //! llmperf's own flags shares the prefix (`--u`: `--url`, `--ui`), the evalscope flag carries it as a
@@ -25,6 +26,7 @@ pub mod server_control;
 pub mod server_metrics;
 pub mod shard;
 pub mod sla;
+pub mod traffic;
 mod values;
 
 use clap::{ArgAction, Parser};
@@ -62,14 +64,18 @@ pub struct Cli {
     pub api: ApiName,
 
     /// Endpoint URL. A URL whose path does not end in an API endpoint gets one appended (for `openai`:
-    /// `/chat/completions`), e.g. `http://host:8000/v1` → `http://host:8000/v1/chat/completions`.
+    /// `/chat/completions`), e.g. `http://host:8000/v1` → `http://host:8000/v1/chat/completions`. Given
+    /// more than once, the last one is used, unless `--url-strategy` sends to each of them.
     #[arg(
-        long,
+        long = "url",
+        id = "url",
+        value_name = "URL",
+        action = ArgAction::Append,
         alias = "u",
         default_value = "http://127.0.0.1:8877/v1/chat/completions",
         help_heading = "Endpoint"
     )]
-    pub url: String,
+    pub urls: Vec<String>,
 
     /// Extra HTTP headers, each `KEY=VALUE` (e.g. `--headers X-Team=infra Authorization='Bearer x'`).
     #[arg(long, num_args = 1.., action = ArgAction::Set, value_name = "KEY=VALUE", value_parser = parse_header, help_heading = "Endpoint")]
@@ -493,6 +499,10 @@ pub struct Cli {
     /// `--ui`, `--metrics-listen`, `--metrics-linger-s`, `--save-format`.
     #[command(flatten)]
     pub monitor: monitor::MonitorArgs,
+    /// `--lora-modules`, `--url-strategy`, the request id header, `--dry-run`.
+    #[command(flatten)]
+    pub traffic: traffic::TrafficArgs,
+
     /// Not a flag: the JSON-object flags given more than once on the command line, with their counts
     /// (only the last occurrence counts, as in argparse; see [`compat::repeated_json_flags`]).
     #[arg(skip)]
@@ -503,6 +513,11 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// `--url`: the last one given (argparse's last-one-wins), else the default.
+    pub fn url(&self) -> &str {
+        self.urls.last().map_or("", String::as_str)
+    }
+
     /// Warns about each JSON-object flag given more than once: only its last value is used.
     pub fn warn_repeated_flags(&self) {
         for (flag, n) in &self.repeated_json_flags {

@@ -55,7 +55,7 @@ fn defaults_match_evalscope() {
     assert_eq!(cli.max_tokens, vec![2048]);
     assert_eq!(cli.temperature, 0.0);
     assert_eq!(cli.total_timeout, 21600);
-    assert_eq!(cli.url, "http://127.0.0.1:8877/v1/chat/completions");
+    assert_eq!(cli.url(), "http://127.0.0.1:8877/v1/chat/completions");
     assert!(cli.stream_enabled());
     assert_eq!(cli.apply_chat_template_flag(), None);
 }

@@ -95,6 +95,14 @@ struct ServeMockArgs {
     /// tokens, as for `llmperf --api mock`.
     #[command(flatten)]
     cache: crate::cli::server_control::MockCacheArgs,
+    /// Append one JSON line per request received (its port, path, `model` and request id header) to this
+    /// file, as `llmperf --api mock --mock-request-log`.
+    #[arg(long, value_name = "PATH")]
+    mock_request_log: Option<PathBuf>,
+
+    /// The request id header the request log records (as llmperf's `--request-id-header`).
+    #[arg(long, value_name = "NAME", default_value = crate::sim::DEFAULT_REQUEST_ID_HEADER)]
+    request_id_header: String,
 }
 
 fn millis(flag: &str, v: f64) -> Result<Duration, String> {
@@ -144,6 +152,8 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         jitter,
         invalid_output_rate: args.output.mock_invalid_output_rate,
         prefix_cache: args.cache.mock_prefix_cache == Some(crate::cli::server_control::OnOff::On),
+        request_log: args.mock_request_log.clone(),
+        request_id_header: args.request_id_header.clone(),
         ..SimConfig::default()
     };
     crate::clock::init();

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
+use super::endpoints::Endpoints;
 use super::http1::{self, Conn, Head};
 use crate::api::openai_event;
 use crate::engine::sse::SseFramer;
@@ -41,8 +42,8 @@ pub struct HttpClient {
 }
 
 struct Inner {
-    pool: http1::Pool,
-    url: reqwest::Url,
+    /// One pool per endpoint (one endpoint unless `--url-strategy`).
+    endpoints: Endpoints,
     total_timeout: Duration,
     debug: bool,
     /// A success without usage is kept (its tokens are counted later, off the request path).
@@ -58,6 +59,8 @@ struct Inner {
     in_flight: AtomicUsize,
     /// Requests started (what a live view counts in flight against its records).
     sent: Arc<AtomicU64>,
+    /// The header each request's id goes in (`None`: no ids sent).
+    id_header: Option<Arc<str>>,
 }
 
 /// Counts a request in flight while it lives.
@@ -74,18 +77,27 @@ const MAX_HINT: usize = 1 << 16;
 
 impl HttpClient {
     /// A client for `plan`'s endpoint with a pool sized for `max_in_flight` connections.
+    /// With `--url-strategy`, one pool per `--url` (`url` is the first), each sized for `max_in_flight`.
     pub fn new(plan: &RunPlan, url: reqwest::Url, max_in_flight: usize) -> Result<Self> {
-        let endpoint = http1::Endpoint::new(
-            &url,
-            &plan.headers,
-            plan.timeouts.connect,
-            plan.timeouts.read,
-        )
-        .map_err(|e| anyhow!("--url {url}: {e}"))?;
+        let urls = match &plan.traffic.endpoints {
+            Some(e) => e.urls.clone(),
+            None => vec![url],
+        };
+        let mut pools = Vec::with_capacity(urls.len());
+        for url in urls {
+            let endpoint = http1::Endpoint::new(
+                &url,
+                &plan.headers,
+                plan.timeouts.connect,
+                plan.timeouts.read,
+            )
+            .map_err(|e| anyhow!("--url {url}: {e}"))?;
+            pools.push((http1::Pool::new(endpoint, max_in_flight), url));
+        }
+        let strategy = plan.traffic.endpoints.as_ref().map(|e| e.strategy);
         Ok(HttpClient {
             inner: Arc::new(Inner {
-                pool: http1::Pool::new(endpoint, max_in_flight),
-                url,
+                endpoints: Endpoints::new(pools, strategy),
                 total_timeout: plan.timeouts.total,
                 debug: plan.debug,
                 usage_counted_later: plan.tokens.tokenizer_path.is_some() || plan.api.input_only(),
@@ -94,6 +106,7 @@ impl HttpClient {
                 hooks: super::hooks::Hooks::from_env(),
                 in_flight: AtomicUsize::new(0),
                 sent: Arc::new(AtomicU64::new(0)),
+                id_header: plan.traffic.request_id_header.as_deref().map(Arc::from),
             }),
         })
     }
@@ -108,17 +121,47 @@ impl HttpClient {
         self.inner.sent.clone()
     }
 
-    /// The endpoint.
+    /// The (first) endpoint.
     pub fn url(&self) -> &reqwest::Url {
-        &self.inner.url
+        &self.inner.endpoints.slot(0).url
+    }
+
+    /// How many endpoints (1 unless `--url-strategy`).
+    pub fn endpoint_count(&self) -> usize {
+        self.inner.endpoints.len()
+    }
+
+    /// Endpoint `i`'s URL.
+    pub fn url_of(&self, i: u16) -> &reqwest::Url {
+        &self.inner.endpoints.slot(i).url
+    }
+
+    /// The endpoint for a conversation or session that keeps one (see [`super::endpoints`]).
+    pub fn pick_endpoint(&self) -> u16 {
+        self.inner.endpoints.pick()
+    }
+
+    /// The pool of `record`'s endpoint (picked now when it has none).
+    fn pool_for(&self, record: &mut RequestRecord) -> &http1::Pool {
+        let endpoints = &self.inner.endpoints;
+        let i = *record.endpoint.get_or_insert_with(|| endpoints.pick());
+        let slot = endpoints.slot(i);
+        record.endpoint_url.clone_from(&slot.label);
+        &slot.pool
+    }
+
+    /// The pool of endpoint `i`.
+    fn pool(&self, i: Option<u16>) -> &http1::Pool {
+        &self.inner.endpoints.slot(i.unwrap_or(0)).pool
     }
 
     /// Starts `record`'s request at once on the calling thread (any thread, no runtime needed) when an idle
     /// plain-TCP connection is waiting: stamps `sent_at` and writes the request without waiting. `None`
     /// when there is no such connection; then [`HttpClient::send`] does it all.
     pub fn try_start_now(&self, record: &mut RequestRecord) -> Option<Started> {
-        let pool = &self.inner.pool;
+        let pool = self.pool_for(record);
         let mut conn = pool.try_idle()?;
+        self.stamp_id(record);
         let extra = record.extra_headers.as_deref().unwrap_or("");
         conn.prepare(pool.endpoint(), extra.as_bytes(), record.request.as_bytes());
         self.inner.hooks.before_send();
@@ -129,6 +172,13 @@ impl HttpClient {
                 pool.checkin(conn);
                 None
             }
+        }
+    }
+
+    /// Gives `record` its request id header (once; see [`super::request_id`]).
+    fn stamp_id(&self, record: &mut RequestRecord) {
+        if let Some(name) = &self.inner.id_header {
+            super::request_id::stamp(record, name);
         }
     }
 
@@ -160,11 +210,20 @@ impl HttpClient {
         record.response_spans.reserve(hint(1));
         record.response_bytes.reserve(hint(2));
         let deadline = tokio::time::Instant::now() + inner.total_timeout;
+        self.pool_for(&mut record);
+        let endpoint = record.endpoint.unwrap_or(0);
+        inner.endpoints.begin(endpoint);
         if started.is_none() {
+            self.stamp_id(&mut record);
             inner.hooks.before_send();
             record.sent_at = Instant::now();
         }
         let outcome = tokio::time::timeout_at(deadline, self.exchange(&mut record, started)).await;
+        let connect_failed = matches!(
+            record.failure,
+            Some(FailureKind::Connect | FailureKind::Reset)
+        ) && record.status_code.is_none();
+        inner.endpoints.end(endpoint, connect_failed);
         if record.success {
             let sizes = [
                 record.chunk_times.len(),
@@ -208,12 +267,12 @@ impl HttpClient {
     /// request was not served. The resend is timed from the new attempt (`sent_at`).
     async fn start(
         &self,
+        pool: &http1::Pool,
         extra: &[u8],
         body: &[u8],
         sent_at: &mut Instant,
         started: Option<Started>,
     ) -> Result<(Conn, Head), http1::Error> {
-        let pool = &self.inner.pool;
         let (mut conn, reused, written) = match started {
             Some(s) => (s.conn, true, Some(s.written)),
             None => {
@@ -247,8 +306,9 @@ impl HttpClient {
         let body = record.request.clone();
         let extra = record.extra_headers.clone();
         let extra = extra.as_deref().unwrap_or("").as_bytes();
+        let pool = self.pool(record.endpoint);
         let (mut conn, head) = match self
-            .start(extra, body.as_bytes(), &mut record.sent_at, started)
+            .start(pool, extra, body.as_bytes(), &mut record.sent_at, started)
             .await
         {
             Ok(ok) => ok,
@@ -256,7 +316,7 @@ impl HttpClient {
                 let at = Instant::now();
                 let msg = match e {
                     http1::Error::Connect(_) => {
-                        format!("{e} ({})", self.inner.pool.endpoint().route())
+                        format!("{e} ({})", pool.endpoint().route())
                     }
                     _ => e.to_string(),
                 };
@@ -274,7 +334,7 @@ impl HttpClient {
         };
         record.read_lag = conn.read_lag();
         if let Ok(true) = result {
-            self.inner.pool.checkin(conn);
+            pool.checkin(conn);
         }
     }
 
@@ -287,7 +347,7 @@ impl HttpClient {
         record: &mut RequestRecord,
     ) -> Result<bool, http1::Error> {
         let mut text = Vec::new();
-        let read = read_bounded(conn, self.inner.pool.endpoint(), head, &mut text).await;
+        let read = read_bounded(conn, self.pool(record.endpoint).endpoint(), head, &mut text).await;
         let at = Instant::now();
         let shown = clip(&text);
         let retry_after = head
@@ -324,7 +384,7 @@ impl HttpClient {
         let api = self.inner.api;
         let index = record.index;
         let read = conn
-            .read_body(self.inner.pool.endpoint(), head, |data, at| {
+            .read_body(self.pool(record.endpoint).endpoint(), head, |data, at| {
                 if debug {
                     tracing::debug!(
                         index,
@@ -380,7 +440,13 @@ impl HttpClient {
     ) -> Result<bool, http1::Error> {
         record.is_stream = false;
         let mut bytes = Vec::new();
-        let read = read_bounded(conn, self.inner.pool.endpoint(), head, &mut bytes).await;
+        let read = read_bounded(
+            conn,
+            self.pool(record.endpoint).endpoint(),
+            head,
+            &mut bytes,
+        )
+        .await;
         let at = Instant::now();
         match &read {
             Ok(_) => {

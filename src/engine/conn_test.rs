@@ -51,9 +51,28 @@ fn human_duration(d: Duration) -> String {
     }
 }
 
-/// Sends `body` until it succeeds, a 4xx comes back, `budget` runs out or the run is interrupted.
+/// Sends `body` until it succeeds, a 4xx comes back, `budget` runs out or the run is interrupted; to each
+/// endpoint in turn with `--url-strategy` (each must pass).
 pub async fn check(
     client: &HttpClient,
+    body: Arc<str>,
+    budget: Duration,
+    shutdown: &Shutdown,
+) -> Result<Checked> {
+    for endpoint in 0..client.endpoint_count() as u16 {
+        if check_one(client, endpoint, body.clone(), budget, shutdown).await?
+            == Checked::Interrupted
+        {
+            return Ok(Checked::Interrupted);
+        }
+    }
+    Ok(Checked::Passed)
+}
+
+/// [`check`] of one endpoint.
+async fn check_one(
+    client: &HttpClient,
+    endpoint: u16,
     body: Arc<str>,
     budget: Duration,
     shutdown: &Shutdown,
@@ -62,7 +81,8 @@ pub async fn check(
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        let record = RequestRecord::new(0, true, body.clone(), Instant::now());
+        let mut record = RequestRecord::new(0, true, body.clone(), Instant::now());
+        record.endpoint = Some(endpoint);
         let record = tokio::select! {
             biased;
             _ = shutdown.stopped() => return Ok(Checked::Interrupted),
@@ -85,12 +105,13 @@ pub async fn check(
         if client_error || unusable {
             bail!(
                 "Test connection failed: {} answered {why}. Check --url, --model, --api-key and --headers (or skip the test with --no-test-connection).",
-                client.url()
+                client.url_of(endpoint)
             );
         }
         if started.elapsed() + RETRY_EVERY > budget {
             bail!(
-                "Test connection failed after {attempt} attempt(s) over {:.0} s (--total-timeout): {why}",
+                "Test connection to {} failed after {attempt} attempt(s) over {:.0} s (--total-timeout): {why}",
+                client.url_of(endpoint),
                 started.elapsed().as_secs_f64()
             );
         }

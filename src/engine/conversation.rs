@@ -22,7 +22,7 @@ use tokio::task::JoinSet;
 use super::{DispatchOutcome, HttpClient};
 use crate::api::openai::BodyComposer;
 use crate::api::reply_text::generated_text;
-use crate::dataset::multi_turn::Conversation;
+use crate::dataset::multi_turn::{Conversation, Turn};
 use crate::dataset::Item;
 use crate::plan::ThinkTime;
 use crate::record::{RequestRecord, TurnTag};
@@ -50,6 +50,34 @@ pub struct ConversationRun {
     pub session_header: Option<String>,
     /// Seeds pauses and `--max-tokens MIN MAX` draws.
     pub seed: u64,
+    /// `--lora-modules`: each conversation's model (drawn from `seed` and its index; every turn keeps it).
+    pub models: Option<Arc<crate::plan::ModelMix>>,
+}
+
+/// The body of turn `turn_index` of conversation `conv_index`, whose history (this turn's messages
+/// included) is `messages` and routing key `rid`: the composer's body with the turn's `max_tokens`, the
+/// conversation's `--lora-modules` model and `rid` `<rid>_t<turn number>` unless the body has one.
+pub fn turn_body(
+    composer: &BodyComposer,
+    run: &ConversationRun,
+    conv_index: usize,
+    (turn, turn_index): (&Turn, usize),
+    messages: &[Value],
+    rid: Option<&String>,
+    rng: &mut impl rand::Rng,
+) -> Arc<str> {
+    let mut body = composer.compose_value(&Item::Chat(messages.to_vec()), rng);
+    if let Some(n) = turn.max_tokens {
+        composer.set_max_tokens(&mut body, n);
+    }
+    if let Some(mix) = &run.models {
+        crate::api::openai::set_model(&mut body, mix.pick(run.seed, conv_index as u64));
+    }
+    if let Some(rid) = rid {
+        body.entry("rid")
+            .or_insert_with(|| json!(format!("{rid}_t{}", turn_index + 1)));
+    }
+    Arc::from(crate::pyjson::dumps(&body))
 }
 
 struct Shared {
@@ -137,6 +165,8 @@ async fn converse(
     let run = &shared.run;
     let conversation = &run.conversations[conv_index % run.conversations.len()];
     let is_warmup = conv_index < run.warmup;
+    // --url-strategy: the conversation keeps one endpoint.
+    let endpoint = client.pick_endpoint();
     let turns = match run.max_turns {
         Some(m) => conversation.len().min(m as usize),
         None => conversation.len(),
@@ -176,20 +206,19 @@ async fn converse(
                 return false;
             }
         }
-        let mut body = shared
-            .composer
-            .compose_value(&Item::Chat(history.messages.clone()), rng);
-        if let Some(n) = turn.max_tokens {
-            shared.composer.set_max_tokens(&mut body, n);
-        }
-        if let Some(rid) = &rid {
-            body.entry("rid")
-                .or_insert_with(|| json!(format!("{rid}_t{}", turn_index + 1)));
-        }
+        let body = turn_body(
+            &shared.composer,
+            run,
+            conv_index,
+            (turn, turn_index),
+            &history.messages,
+            rid,
+            rng,
+        );
         let index = shared.next_index.fetch_add(1, Ordering::Relaxed);
-        let body: Arc<str> = Arc::from(crate::pyjson::dumps(&body));
         let mut record = RequestRecord::new(index, is_warmup, body, Instant::now());
         record.extra_headers = session.clone();
+        record.endpoint = Some(endpoint);
         shared.dispatched.fetch_add(1, Ordering::Relaxed);
         let mut record = tokio::select! {
             biased;

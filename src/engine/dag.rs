@@ -61,7 +61,7 @@ async fn call(
     node: usize,
     ready_at: Instant,
     body: Arc<str>,
-    request_id: Arc<str>,
+    (request_id, endpoint): (Arc<str>, u16),
     session: Option<Arc<str>>,
 ) -> (usize, bool) {
     if ready_at >= shared.deadline {
@@ -78,6 +78,7 @@ async fn call(
     let index = shared.next_index.fetch_add(1, Ordering::Relaxed);
     let mut record = RequestRecord::new(index, false, body, ready_at);
     record.request_id = Some(request_id);
+    record.endpoint = Some(endpoint);
     record.extra_headers = session;
     shared.dispatched.fetch_add(1, Ordering::Relaxed);
     let hard_stop = shared.run.grace.map(|g| shared.deadline + g);
@@ -115,6 +116,8 @@ async fn replay(shared: &Arc<Shared>, claim: usize) -> anyhow::Result<()> {
         .session_header
         .as_ref()
         .map(|name| Arc::from(format!("{name}: llmperf-agentx-{claim}-{}\r\n", graph.id)));
+    // --url-strategy: the session keeps one endpoint.
+    let endpoint = shared.client.pick_endpoint();
     let n = graph.nodes.len();
     let mut waiting: Vec<usize> = graph.nodes.iter().map(|c| c.deps.len()).collect();
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -133,7 +136,7 @@ async fn replay(shared: &Arc<Shared>, claim: usize) -> anyhow::Result<()> {
             i,
             after + Duration::from_secs_f64(c.delay_s),
             bodies[i].clone(),
-            Arc::from(format!("{claim}/{}", c.name)),
+            (Arc::from(format!("{claim}/{}", c.name)), endpoint),
             session.clone(),
         ));
     };

@@ -65,7 +65,7 @@ fn check_flags(cli: &Cli, s: &AgentX) -> Result<(), UsageError> {
         return usage("--parallel values must be greater than zero for AgentX.");
     }
     let path = cli
-        .url
+        .url()
         .split(['?', '#'])
         .next()
         .unwrap_or("")

@@ -25,6 +25,7 @@ pub mod sla;
 #[cfg(test)]
 mod tests;
 mod trace;
+mod traffic;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -45,6 +46,10 @@ pub use parse::{complete_url, complete_url_for, sanitize_name};
 pub use repeat::Repeats;
 pub use run_spec::{Load, Rate, RunRole, RunSpec};
 pub use server_side::ServerSidePlan;
+pub use traffic::{
+    DryRun, Endpoints, ModelAssignment, ModelMix, TrafficPlan, UrlStrategy,
+    DEFAULT_REQUEST_ID_HEADER,
+};
 pub use workload::Workload;
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, UsageError> {
@@ -148,6 +153,8 @@ pub struct RunPlan {
     pub server_control: crate::server_control::ServerControlPlan,
     /// `--ui`, `--metrics-listen`, `--metrics-linger-s`, `--save-format`.
     pub monitor: MonitorPlan,
+    /// Models, endpoints, request ids, the dry run.
+    pub traffic: TrafficPlan,
     /// `--repeat`: runs per point (repeats 2..=K are in `runs`, after the sweep).
     pub repeats: Repeats,
 }
@@ -220,7 +227,7 @@ fn request_url(
     let (mut url, appended) = match local {
         // evalscope's _resolve_local_url: the server's own URL, whatever --url says.
         Some(l) => (local_url(l.port, cli.dataset), false),
-        None => complete_url_for(&cli.url, api.endpoint_suffix())?,
+        None => complete_url_for(traffic::primary_url(cli), api.endpoint_suffix())?,
     };
     if api == ApiKind::Responses {
         responses_url(&mut url, cli)?;
@@ -277,6 +284,12 @@ impl RunPlan {
         prompts::check_extra_args(&cli)?;
         let apply_chat_template =
             prompts::chat_template_and_url(&cli, &prompt_source, &tokens, &mut url);
+        let completions = prompts::needs_completions(&prompt_source, &tokens);
+        let traffic = traffic::traffic_plan(&cli, api, &url, &headers, &|u: &mut Url| {
+            if completions {
+                prompts::to_completions(u)
+            }
+        })?;
         let outputs = outputs(&cli, &model_id, now);
         let mock = endpoint::mock_settings(&cli, api)?;
         let visualizer = visualizer_settings(&cli)?;
@@ -304,7 +317,7 @@ impl RunPlan {
             api,
             api_name: cli.api,
             url,
-            url_appended_to: appended.then(|| cli.url.clone()),
+            url_appended_to: appended.then(|| traffic::primary_url(&cli).to_string()),
             headers: crate::secret::Headers::new(headers),
             api_key_given: cli.api_key.is_some(),
             timeouts,
@@ -364,6 +377,7 @@ impl RunPlan {
             server_control,
             sharding: None,
             monitor,
+            traffic,
             repeats,
         };
         plan.shard(&shard_flags)?;

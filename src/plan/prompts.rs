@@ -126,19 +126,36 @@ pub(super) fn chat_template_and_url(
     let apply_chat_template = cli
         .apply_chat_template_flag()
         .unwrap_or_else(|| is_chat_url(url));
-    let speed_benchmark = matches!(
+    let speed_benchmark = is_speed_benchmark(prompts);
+    if needs_completions(prompts, tokens) {
+        to_completions(url);
+    }
+    apply_chat_template && !speed_benchmark
+}
+
+fn is_speed_benchmark(prompts: &PromptSource) -> bool {
+    matches!(
         prompts,
         PromptSource::Dataset {
             kind: DatasetKind::SpeedBenchmark | DatasetKind::SpeedBenchmarkLong,
             ..
         }
-    );
-    if (tokens.tokenize_prompt || speed_benchmark) && is_chat_url(url) {
+    )
+}
+
+/// Whether the requests go to `…/completions` rather than `…/chat/completions` (`--tokenize-prompt`,
+/// the speed benchmark).
+pub(super) fn needs_completions(prompts: &PromptSource, tokens: &TokenSettings) -> bool {
+    tokens.tokenize_prompt || is_speed_benchmark(prompts)
+}
+
+/// A `…/chat/completions` URL rewritten to `…/completions` (others unchanged).
+pub(super) fn to_completions(url: &mut Url) {
+    if is_chat_url(url) {
         let path = url.path().trim_end_matches('/').to_string();
         let base = &path[..path.len() - "chat/completions".len()];
         url.set_path(&format!("{base}completions"));
     }
-    apply_chat_template && !speed_benchmark
 }
 
 /// The generation parameters copied into every body.

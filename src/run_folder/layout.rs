@@ -56,6 +56,10 @@ const AGENTX_SWEEP_SUMMARY: &str = "agentx_sweep_summary.json";
 /// `--save-format vllm-bench` / `llmperf export --format vllm-bench`: `vllm bench serve`'s result file in
 /// a run's folder.
 const VLLM_BENCH: &str = "vllm_bench_serve.json";
+/// `--lora-modules`: a run's headline metrics per model.
+const BREAKDOWN_BY_MODEL: &str = "breakdown_by_model.json";
+/// `--url-strategy`: a run's headline metrics per endpoint.
+const BREAKDOWN_BY_ENDPOINT: &str = "breakdown_by_endpoint.json";
 /// What a shard appends to its root's name: `_shard<K>of<N>`.
 const SHARD_MARK: &str = "_shard";
 /// `--repeat`: repeat k ≥ 2 of the sweep is a complete run root in `<root>/repeat_<k>/`.
@@ -317,6 +321,16 @@ impl RunDir {
     /// `vllm bench serve`'s result file for this run.
     pub fn vllm_bench(&self) -> PathBuf {
         self.path.join(VLLM_BENCH)
+    }
+
+    /// `--lora-modules`: the per-model breakdown.
+    pub fn breakdown_by_model(&self) -> PathBuf {
+        self.path.join(BREAKDOWN_BY_MODEL)
+    }
+
+    /// `--url-strategy`: the per-endpoint breakdown.
+    pub fn breakdown_by_endpoint(&self) -> PathBuf {
+        self.path.join(BREAKDOWN_BY_ENDPOINT)
     }
 }
 

@@ -98,6 +98,12 @@ impl RunDir {
         write_text(&self.speed_benchmark(), &pyjson::dumps_indent4(&rows))
     }
 
+    /// Writes a per-model or per-endpoint breakdown (`--lora-modules`, `--url-strategy`) to `path`,
+    /// one of this folder's breakdown files.
+    pub fn write_breakdown(&self, path: &std::path::Path, json: &Value) -> Result<()> {
+        write_text(path, &pyjson::dumps_indent4(json))
+    }
+
     /// Writes the server's series (`--server-metrics`).
     pub fn write_server_metrics(&self, json: &Value) -> Result<()> {
         write_text(&self.server_metrics(), &pyjson::dumps_indent4(json))

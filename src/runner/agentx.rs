@@ -39,13 +39,16 @@ pub(super) async fn dispatch(
     let composer = ctx.composer.clone();
     let plan = agentx.clone();
     let seed = agentx.seed;
+    let models = ctx.plan.traffic.models.clone();
     let bodies: BodiesFn = Arc::new(move |i| {
         let built = crate::dataset::agentx::session_bodies(&plan.graphs[i], &shape)?;
         let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(seed ^ i as u64);
+        // --lora-modules: one model per session (graph).
+        let model = models.as_ref().map(|m| m.pick(seed, i as u64).clone());
         Ok(built
             .bodies
             .into_iter()
-            .map(|b| composer.compose(&Item::Body(b), &mut rng))
+            .map(|b| composer.compose_as(&Item::Body(b), &mut rng, model.as_deref()))
             .collect())
     });
     let run = DagRun {

@@ -123,8 +123,11 @@ pub(super) async fn dispatch(
         .start_point(spec, progress_total, work.parallel, client.sent_counter());
     let point = live.as_ref().map(|l| l.point().clone());
     let aggregator = start_aggregator(ctx, this, store, rx, progress_total, tracker.take(), live);
-    let scrape =
-        crate::server_metrics::start_for_run(plan.server_side.metrics.as_ref(), &ctx.url).await;
+    let scrape = crate::server_metrics::start_for_run(
+        plan.server_side.metrics.as_ref(),
+        &plan.traffic.urls(&ctx.url),
+    )
+    .await;
     if let (Some(point), Some(scrape)) = (&point, &scrape) {
         point.set_server(scrape.latest());
     }

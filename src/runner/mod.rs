@@ -3,10 +3,12 @@
 
 mod agentx;
 mod aggregate;
+mod breakdown;
 mod context;
 mod control;
 mod dispatch;
 mod monitor;
+mod dry_run;
 mod multi_turn;
 mod outcome;
 mod repeats;
@@ -33,6 +35,7 @@ use crate::sim::{SimConfig, SimServer};
 use crate::visualizer::{Visualizer, VisualizerKind};
 pub use context::RunResult;
 use context::SweepContext;
+pub use dry_run::dry_run;
 pub(crate) use results::write_speed_table;
 use single::run_single;
 pub use tracker::{FinalStatus, ProgressTracker};
@@ -74,6 +77,10 @@ fn start_simulator(plan: &RunPlan, items: &Prompts) -> Result<Option<SimServer>>
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         jitter: mock.jitter,
         invalid_output_rate: mock.invalid_output_rate,
+        request_log: plan.traffic.mock_request_log.clone(),
+        request_id_header: (plan.traffic.request_id_header.as_deref())
+            .unwrap_or(crate::sim::DEFAULT_REQUEST_ID_HEADER)
+            .to_string(),
         // With --tokenizer-path the simulator counts prompts as a server with that tokenizer would.
         prompt_counter: aggregate::usage_fallback(plan, items).prompt_counter(),
         ..SimConfig::default()

@@ -61,8 +61,7 @@ impl Monitors {
         })
     }
 
-    /// Nothing watches (unit tests that build a sweep's context by hand).
-    #[cfg(test)]
+    /// Nothing watches (`--dry-run`, and unit tests that build a sweep's context by hand).
     pub(crate) fn none() -> Monitors {
         Monitors {
             board: None,

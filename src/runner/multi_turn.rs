@@ -77,6 +77,7 @@ pub(super) async fn dispatch(
         think_time: settings.args.think_time,
         session_header: settings.session_header.clone(),
         seed,
+        models: ctx.plan.traffic.models.clone(),
     };
     conversation::run(client, &ctx.composer, run, records, &ctx.shutdown).await
 }

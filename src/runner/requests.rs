@@ -23,7 +23,7 @@ use crate::api::openai::BodyComposer;
 use crate::dataset::{Item, Prompts};
 use crate::engine::schedule::{ArrivalShape, Arrivals};
 use crate::engine::{self, PreparedRequest, RequestFeed};
-use crate::plan::{Load, PromptSource, RunSpec};
+use crate::plan::{Load, ModelMix, PromptSource, RunSpec};
 use crate::shard::Pick;
 use crate::traces::workload_trace::{header_lines, TraceRequest};
 
@@ -83,6 +83,8 @@ pub(super) struct RunRequests {
     /// Requests of the plan's run (all shards), warmup included.
     len: usize,
     timing: Timing,
+    /// `--lora-modules`: each request's model, drawn from the run's seed and its global index.
+    models: Option<Arc<ModelMix>>,
 }
 
 impl RunRequests {
@@ -135,6 +137,7 @@ impl RunRequests {
                 shape: plan.server_side.arrival,
                 seed,
             },
+            models: plan.traffic.models.clone(),
         }
     }
 
@@ -199,6 +202,12 @@ impl RunRequests {
         }
     }
 
+    /// The model `--lora-modules` gives global request `i`.
+    fn model_of(&self, i: usize) -> Option<&str> {
+        let mix = self.models.as_ref()?;
+        Some(&**mix.pick(self.seed, i as u64))
+    }
+
     /// Every request of the plan's run in global order (without offsets, but a trace's own), until `sink`
     /// breaks.
     fn each(&self, sink: &mut dyn FnMut(PreparedRequest) -> ControlFlow<()>) -> Result<()> {
@@ -209,7 +218,8 @@ impl RunRequests {
                 global_headers,
             } => {
                 for (i, t) in requests.requests().iter().take(self.len).enumerate() {
-                    let body = self.composer.compose(&Item::Body(t.body.clone()), &mut rng);
+                    let item = Item::Body(t.body.clone());
+                    let body = self.composer.compose_as(&item, &mut rng, self.model_of(i));
                     let mut r = PreparedRequest::new(body, i < self.trace_warmup);
                     r.offset_s = Some(t.offset_s);
                     r.request_id = t.request_id.as_deref().map(Arc::from);
@@ -231,10 +241,10 @@ impl RunRequests {
                 let mut one = None;
                 let n = if *fixed { 1.min(self.len) } else { self.len };
                 prompts.for_run(n, *dataset_offset, *seed, &mut |p| {
-                    let mut r = PreparedRequest::new(
-                        self.composer.compose(&p.item, &mut rng),
-                        i < self.warmup,
-                    );
+                    let body = self
+                        .composer
+                        .compose_as(&p.item, &mut rng, self.model_of(i));
+                    let mut r = PreparedRequest::new(body, i < self.warmup);
                     r.intended_prompt_tokens = p.intended_prompt_tokens;
                     i += 1;
                     if *fixed {
@@ -244,9 +254,20 @@ impl RunRequests {
                     sink(r)
                 })?;
                 if let Some(one) = one {
+                    // One body (one `max_tokens` draw, as evalscope); with --lora-modules, each its model.
+                    let value = self.models.is_some().then(|| {
+                        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(
+                            &one.body,
+                        )
+                    });
                     for i in 0..self.len {
                         let mut r = one.clone();
                         r.is_warmup = i < self.warmup;
+                        if let (Some(Ok(v)), Some(model)) = (&value, self.model_of(i)) {
+                            let mut v = v.clone();
+                            crate::api::openai::set_model(&mut v, model);
+                            r.body = Arc::from(crate::pyjson::dumps(&v));
+                        }
                         if sink(r).is_break() {
                             break;
                         }

@@ -110,6 +110,9 @@ pub(super) async fn write(
     ) {
         write_speed_table(&dir)?;
     }
+    if ctx.plan.traffic.models.is_some() || ctx.plan.traffic.endpoints.is_some() {
+        super::breakdown::write(ctx.plan, &dir, summary.test_duration_s)?;
+    }
     tracing::info!(
         "Save the summary to: {} ({rows} requests stored)",
         dir.path().display()

@@ -27,7 +27,7 @@ pub(super) fn sweep_seed(plan: &RunPlan) -> u64 {
 }
 
 /// The seed of the run at `index` (a repeat with the same prompts: its point's index).
-fn run_seed(sweep_seed: u64, index: usize) -> u64 {
+pub(super) fn run_seed(sweep_seed: u64, index: usize) -> u64 {
     sweep_seed
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(index as u64)

@@ -28,23 +28,30 @@ pub const FINAL_WAIT: Duration = Duration::from_secs(5);
 /// What `--server-metrics` asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerMetricsPlan {
-    /// Endpoints given; empty = `<scheme>://<host:port>/metrics` of the endpoint URL.
+    /// Endpoints given; empty = `<scheme>://<host:port>/metrics` of each endpoint URL (each `--url` with
+    /// `--url-strategy`).
     pub urls: Vec<Url>,
     /// `--server-metrics-interval`.
     pub interval: Duration,
 }
 
 impl ServerMetricsPlan {
-    /// The endpoints to scrape for a run against `endpoint`.
-    pub fn endpoints(&self, endpoint: &Url) -> Vec<Url> {
+    /// The endpoints to scrape for a run against `endpoints` (one server's `/metrics` once).
+    pub fn endpoints(&self, endpoints: &[Url]) -> Vec<Url> {
         if !self.urls.is_empty() {
             return self.urls.clone();
         }
-        let mut url = endpoint.clone();
-        url.set_path("/metrics");
-        url.set_query(None);
-        url.set_fragment(None);
-        vec![url]
+        let mut urls: Vec<Url> = Vec::new();
+        for endpoint in endpoints {
+            let mut url = endpoint.clone();
+            url.set_path("/metrics");
+            url.set_query(None);
+            url.set_fragment(None);
+            if !urls.contains(&url) {
+                urls.push(url);
+            }
+        }
+        urls
     }
 }
 
@@ -55,10 +62,10 @@ pub struct RunScrape {
 }
 
 impl RunScrape {
-    /// Starts scraping for a run against `endpoint` and waits up to [`BASELINE_WAIT`] for the baseline
+    /// Starts scraping for a run against `endpoints` and waits up to [`BASELINE_WAIT`] for the baseline
     /// (blocking: call it from a blocking context). `None` (with a warning) when the thread cannot start.
-    pub fn start(plan: &ServerMetricsPlan, endpoint: &Url) -> Option<RunScrape> {
-        let urls = plan.endpoints(endpoint);
+    pub fn start(plan: &ServerMetricsPlan, endpoints: &[Url]) -> Option<RunScrape> {
+        let urls = plan.endpoints(endpoints);
         let shown: Vec<&str> = urls.iter().map(Url::as_str).collect();
         tracing::info!(
             "Scraping server metrics from {} every {} s",
@@ -123,9 +130,12 @@ impl RunScrape {
 
 /// Starts scraping for one run (async wrapper of [`RunScrape::start`]); `None` when `--server-metrics` is
 /// off.
-pub async fn start_for_run(plan: Option<&ServerMetricsPlan>, endpoint: &Url) -> Option<RunScrape> {
-    let (plan, endpoint) = (plan?.clone(), endpoint.clone());
-    tokio::task::spawn_blocking(move || RunScrape::start(&plan, &endpoint))
+pub async fn start_for_run(
+    plan: Option<&ServerMetricsPlan>,
+    endpoints: &[Url],
+) -> Option<RunScrape> {
+    let (plan, endpoints) = (plan?.clone(), endpoints.to_vec());
+    tokio::task::spawn_blocking(move || RunScrape::start(&plan, &endpoints))
         .await
         .ok()
         .flatten()

@@ -93,6 +93,8 @@
 //! ([`SimServer::requests`]: path, raw body — lossy UTF-8 — and headers with lowercase names). Token times
 //! are [`crate::clock`] readings taken immediately before the frame is handed to hyper, which writes it at
 //! once. A non-stream response whose client leaves before it is written leaves no record.
+//! [`SimConfig::request_log`] appends each generation or embedding request's port, path, `model` and id
+//! header to a JSON-lines file (`--mock-request-log`; see `request_log.rs`).
 
 #[cfg(test)]
 mod bench;
@@ -110,6 +112,7 @@ pub mod prefix_cache;
 mod prompt_count;
 mod reply;
 mod request;
+mod request_log;
 mod responses;
 mod routes;
 mod stream;
@@ -141,6 +144,9 @@ pub use truth::{write_truth_jsonl, TruthCall, TruthRecord, TruthStructured};
 
 /// One captured request: path, raw body, headers (lowercase names, in received order).
 pub type CapturedRequest = (String, String, Vec<(String, String)>);
+
+/// The request id header llmperf sends by default (and the one the request log records by default).
+pub const DEFAULT_REQUEST_ID_HEADER: &str = "X-Request-Id";
 
 /// How the simulator behaves.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +188,10 @@ pub struct SimConfig {
     pub jitter: Jitter,
     /// Share of tool calls and JSON outputs made invalid on purpose, in [0, 1] (see `structured.rs`).
     pub invalid_output_rate: f64,
+    /// Append one JSON line per generation or embedding request to this file (see `request_log.rs`).
+    pub request_log: Option<std::path::PathBuf>,
+    /// The request id header whose value the request log records.
+    pub request_id_header: String,
 }
 
 impl Default for SimConfig {
@@ -203,6 +213,8 @@ impl Default for SimConfig {
             prompt_counter: None,
             jitter: Jitter::default(),
             invalid_output_rate: 0.0,
+            request_log: None,
+            request_id_header: DEFAULT_REQUEST_ID_HEADER.to_string(),
         }
     }
 }
@@ -219,6 +231,7 @@ pub(crate) struct Shared {
     prefix: prefix_cache::PrefixCache,
     metrics: Arc<metrics::SimMetrics>,
     control: control::ControlLog,
+    request_log: Option<request_log::RequestLog>,
 }
 
 impl Shared {
@@ -315,8 +328,13 @@ impl SimServer {
             cfg.prefill_tok_per_s,
             cfg.decode_tok_per_s,
         ));
+        let request_log = match &cfg.request_log {
+            Some(path) => Some(request_log::RequestLog::open(path, &cfg.request_id_header)?),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             cfg,
+            request_log,
             capacity,
             next_id: AtomicU64::new(0),
             truth: Arc::default(),
@@ -327,6 +345,9 @@ impl SimServer {
             control: control::ControlLog::default(),
         });
         let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, port)))?;
+        if let Some(log) = &shared.request_log {
+            log.set_port(addr.port());
+        }
         Ok(SimServer {
             addr,
             shared,

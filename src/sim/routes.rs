@@ -96,6 +96,9 @@ pub(crate) async fn handle(
             ));
         }
     };
+    if let Some(log) = &shared.request_log {
+        log.log(path, request.model.as_deref(), &parts.headers);
+    }
     let model = shared.note_model(request.model.as_deref());
     let Some(api) = api else {
         return Ok(embeddings(&shared, &request, &model, received, (received_s, arrived_s)).await);

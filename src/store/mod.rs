@@ -10,8 +10,10 @@
 //! Row values follow evalscope: failed requests store NULL `latency`, `first_chunk_latency`, token counts,
 //! `max_gpu_memory_cost` and `time_per_output_token`, and `'[]'` ITLs; successful ones store
 //! `max_gpu_memory_cost` = the local server's peak GPU memory in GiB ([`crate::gpu_memory`], 0.0 without
-//! one); `request_id` is NULL unless a replayed trace gave one; `conversation_id` and `turn_index` (from 0)
-//! place a `--multi-turn` request in its conversation (NULL otherwise); `response_messages` is
+//! one); `request_id` holds the id sent in the request id header (a replayed trace's own; NULL with
+//! `--no-request-id` unless the trace gave one); `endpoint` the URL a request went to (`--url-strategy`
+//! only); `conversation_id` and `turn_index` (from 0) place a `--multi-turn` request in its conversation
+//! (NULL otherwise); `response_messages` is
 //! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). The tool-call columns
 //! (`tool_call_count` … `validation_error`, [`crate::record::StructuredOutcome`]) are NULL except for
 //! successful requests that offered tools or asked for JSON. Warmup records are never stored.
@@ -67,15 +69,15 @@ const EXTRA_COLUMNS: &str =
      reasoning_tokens INTEGER, answer_tokens INTEGER, first_reasoning_latency REAL, first_answer_latency REAL, \
      conversation_id INTEGER, turn_index INTEGER, tool_call_count INTEGER, valid_tool_calls INTEGER, \
      invalid_tool_calls INTEGER, first_tool_call_latency REAL, tool_call_tokens INTEGER, tool_calls TEXT, \
-     schema_valid INTEGER, truncated INTEGER, validation_error TEXT";
+     schema_valid INTEGER, truncated INTEGER, validation_error TEXT, endpoint TEXT";
 
 const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
      response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
      max_gpu_memory_cost, time_per_output_token, request_id, is_stream, status_code, error, scheduled_time, \
      send_time, chunk_times, cached_tokens, failure_kind, intended_prompt_tokens, reasoning_tokens, \
-     answer_tokens, first_reasoning_latency, first_answer_latency, conversation_id, turn_index) \
+     answer_tokens, first_reasoning_latency, first_answer_latency, conversation_id, turn_index, endpoint) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
-     ?23, ?24, ?25, ?26, ?27, ?28)";
+     ?23, ?24, ?25, ?26, ?27, ?28, ?29)";
 
 /// The tool-call columns of the row just inserted: set only for a request that offered tools or asked for
 /// JSON, so any other row costs exactly the insert above (its tool-call columns stay NULL).
@@ -460,6 +462,7 @@ impl Writer {
             r.reasoning.and_then(|s| s.first_answer_s),
             r.turn.and_then(|t| i64::try_from(t.conversation).ok()),
             r.turn.map(|t| t.turn_index),
+            r.endpoint_url.as_deref(),
         ])?;
         if let Some(o) = r.structured.as_deref() {
             // Call counts only where the request had tools (or calls came anyway).

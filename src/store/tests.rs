@@ -193,7 +193,8 @@ fn writes_evalscope_rows_then_extras() {
             "tool_calls",
             "schema_valid",
             "truncated",
-            "validation_error"
+            "validation_error",
+            "endpoint"
         ]
     );
 

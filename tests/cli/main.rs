@@ -52,6 +52,7 @@ mod swe_smith_live;
 mod tls;
 mod tokens;
 mod tool_calls;
+mod traffic;
 mod visualizer;
 mod workload;
 mod workload_trace;

@@ -53,10 +53,28 @@ fn a_trace_is_replayed_at_its_offsets_with_its_headers_and_ids() {
     assert_eq!(rows.len(), 4);
     let ids: Vec<Option<&str>> = rows.iter().map(|r| r.0.as_deref()).collect();
     assert_eq!(
-        ids,
-        vec![Some("r0"), Some("r3"), Some("r1"), None],
+        ids[..3],
+        [Some("r0"), Some("r3"), Some("r1")],
         "timestamp order, ids stored"
     );
+    // The record without an id got llmperf's own (X-Request-Id), sent with it.
+    let own = ids[3].expect("llmperf's request id");
+    assert!(!["r0", "r1", "r3"].contains(&own), "{own}");
+    let sent: Vec<String> = sim
+        .requests()
+        .iter()
+        .filter_map(|(_, _, h)| {
+            h.iter()
+                .find(|(k, _)| k == "x-request-id")
+                .map(|(_, v)| v.clone())
+        })
+        .collect();
+    for id in &ids {
+        assert!(
+            sent.contains(&id.unwrap().to_string()),
+            "{id:?} sent in {sent:?}"
+        );
+    }
     // Offsets: (t − 100) / speed 2 → 0, 0.1, 0.2, 0.4 s after the first.
     for (row, want) in rows.iter().zip([0.0, 0.1, 0.2, 0.4]) {
         let offset = row.2 - rows[0].2;

@@ -36,6 +36,10 @@ pub struct RunData {
     pub tok_rate: Vec<(f64, f64)>,
     /// `--multi-turn`: `(turn, mean TTFT ms, max TTFT ms, requests)` per turn (empty otherwise).
     pub turn_ttft: Vec<(u32, f64, f64, u64)>,
+    /// Per body `model`, when there are several (empty otherwise).
+    pub by_model: Vec<super::breakdown::Group>,
+    /// Per endpoint (`--url-strategy`; empty otherwise).
+    pub by_endpoint: Vec<super::breakdown::Group>,
 }
 
 /// `(min, p99, max)` of a percentile column, when it has values.
@@ -163,6 +167,8 @@ pub fn load(db: &Path, percentiles: &PercentileTable) -> Result<RunData> {
     let mut data = RunData {
         n_requests: n.max(0) as u64,
         turn_ttft: super::turns::turn_ttft(&con),
+        by_model: super::breakdown::by_model(&con),
+        by_endpoint: super::breakdown::by_endpoint(&con),
         ..RunData::default()
     };
     let (Some(t0), Some(t1)) = (t0, t1) else {

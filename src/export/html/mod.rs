@@ -7,6 +7,7 @@
 //! the run's database ([`data`]); percentiles come from the runs' exact tables, never from a sample. A run
 //! whose database cannot be read still gets its tables, with "No data" charts, and a warning.
 
+mod breakdown;
 mod data;
 mod goodput;
 mod page;

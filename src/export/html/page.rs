@@ -261,6 +261,8 @@ fn run_section(out: &mut String, i: usize, r: &RunView) {
     if let Some(turns) = super::turns::turn_ttft_chart(&format!("turn-ttft-{i}"), &d.turn_ttft) {
         figure(out, &turns, "Mean and max time to first token at each turn of the conversations (successful requests); later turns resend the history, which a prefix cache serves.");
     }
+    super::sections::breakdown_table(out, &format!("by-model-{i}"), "model", &d.by_model);
+    super::sections::breakdown_table(out, &format!("by-endpoint-{i}"), "endpoint", &d.by_endpoint);
     super::server::section(out, i, r);
     out.push_str("</div></section>");
 }

@@ -341,6 +341,49 @@ pub(super) fn failures(out: &mut String, runs: &[&RunView]) {
     out.push_str("</section>");
 }
 
+/// The per-model or per-endpoint table of a run (`what`: `model`, `endpoint`), nothing when `groups` is
+/// empty.
+pub(super) fn breakdown_table(
+    out: &mut String,
+    id: &str,
+    what: &str,
+    groups: &[super::breakdown::Group],
+) {
+    if groups.is_empty() {
+        return;
+    }
+    let total: u64 = groups.iter().map(|g| g.1).sum::<u64>().max(1);
+    let fmt =
+        |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |v| format!("{v:.digits$}"));
+    let rows: Vec<Vec<String>> = groups
+        .iter()
+        .map(|g| {
+            vec![
+                g.0.clone(),
+                g.1.to_string(),
+                format!("{:.1}", 100.0 * g.1 as f64 / total as f64),
+                g.2.to_string(),
+                fmt(g.3, 4),
+                fmt(g.4, 2),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        id,
+        &format!("Per {what}"),
+        &[
+            what,
+            "Requests",
+            "Share (%)",
+            "Failed",
+            "Avg Latency (s)",
+            "Avg TTFT (ms)",
+        ],
+        &rows,
+    );
+}
+
 /// The first error of each kind per run: run, kind, then the error line (left-aligned and wrapped).
 fn first_errors_table(out: &mut String, rows: &[Vec<String>]) {
     out.push_str(r#"<div class="table-wrap" role="region" tabindex="0" aria-labelledby="first-errors-caption"><table><caption id="first-errors-caption">The first error of each kind in each run (HTTP status and the start of the error text; the run's database has every one)</caption><thead><tr><th scope="col" class="text">Run</th><th scope="col" class="text">Kind</th><th scope="col" class="text">First error</th></tr></thead><tbody>"#);

@@ -51,8 +51,8 @@ fn bodies_arrive_verbatim_with_their_headers_ids_and_no_rate() {
     .iter()
     .map(|l| format!("{l}\n"))
     .collect::<String>();
-    // --model does not rewrite the bodies; no --rate.
-    let dir = run(&sim, &lines, "").ok_dir("rate_-1.0_number_1000");
+    // --model does not rewrite the bodies; no --rate. --no-request-id: evalscope sends no id of its own.
+    let dir = run(&sim, &lines, "--no-request-id").ok_dir("rate_-1.0_number_1000");
     let bodies = sim_bodies(&sim);
     assert_eq!(bodies.len(), 2, "the record count, not --number's default");
     assert_eq!(bodies[0]["model"], "qwen-72b");
