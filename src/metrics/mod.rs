@@ -5,6 +5,7 @@
 mod accumulator;
 mod client;
 pub mod goodput;
+pub mod load;
 mod nearest_rank;
 mod pd;
 mod percentile;

@@ -22,6 +22,7 @@ mod interrupt;
 mod interrupt_trials;
 mod keepalive;
 mod kubernetes;
+mod load_verdict;
 mod media;
 mod memory;
 mod multi_turn;
