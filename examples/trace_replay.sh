@@ -8,8 +8,9 @@
 #   MOCK=1 TRACE=prod-trace.jsonl examples/trace_replay.sh      # the built-in simulator
 #
 # Settings (environment): LLMPERF, URL, TRACE (required), SPEED, MODEL (optional: rewrites every body's
-# model), NAME, OUTPUTS_DIR, MOCK, EXTRA_FLAGS.
+# model), NAME, OUTPUTS_DIR, MOCK, EXTRA_ARGS (a JSON object sent as --extra-args), EXTRA_FLAGS.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/recipe_lib.sh"
 LLMPERF=${LLMPERF:-llmperf}
 URL=${URL:-http://127.0.0.1:8000/v1/chat/completions}
 SPEED=${SPEED:-1.0}
@@ -25,4 +26,5 @@ args="$args}"
 if [ "${MOCK:-0}" = 1 ]; then endpoint=(--api mock --url "$URL"); else endpoint=(--url "$URL"); fi
 # shellcheck disable=SC2086
 exec "$LLMPERF" "${endpoint[@]}" --open-loop --dataset workload_trace --dataset-path "$TRACE" \
-  --dataset-args "$args" --name "$NAME" --outputs-dir "$OUTPUTS_DIR" ${EXTRA_FLAGS:-}
+  --dataset-args "$args" --extra-args "$(merge_extra_args '{}')" --name "$NAME" --outputs-dir "$OUTPUTS_DIR" \
+  ${EXTRA_FLAGS:-}

@@ -8,13 +8,15 @@
 #     TOKENIZE_PROMPT=true examples/xllm_perf.sh
 #   MOCK=1 examples/xllm_perf.sh              # the built-in simulator instead of a server
 #
-# Settings (environment): LLMPERF, URL, MODEL, TOKENIZER, INPUT_TOKENS, OUTPUT_TOKENS, PREFIX_TOKENS,
-# TOKENIZE_PROMPT, PARALLELS, NUMBERS, WARMUP, VLM, DATASET_PATH, OUTPUTS_DIR, MOCK, EXTRA_FLAGS.
+# Settings (environment): LLMPERF, URL, MODEL, TOKENIZER (MOCK=1: the shipped SmolLM2 one), INPUT_TOKENS,
+# OUTPUT_TOKENS, PREFIX_TOKENS, TOKENIZE_PROMPT, PARALLELS, NUMBERS, WARMUP, VLM, DATASET_PATH, OUTPUTS_DIR,
+# MOCK, EXTRA_ARGS (a JSON object merged into the recipe's --extra-args), EXTRA_FLAGS.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/recipe_lib.sh"
 LLMPERF=${LLMPERF:-llmperf}
 URL=${URL:-http://127.0.0.1:18000/v1/chat/completions}
 MODEL=${MODEL:-Qwen3.5-4B}
-TOKENIZER=${TOKENIZER:-Qwen/Qwen3.5-4B}
+TOKENIZER=${TOKENIZER:-$(default_tokenizer Qwen/Qwen3.5-4B)}
 INPUT_TOKENS=${INPUT_TOKENS:-512}
 OUTPUT_TOKENS=${OUTPUT_TOKENS:-128}
 PREFIX_TOKENS=${PREFIX_TOKENS:-0}
@@ -47,4 +49,4 @@ else
   if [ "$TOKENIZE_PROMPT" = true ]; then data+=(--tokenize-prompt); fi
 fi
 # shellcheck disable=SC2086
-exec "$LLMPERF" "${common[@]}" "${data[@]}" --extra-args '{"ignore_eos": true}' ${EXTRA_FLAGS:-}
+exec "$LLMPERF" "${common[@]}" "${data[@]}" --extra-args "$(merge_extra_args '{"ignore_eos": true}')" ${EXTRA_FLAGS:-}

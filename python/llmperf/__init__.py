@@ -25,7 +25,9 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+import threading
+import warnings
+from typing import IO, Any, Dict, List, Optional
 
 __all__ = ["run_perf_benchmark", "to_argv", "llmperf_binary"]
 
@@ -55,6 +57,8 @@ _SKIPPED_AT_DEFAULT = {
 _NEGATABLE = {"stream", "apply_chat_template"}
 # Fields whose dict value is passed as JSON.
 _JSON_FIELDS = {"extra_args", "dataset_args", "sla_params", "multi_turn_args"}
+# llmperf's exit code when no request of the whole invocation succeeded (its files are written as usual).
+EXIT_NOTHING_SUCCEEDED = 4
 
 
 def _fields(config: Any) -> Dict[str, Any]:
@@ -132,30 +136,40 @@ def _percentiles_by_column(rows: Optional[List[Dict[str, Any]]]) -> Optional[Dic
     return columns
 
 
+def _echo(stream: IO[str], sink: IO[str], lines: Optional[List[str]] = None) -> None:
+    """Copies `stream` to `sink` line by line as it is written (keeping the lines when asked)."""
+    for line in stream:
+        sink.write(line)
+        if lines is not None:
+            lines.append(line)
+
+
 def run_perf_benchmark(config: Any) -> Dict[str, Dict[str, Any]]:
     """Runs llmperf with evalscope's `config` and returns evalscope's result shape (see the module docs).
 
     Raises ValueError for a config llmperf rejects (its exit code 2, with its message) and RuntimeError when
-    the run fails; the log goes to stderr as it is written.
+    the run fails; the log goes to stderr and the report to stdout as they are written. A sweep in which no
+    request succeeded (exit code 4) returns its results, as evalscope does, with a warning.
     """
     cmd = [llmperf_binary()] + to_argv(config)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
-    root = None
+    assert proc.stdout is not None and proc.stderr is not None
+    # Both pipes are drained at once: a child blocked on a full stdout pipe would never close stderr.
+    out_thread = threading.Thread(target=_echo, args=(proc.stdout, sys.stdout), daemon=True)
+    out_thread.start()
     lines: List[str] = []
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        sys.stderr.write(line)
-        lines.append(line)
-        marker = "Save the result to: "
-        if root is None and marker in line:
-            root = line.split(marker, 1)[1].strip()
-    out, _ = proc.communicate()
-    if out:
-        sys.stdout.write(out)
+    _echo(proc.stderr, sys.stderr, lines)
+    out_thread.join()
+    proc.wait()
+    marker = "Save the result to: "
+    root = next((line.split(marker, 1)[1].strip() for line in lines if marker in line), None)
     if proc.returncode == 2:
         raise ValueError("".join(lines[-20:]).strip() or "llmperf rejected the configuration")
-    if proc.returncode != 0 or root is None:
+    if proc.returncode not in (0, EXIT_NOTHING_SUCCEEDED) or root is None:
         raise RuntimeError(f"llmperf failed (exit code {proc.returncode}): " + "".join(lines[-20:]).strip())
+    if proc.returncode == EXIT_NOTHING_SUCCEEDED:
+        errors = [line.strip() for line in lines if " - ERROR: " in line]
+        warnings.warn("llmperf: no request succeeded. " + " ".join(errors[:3]), RuntimeWarning, stacklevel=2)
     results: Dict[str, Dict[str, Any]] = {}
     for name in sorted(os.listdir(root)):
         run_dir = os.path.join(root, name)

@@ -92,6 +92,26 @@ impl UsageFallback {
         r.usage.completion_tokens = Some(completion);
     }
 
+    /// A counter for the simulator (`--api mock` with `--tokenizer-path`, `serve-mock --tokenizer-path`):
+    /// the prompt tokens of a chat or completions body as a server with this tokenizer counts them, the
+    /// body's own `chat_template_kwargs` over this fallback's. `None` without a tokenizer.
+    pub fn prompt_counter(&self) -> Option<crate::sim::PromptCounter> {
+        self.tokenizer.as_ref()?;
+        let this = self.clone();
+        Some(crate::sim::PromptCounter::new(move |body| {
+            let tok = this.tokenizer.as_deref()?;
+            let body: Value = serde_json::from_slice(body).ok()?;
+            match body.get("chat_template_kwargs") {
+                Some(Value::Object(kwargs)) => {
+                    let mut with = this.clone();
+                    with.template_kwargs.extend(kwargs.clone());
+                    with.count_input(tok, &body).ok()
+                }
+                _ => this.count_input(tok, &body).ok(),
+            }
+        }))
+    }
+
     /// Input tokens of `body`; messages go through the chat template, which fails (naming the ways out)
     /// when the tokenizer has none or it rejects them, as evalscope's `tokenize_chat_messages` does.
     fn count_input(&self, tok: &Tokenizer, body: &Value) -> anyhow::Result<u64> {

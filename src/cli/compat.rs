@@ -74,6 +74,76 @@ impl TuningFlags {
     }
 }
 
+/// The long flags `arg` (`--max`, `--max=4`) is a prefix of when it names none exactly and more than one
+/// (argparse's "ambiguous option"), sorted; `None` otherwise.
+pub fn ambiguous_prefix(cmd: &clap::Command, arg: &str) -> Option<Vec<String>> {
+    let typed = arg.strip_prefix("--")?.split('=').next()?;
+    if typed.is_empty() {
+        return None;
+    }
+    let longs: Vec<&str> = cmd
+        .get_arguments()
+        .flat_map(|a| {
+            a.get_long()
+                .into_iter()
+                .chain(a.get_all_aliases().into_iter().flatten())
+        })
+        .collect();
+    if longs.contains(&typed) {
+        return None;
+    }
+    let mut candidates: Vec<String> = longs
+        .iter()
+        .filter(|l| l.starts_with(typed))
+        .map(|l| format!("--{l}"))
+        .collect();
+    candidates.sort();
+    candidates.dedup();
+    (candidates.len() > 1).then_some(candidates)
+}
+
+/// The flags whose value is one JSON object, where a second occurrence silently replaces the first.
+const JSON_OBJECT_FLAGS: [&str; 3] = ["--extra-args", "--dataset-args", "--multi-turn-args"];
+
+/// The JSON-object flags `args` (argv, program name first) gives more than once, with their counts; a
+/// long flag is recognised whole or by an unambiguous prefix (`--extra`), as the parser reads it.
+pub fn repeated_json_flags(
+    cmd: &clap::Command,
+    args: &[std::ffi::OsString],
+) -> Vec<(&'static str, usize)> {
+    let longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+    let resolve = |word: &str| -> Option<&'static str> {
+        let typed = word.strip_prefix("--")?.split('=').next()?;
+        let exact = longs.contains(&typed);
+        let mut matching = longs.iter().filter(|l| {
+            if exact {
+                **l == typed
+            } else {
+                l.starts_with(typed)
+            }
+        });
+        let name = matching.next()?;
+        if matching.next().is_some() {
+            return None;
+        }
+        JSON_OBJECT_FLAGS.iter().copied().find(|f| f[2..] == **name)
+    };
+    let mut counts: Vec<(&'static str, usize)> = Vec::new();
+    for word in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if word == "--" {
+            break;
+        }
+        if let Some(flag) = resolve(word) {
+            match counts.iter_mut().find(|(f, _)| *f == flag) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((flag, 1)),
+            }
+        }
+    }
+    counts.retain(|(_, n)| *n > 1);
+    counts
+}
+
 /// Added to the error for an `--api` name llmperf does not run (evalscope's `custom` is a Python class to
 /// subclass, `dashscope` sends no requests in 1.14.1, `systemone`/`autotrust` are decision services):
 /// how to shape requests instead.
@@ -137,5 +207,36 @@ mod tests {
         assert!(cli.stream_enabled());
         let err = parse(&["--max", "10"]).unwrap_err().to_string();
         assert!(err.contains("--max"), "{err}");
+        let cmd = <Cli as clap::CommandFactory>::command();
+        assert_eq!(
+            ambiguous_prefix(&cmd, "--max=4").unwrap(),
+            ["--max-prompt-length", "--max-tokens", "--max-turns"]
+        );
+        assert_eq!(ambiguous_prefix(&cmd, "--stream"), None, "an exact name");
+        assert_eq!(ambiguous_prefix(&cmd, "--max-tok"), None, "one candidate");
+        assert_eq!(ambiguous_prefix(&cmd, "--zzz"), None, "no candidate");
+    }
+
+    #[test]
+    fn repeated_json_object_flags_are_counted_by_whole_name_or_prefix() {
+        let cmd = <Cli as clap::CommandFactory>::command();
+        let argv = |line: &str| -> Vec<std::ffi::OsString> {
+            std::iter::once("llmperf")
+                .chain(line.split(' '))
+                .map(Into::into)
+                .collect()
+        };
+        assert_eq!(
+            repeated_json_flags(
+                &cmd,
+                &argv(r#"--extra-args {} --model m --extra {"a":1} --extra-args={}"#)
+            ),
+            [("--extra-args", 3)]
+        );
+        assert!(repeated_json_flags(&cmd, &argv("--extra-args {} --dataset-args {}")).is_empty());
+        assert_eq!(
+            repeated_json_flags(&cmd, &argv("--dataset-args {} --dataset-a {}")),
+            [("--dataset-args", 2)]
+        );
     }
 }

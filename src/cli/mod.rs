@@ -9,9 +9,12 @@
 
 pub mod arrival;
 pub mod compat;
+mod evalscope_flags;
+mod mock_noise;
 pub mod mock_output;
 mod multi_turn;
 mod parsers;
+pub mod repeat;
 pub mod scenario;
 pub mod server_metrics;
 pub mod shard;
@@ -19,6 +22,8 @@ pub mod sla;
 mod values;
 
 use clap::{ArgAction, Parser};
+pub use evalscope_flags::{resolve_evalscope_prefixes, EVALSCOPE_LONG_FLAGS};
+pub use mock_noise::MockJitterArgs;
 pub use multi_turn::MultiTurnFlags;
 pub use parsers::{parse_fault_rule, parse_header, parse_json_object, whole, HeaderPair};
 pub use values::{ApiName, DatasetName, NameParser};
@@ -433,6 +438,10 @@ pub struct Cli {
     )]
     pub mock_fault: Vec<crate::sim::FaultRule>,
 
+    /// `--mock-jitter-cv`.
+    #[command(flatten)]
+    pub mock_jitter: MockJitterArgs,
+
     // ── evalscope compatibility ──────────────────────────────────────────────────────────────────────
     /// evalscope's engine-tuning flags.
     #[command(flatten)]
@@ -467,9 +476,26 @@ pub struct Cli {
     /// `--scenario`.
     #[command(flatten)]
     pub scenario: scenario::ScenarioArgs,
+
+    /// Not a flag: the JSON-object flags given more than once on the command line, with their counts
+    /// (only the last occurrence counts, as in argparse; see [`compat::repeated_json_flags`]).
+    #[arg(skip)]
+    pub repeated_json_flags: Vec<(&'static str, usize)>,
+    /// `--repeat`, `--repeat-new-prompts`.
+    #[command(flatten)]
+    pub repeat: repeat::RepeatArgs,
 }
 
 impl Cli {
+    /// Warns about each JSON-object flag given more than once: only its last value is used.
+    pub fn warn_repeated_flags(&self) {
+        for (flag, n) in &self.repeated_json_flags {
+            tracing::warn!(
+                "{flag} was given {n} times: only the last one is used (as in evalscope); put every key in one JSON object"
+            );
+        }
+    }
+
     /// `--stream`/`--no-stream`, last one wins; streaming by default.
     pub fn stream_enabled(&self) -> bool {
         !self.no_stream

@@ -166,6 +166,59 @@ fn every_evalscope_flag_is_accepted_with_its_number_of_values() {
     assert_eq!(checked, 83, "every flag of the committed list");
 }
 
+#[test]
+fn evalscope_abbreviations_still_name_evalscopes_flags() {
+    // The resolver's list is the committed one.
+    let listed: Vec<(&str, &str)> = EVALSCOPE_FLAGS
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(f, _)| f.starts_with("--"))
+        .collect();
+    let names: Vec<&str> = listed.iter().map(|(f, _)| *f).collect();
+    assert_eq!(names, crate::cli::EVALSCOPE_LONG_FLAGS);
+    // Every prefix evalscope's argparse takes for one of its flags names that flag in llmperf too,
+    // whatever llmperf adds (--repeat against --repetition-penalty, --mock-* against --model).
+    let cmd = Cli::command();
+    let mut checked = 0;
+    for (flag, nargs) in listed {
+        let id = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == Some(&flag[2..]))
+            .unwrap()
+            .get_id()
+            .clone();
+        for end in 3..flag.len() {
+            let prefix = &flag[..end];
+            let candidates = crate::cli::EVALSCOPE_LONG_FLAGS
+                .iter()
+                .filter(|f| f.starts_with(prefix))
+                .count();
+            if candidates != 1 {
+                continue;
+            }
+            let v = sample(flag);
+            let mut argv: Vec<std::ffi::OsString> = vec!["llmperf".into(), prefix.into()];
+            match nargs {
+                "0" => {}
+                "1" => argv.push(v.into()),
+                _ => argv.extend([v.into(), v.into()]),
+            }
+            let argv = crate::cli::resolve_evalscope_prefixes(&cmd, argv);
+            let m = Cli::command()
+                .try_get_matches_from(argv)
+                .unwrap_or_else(|e| panic!("{prefix} ({flag}): {e}"));
+            assert_eq!(
+                m.value_source(id.as_str()),
+                Some(clap::parser::ValueSource::CommandLine),
+                "{prefix} should be {flag}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "{checked} prefixes");
+}
+
 fn parse(args: &[&str]) -> Cli {
     Cli::try_parse_from(std::iter::once("llmperf").chain(args.iter().copied()))
         .unwrap_or_else(|e| panic!("{args:?}: {e}"))

@@ -271,17 +271,16 @@ impl<E: ValueEnum + Clone + Send + Sync + 'static> TypedValueParser for NamePars
             .filter_map(|v| v.to_possible_value())
             .map(|p| p.get_name().to_string())
             .collect();
-        let mut message = format!(
-            "{} {text:?} {}; use one of: {}{}",
-            self.flag,
-            self.unknown,
+        // The suggestion first, on the error line itself; the list and the longer hint after it.
+        let mut message = format!("{} {text:?} {}", self.flag, self.unknown);
+        if let Some(near) = nearest(&text, &names) {
+            message.push_str(&format!("; did you mean `{} {near}`?", self.flag));
+        }
+        message.push_str(&format!(
+            "\n\n  use one of: {}{}\n",
             names.join(", "),
             self.tail
-        );
-        if let Some(near) = nearest(&text, &names) {
-            message.push_str(&format!("\n\n  tip: did you mean `{} {near}`?", self.flag));
-        }
-        message.push('\n');
+        ));
         Err(clap::Error::raw(ErrorKind::InvalidValue, message).with_cmd(cmd))
     }
 

@@ -1,7 +1,8 @@
 //! `llmperf serve-mock`: the built-in simulator as a standalone server, for tests and demos that need an
 //! endpoint in a process of its own (a Slurm job array, a second terminal). It listens on 127.0.0.1, prints
 //! its base URL as the first line of stdout, and serves until SIGINT/SIGTERM (or, with
-//! `--until-stdin-closes`, until its stdin closes).
+//! `--until-stdin-closes`, until its stdin closes). Its simulator flags are spelled as the main command's
+//! `--mock-*` flags (the older `--ttft-ms`, `--itl-ms`, `--output-tokens`, `--threads` stay as aliases).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,26 +26,46 @@ pub(super) const COMMAND: Subcommand = Subcommand {
 #[derive(Debug, Clone, Parser)]
 #[command(name = "llmperf serve-mock", max_term_width = 110)]
 struct ServeMockArgs {
-    /// Time to first token, in milliseconds.
-    #[arg(long, default_value_t = 50.0)]
-    ttft_ms: f64,
+    /// Time to first token, in milliseconds (also `--ttft-ms`).
+    #[arg(long, alias = "ttft-ms", default_value_t = 50.0)]
+    mock_ttft_ms: f64,
 
-    /// Time between tokens, in milliseconds.
-    #[arg(long, default_value_t = 10.0)]
-    itl_ms: f64,
+    /// Time between tokens, in milliseconds (also `--itl-ms`).
+    #[arg(long, alias = "itl-ms", default_value_t = 10.0)]
+    mock_itl_ms: f64,
 
     /// Output length of a request that does not force one (`ignore_eos`), within its
-    /// `min_tokens`..`max_tokens`.
-    #[arg(long, default_value_t = 64)]
-    output_tokens: u32,
+    /// `min_tokens`..`max_tokens` (also `--output-tokens`).
+    #[arg(long, alias = "output-tokens", default_value_t = 64)]
+    mock_output_tokens: u32,
 
-    /// Worker threads of the simulator's runtime.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
+    /// Worker threads of the simulator's runtime (also `--threads`).
+    #[arg(long, alias = "threads", default_value_t = 1)]
+    mock_threads: usize,
 
     /// Make every EVERY-th request misbehave (as `llmperf --mock-fault`).
     #[arg(long, value_name = "KIND[:EVERY]", num_args = 1.., value_parser = crate::sim::fault::parse_fault_rule)]
     mock_fault: Vec<FaultRule>,
+
+    /// Make `GET /metrics` misbehave (as `llmperf --mock-metrics-fault`): `missing`, `slow` or `garbage`.
+    #[arg(long, value_name = "KIND")]
+    mock_metrics_fault: Option<crate::sim::MetricsFault>,
+
+    /// Leading output tokens of each chat response sent as `reasoning_content` (as `llmperf
+    /// --mock-reasoning-tokens`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    mock_reasoning_tokens: u32,
+
+    /// Count chat and completions prompt tokens with this tokenizer (a folder, a `tokenizer.json` or a hub
+    /// id, as `llmperf --tokenizer-path`), chat template included, as a server with it would; without it
+    /// one token per word. (`llmperf --api mock --tokenizer-path` does the same for its simulator.)
+    #[arg(long, value_name = "PATH|ORG/NAME")]
+    tokenizer_path: Option<String>,
+
+    /// Report repeated prompt prefixes as cached tokens (`usage.prompt_tokens_details.cached_tokens`), as
+    /// `llmperf --api mock` does for multi-turn, replay and AgentX runs.
+    #[arg(long)]
+    mock_prefix_cache: bool,
 
     /// Port to listen on, on 127.0.0.1 (0: any free port). A fixed port stands in for a server a client
     /// expects at a known address (evalscope's `--api local` on `--port`, default 8877).
@@ -64,6 +85,13 @@ struct ServeMockArgs {
     #[command(flatten)]
     capacity: crate::cli::sla::MockCapacityArgs,
 
+    /// Log-normal noise on each TTFT and token gap (as `llmperf --mock-jitter-cv`).
+    #[command(flatten)]
+    jitter: crate::cli::MockJitterArgs,
+
+    /// Seed of the `--mock-jitter-cv` draws (the same seed gives every request the same factors).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// `--mock-invalid-output-rate`, as for `llmperf --api mock`.
     #[command(flatten)]
     output: crate::cli::mock_output::MockOutputArgs,
@@ -80,21 +108,41 @@ fn millis(flag: &str, v: f64) -> Result<Duration, String> {
 /// Runs `llmperf serve-mock` on its argv (`serve-mock` first) until a signal (or stdin's end).
 fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
     let args = ServeMockArgs::try_parse_from(argv)?;
-    let ttft = millis("--ttft-ms", args.ttft_ms).map_err(Error::usage)?;
-    let itl = millis("--itl-ms", args.itl_ms).map_err(Error::usage)?;
-    if args.threads == 0 {
-        return Err(Error::usage("--threads must be at least 1"));
+    let ttft = millis("--mock-ttft-ms", args.mock_ttft_ms).map_err(Error::usage)?;
+    let itl = millis("--mock-itl-ms", args.mock_itl_ms).map_err(Error::usage)?;
+    if args.mock_threads == 0 {
+        return Err(Error::usage("--mock-threads must be at least 1"));
     }
+    let prompt_counter = match &args.tokenizer_path {
+        Some(spec) => {
+            let tokenizer = crate::tokenizer::Tokenizer::load_from(spec, Default::default())
+                .map_err(|e| Error::usage(format!("{e:#}")))?;
+            crate::api::usage_fallback::UsageFallback {
+                tokenizer: Some(std::sync::Arc::new(tokenizer)),
+                image_patch: (224, 224, 28),
+                ..Default::default()
+            }
+            .prompt_counter()
+        }
+        None => None,
+    };
+    let jitter = crate::sim::Jitter::new(args.jitter.mock_jitter_cv, args.seed)
+        .map_err(|e| Error::usage(format!("--mock-jitter-cv {e}")))?;
     let cfg = SimConfig {
         ttft,
         itl,
-        output_tokens: args.output_tokens,
-        threads: args.threads,
+        output_tokens: args.mock_output_tokens,
+        threads: args.mock_threads,
         record_truth: false,
         faults: args.mock_fault.clone(),
         max_batch: args.capacity.mock_max_batch,
         prefill_tok_per_s: args.capacity.mock_prefill_tok_per_s,
         decode_tok_per_s: args.capacity.mock_decode_tok_per_s,
+        prefix_cache: args.mock_prefix_cache,
+        metrics_fault: args.mock_metrics_fault,
+        reasoning_tokens: args.mock_reasoning_tokens,
+        prompt_counter,
+        jitter,
         invalid_output_rate: args.output.mock_invalid_output_rate,
         ..SimConfig::default()
     };
@@ -143,4 +191,50 @@ fn wait_for_stop(until_stdin_closes: bool) -> Result<(), Error> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mock_flag_of_the_main_command_exists_here() {
+        let here = ServeMockArgs::command();
+        let has = |long: &str| here.get_arguments().any(|a| a.get_long() == Some(long));
+        let main = crate::cli::Cli::command();
+        let mock: Vec<&str> = main
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .filter(|l| l.starts_with("mock-"))
+            .collect();
+        assert!(mock.len() >= 10, "{mock:?}");
+        for long in mock {
+            assert!(has(long), "serve-mock lacks --{long}");
+        }
+    }
+
+    #[test]
+    fn the_old_spellings_still_parse() {
+        let args = ServeMockArgs::try_parse_from([
+            "llmperf serve-mock",
+            "--ttft-ms",
+            "5",
+            "--itl-ms",
+            "2",
+            "--output-tokens",
+            "7",
+            "--threads",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(
+            (
+                args.mock_ttft_ms,
+                args.mock_itl_ms,
+                args.mock_output_tokens,
+                args.mock_threads
+            ),
+            (5.0, 2.0, 7, 2)
+        );
+    }
 }

@@ -23,6 +23,34 @@ pub enum Checked {
     Interrupted,
 }
 
+/// What the first retry says: how often, for how long and bounded by which flag, and how to stop.
+fn retry_plan(budget: Duration) -> String {
+    let every = RETRY_EVERY.as_secs();
+    if budget >= crate::plan::NO_TIMEOUT {
+        return format!(
+            "retrying every {every} s with no time limit (--total-timeout 0); press Ctrl-C to stop"
+        );
+    }
+    format!(
+        "retrying every {every} s for up to {} (--total-timeout {} s bounds it); press Ctrl-C to stop",
+        human_duration(budget),
+        budget.as_secs()
+    )
+}
+
+/// `6 h`, `1 h 30 min`, `2 min`, `45 s`.
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    let (h, m, sec) = (s / 3600, s % 3600 / 60, s % 60);
+    match (h, m, sec) {
+        (0, 0, sec) => format!("{sec} s"),
+        (0, m, 0) => format!("{m} min"),
+        (0, m, sec) => format!("{m} min {sec} s"),
+        (h, 0, _) => format!("{h} h"),
+        (h, m, _) => format!("{h} h {m} min"),
+    }
+}
+
 /// Sends `body` until it succeeds, a 4xx comes back, `budget` runs out or the run is interrupted.
 pub async fn check(
     client: &HttpClient,
@@ -66,14 +94,38 @@ pub async fn check(
                 started.elapsed().as_secs_f64()
             );
         }
-        tracing::warn!(
-            "Test connection failed (attempt {attempt}): {why}; retrying in {} s",
-            RETRY_EVERY.as_secs()
-        );
+        if attempt == 1 {
+            tracing::warn!("Test connection failed: {why}; {}", retry_plan(budget));
+        } else {
+            tracing::warn!(
+                "Test connection failed (attempt {attempt}): {why}; retrying in {} s",
+                RETRY_EVERY.as_secs()
+            );
+        }
         tokio::select! {
             biased;
             _ = shutdown.stopped() => return Ok(Checked::Interrupted),
             _ = tokio::time::sleep(RETRY_EVERY) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_plan_names_the_bound_its_flag_and_ctrl_c() {
+        assert_eq!(
+            retry_plan(Duration::from_secs(21_600)),
+            "retrying every 10 s for up to 6 h (--total-timeout 21600 s bounds it); press Ctrl-C to stop"
+        );
+        assert_eq!(
+            retry_plan(crate::plan::NO_TIMEOUT),
+            "retrying every 10 s with no time limit (--total-timeout 0); press Ctrl-C to stop"
+        );
+        assert_eq!(human_duration(Duration::from_secs(5_400)), "1 h 30 min");
+        assert_eq!(human_duration(Duration::from_secs(90)), "1 min 30 s");
+        assert_eq!(human_duration(Duration::from_secs(45)), "45 s");
     }
 }

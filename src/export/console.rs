@@ -8,7 +8,8 @@
 //! rate and the first- vs later-turn TTFT when present. llmperf appends a `── llmperf ──` section (interrupted run,
 //! failures by kind, the client's self-diagnostics: CPU use, send lag, open-loop TTFT / latency from the
 //! intended send time, whether the client limited the run; with `--goodput`, goodput and SLO attainment)
-//! after evalscope's rows, which stay identical.
+//! after evalscope's rows, which stay identical, and after the table one `First <kind> error: …` line per
+//! failure kind (its HTTP status and the start of its error text).
 
 use crate::metrics::{
     BenchmarkSummary, ClientDiagnostics, PercentileTable, WorkloadThroughput, PERCENTILE_LABELS,
@@ -142,7 +143,11 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
     for (k, v) in rows {
         table.push(vec![k, v]);
     }
-    format!("Benchmarking summary:\n{}", table.render())
+    let mut text = format!("Benchmarking summary:\n{}", table.render());
+    for e in &extras.first_errors {
+        text.push_str(&format!("\nFirst {} error: {}", e.kind, e.line()));
+    }
+    text
 }
 
 /// `a / b`, each with `digits` decimals at most.
@@ -289,6 +294,17 @@ mod tests {
         assert!(
             text.contains("│ Failures (http_500)      │         1 │"),
             "{text}"
+        );
+        s.extras.first_errors = vec![crate::metrics::FirstError {
+            kind: "http_500".into(),
+            status: Some(500),
+            excerpt: "HTTP 500 Internal Server Error: boom".into(),
+        }];
+        assert!(
+            summary_table(&s)
+                .ends_with("┘\nFirst http_500 error: HTTP 500 Internal Server Error: boom"),
+            "{}",
+            summary_table(&s)
         );
     }
 

@@ -203,11 +203,11 @@ pub fn merge_rows(out: &Path, shards: &[ShardRows<'_>], ctx: SummaryContext) -> 
 struct Replay {
     acc: Accumulator,
     timeline: WorkloadTimeline,
-    col: [Option<usize>; 13],
+    col: [Option<usize>; 15],
 }
 
 /// The columns [`Replay`] reads, in the order of `Replay::col`.
-const REPLAY_COLUMNS: [&str; 13] = [
+const REPLAY_COLUMNS: [&str; 15] = [
     "start_time",
     "completed_time",
     "success",
@@ -221,6 +221,8 @@ const REPLAY_COLUMNS: [&str; 13] = [
     "inter_token_latencies",
     "chunk_times",
     "failure_kind",
+    "status_code",
+    "error",
 ];
 
 impl Replay {
@@ -233,7 +235,7 @@ impl Replay {
     }
 
     fn feed(&mut self, row: &[Sql]) {
-        let [start, completed, success, stream, latency, ttft, tpot, prompt, completion, cached, itl, chunks, failure] =
+        let [start, completed, success, stream, latency, ttft, tpot, prompt, completion, cached, itl, chunks, failure, status, error] =
             self.col;
         let ok = int(row, success) == Some(1);
         let tokens = |i| int(row, i).unwrap_or(0).max(0) as u64;
@@ -266,6 +268,10 @@ impl Replay {
         let itl_s: Vec<f64> = text(row, itl)
             .and_then(|t| serde_json::from_str(t).ok())
             .unwrap_or_default();
+        if let Some(kind) = sample.failure {
+            let status = int(row, status).and_then(|s| u16::try_from(s).ok());
+            self.acc.note_failure(kind, status, text(row, error));
+        }
         self.acc.add_sample(&sample, itl_s);
         if ok {
             self.timeline.feed(

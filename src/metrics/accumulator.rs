@@ -99,6 +99,7 @@ pub struct Accumulator {
     n_decoded: u64,
     turns: TurnSums,
     failures: BTreeMap<&'static str, u64>,
+    first_errors: super::first_errors::FirstErrors,
     interrupted: bool,
     rows: SuccessRows,
     client: ClientTiming,
@@ -183,6 +184,7 @@ impl Accumulator {
             n_decoded: 0,
             turns: TurnSums::default(),
             failures: BTreeMap::new(),
+            first_errors: Default::default(),
             interrupted: false,
             rows: SuccessRows::new(ctx.input_only, cap, dir.clone()),
             client: ClientTiming::new(cap, dir.clone()),
@@ -251,7 +253,9 @@ impl Accumulator {
             }
             self.add_sample(&s, r.itl_s());
         } else {
-            s.failure = Some(r.failure.map_or("unknown", |kind| kind.label()));
+            let kind = r.failure.map_or("unknown", |kind| kind.label());
+            s.failure = Some(kind);
+            self.note_failure(kind, r.status_code, r.error.as_deref());
             self.add_sample(&s, std::iter::empty());
         }
     }
@@ -329,6 +333,17 @@ impl Accumulator {
             }
         }
         self.rows.push(s);
+    }
+
+    /// Keeps a failure's status and error text if it is the first of its kind (`add` does it for records;
+    /// a summary rebuilt from stored rows calls it with each failed row's columns).
+    pub(crate) fn note_failure(
+        &mut self,
+        kind: &'static str,
+        status: Option<u16>,
+        error: Option<&str>,
+    ) {
+        self.first_errors.note(kind, status, error);
     }
 
     /// Marks the run as cut short (adds `"Interrupted": true` to the summary).
@@ -475,6 +490,7 @@ impl Accumulator {
                 .iter()
                 .map(|(label, n)| (label.to_string(), *n))
                 .collect(),
+            first_errors: self.first_errors.list(),
             wall_input_throughput,
             client: None,
             load: None,

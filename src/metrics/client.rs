@@ -192,9 +192,14 @@ pub struct ClientDiagnostics {
 impl ClientDiagnostics {
     /// The warning line for a client-limited run, if it was.
     pub fn warning(&self) -> Option<String> {
+        self.limit_message().map(|m| format!("WARNING: {m}"))
+    }
+
+    /// The warning without its `WARNING: ` label, for a log line whose level already says it.
+    pub fn limit_message(&self) -> Option<String> {
         (!self.limits.is_empty()).then(|| {
             format!(
-                "WARNING: the client itself limited this run ({}): its timings include client-side delay. \
+                "the client itself limited this run ({}): its timings include client-side delay. \
                  Lower --parallel / --rate, or run llmperf on a less loaded machine.",
                 self.limits.join("; ")
             )

@@ -4,6 +4,7 @@
 
 mod accumulator;
 mod client;
+mod first_errors;
 pub mod goodput;
 pub mod load;
 mod nearest_rank;
@@ -26,6 +27,7 @@ pub use client::{
     ClientDiagnostics, CpuUse, FromSchedule, CPU_LIMIT_PCT, LAG_LIMIT_CLOSED, LAG_LIMIT_OPEN,
     SCHED_DELAY_LIMIT,
 };
+pub use first_errors::FirstError;
 pub use goodput::{GoodputCounter, GoodputSlos, GoodputSummary};
 pub use nearest_rank::{nearest_rank, PERCENTILE_LABELS};
 pub use percentile::{columns, PercentileTable};

@@ -153,6 +153,10 @@ pub struct SummaryExtras {
         serialize_with = "object"
     )]
     pub failures_by_kind: Vec<(String, u64)>,
+    /// The first failure of each kind (status and error excerpt), for the console, the text and HTML
+    /// reports; not written to the summary file (the run's database has every error).
+    #[serde(skip)]
+    pub first_errors: Vec<super::first_errors::FirstError>,
     /// Server vs intended prompt tokens, when the dataset knows the intended length.
     #[serde(flatten)]
     pub input_token_error: Option<InputTokenError>,

@@ -97,6 +97,11 @@ pub(super) fn mock_settings(cli: &Cli, api: ApiKind) -> Result<Option<MockSettin
                 "--mock-fault configures the built-in simulator: add --api mock, or drop --mock-fault",
             );
         }
+        if cli.mock_jitter.mock_jitter_cv != 0.0 {
+            return usage(
+                "--mock-jitter-cv configures the built-in simulator: add --api mock (or use `llmperf serve-mock --mock-jitter-cv`), or drop it",
+            );
+        }
         return Ok(None);
     }
     for (flag, v) in [
@@ -110,6 +115,8 @@ pub(super) fn mock_settings(cli: &Cli, api: ApiKind) -> Result<Option<MockSettin
     if cli.mock_threads == 0 {
         return usage("--mock-threads must be at least 1");
     }
+    let jitter = crate::sim::Jitter::new(cli.mock_jitter.mock_jitter_cv, cli.seed.unwrap_or(0))
+        .map_err(|e| UsageError(format!("--mock-jitter-cv {e}")))?;
     Ok(Some(MockSettings {
         ttft: Duration::from_secs_f64(cli.mock_ttft_ms / 1000.0),
         itl: Duration::from_secs_f64(cli.mock_itl_ms / 1000.0),
@@ -119,6 +126,7 @@ pub(super) fn mock_settings(cli: &Cli, api: ApiKind) -> Result<Option<MockSettin
         max_batch: cli.capacity.mock_max_batch,
         prefill_tok_per_s: cli.capacity.mock_prefill_tok_per_s,
         decode_tok_per_s: cli.capacity.mock_decode_tok_per_s,
+        jitter,
         invalid_output_rate: cli.mock_output.mock_invalid_output_rate,
     }))
 }

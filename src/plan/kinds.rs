@@ -481,6 +481,8 @@ pub struct MockSettings {
     pub prefill_tok_per_s: u64,
     /// `--mock-decode-tok-per-s` (0 = none).
     pub decode_tok_per_s: u64,
+    /// `--mock-jitter-cv`, seeded by `--seed` (0 without it).
+    pub jitter: crate::sim::Jitter,
     /// `--mock-invalid-output-rate` (0 = none).
     pub invalid_output_rate: f64,
 }

@@ -15,6 +15,7 @@ mod load;
 mod multi_turn;
 mod parse;
 mod prompts;
+pub mod repeat;
 mod run_spec;
 mod server_side;
 pub mod sharding;
@@ -38,6 +39,7 @@ pub use kinds::*;
 pub use multi_turn::{IntOrRange, MultiTurnArgs, MultiTurnSettings, ThinkTime};
 use parse::*;
 pub use parse::{complete_url, complete_url_for, sanitize_name};
+pub use repeat::Repeats;
 pub use run_spec::{Load, Rate, RunRole, RunSpec};
 pub use server_side::ServerSidePlan;
 pub use workload::Workload;
@@ -139,6 +141,8 @@ pub struct RunPlan {
     pub server_side: ServerSidePlan,
     /// `--shard` / `--start-at`: this process's part of a sharded plan.
     pub sharding: Option<sharding::Sharding>,
+    /// `--repeat`: runs per point (repeats 2..=K are in `runs`, after the sweep).
+    pub repeats: Repeats,
 }
 
 /// Where a plan's results go: the parts of the run root's path ([`crate::run_folder::RunRoot::of`]).
@@ -258,6 +262,7 @@ impl RunPlan {
             (None, None, None, None) => Workload::SingleTurn,
         };
         load::check_rates(&runs, &workload)?;
+        let repeats = repeat::repeats(&cli, &prompt_source, &workload, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
         let dataset_args = dataset_args(&cli, &tokens, &prompt_source)?;
         let image = image_settings(&cli)?;
@@ -343,6 +348,7 @@ impl RunPlan {
             workload,
             server_side,
             sharding: None,
+            repeats,
         };
         plan.shard(&shard_flags)?;
         Ok(plan)
@@ -363,6 +369,9 @@ impl RunPlan {
         }
         if self.sla.is_some() {
             return usage("--sla-auto-tune searches in one process: drop --shard/--start-at");
+        }
+        if self.repeats.count > 1 {
+            return usage("--repeat runs in one process (llmperf merge does not join repeats): drop --repeat or --shard/--start-at");
         }
         Ok(())
     }

@@ -133,6 +133,13 @@ pub enum RunRole {
         /// The scenario variant.
         variant: Variant,
     },
+    /// `--repeat`: repeat `repeat` (≥ 2) of the sweep's point `point` (its index among the sweep's runs).
+    Repeat {
+        /// Which repeat (2, 3, …; repeat 1 is the [`RunRole::Sweep`] run itself).
+        repeat: u32,
+        /// The point's index in the sweep.
+        point: usize,
+    },
 }
 
 /// One run of a sweep.

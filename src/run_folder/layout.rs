@@ -3,6 +3,17 @@
 //! name (`parallel_<P>_number_<N>`, `rate_<R>_number_<N>`, `sla_tuning/sla_<var>_<value>_run_<i>`,
 //! `agentx_<variant>/parallel_<P>`) and the files in a run folder. evalscope's names are evalscope
 //! 1.14.1's; llmperf's own files sit beside them.
+//!
+//! `--repeat K`: repeat 1 is the root as usual, repeat k ≥ 2 a complete run root in `repeat_<k>/` (so
+//! evalscope's `RunLoader.load_all` and the Python wrapper read the root, or any repeat, as a plain sweep),
+//! and each point's repeat summary is `<point>_repeats.json` beside the point's folder:
+//!
+//! ```text
+//! <root>/parallel_4_number_100/               repeat 1
+//! <root>/parallel_4_number_100_repeats.json   mean, sd, CV, 95 % interval of each run-level metric
+//! <root>/repeat_2/parallel_4_number_100/      repeat 2
+//! <root>/repeat_3/parallel_4_number_100/      repeat 3
+//! ```
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +55,10 @@ const AGENTX_SUMMARY: &str = "agentx_summary.json";
 const AGENTX_SWEEP_SUMMARY: &str = "agentx_sweep_summary.json";
 /// What a shard appends to its root's name: `_shard<K>of<N>`.
 const SHARD_MARK: &str = "_shard";
+/// `--repeat`: repeat k ≥ 2 of the sweep is a complete run root in `<root>/repeat_<k>/`.
+const REPEAT_DIR: &str = "repeat_";
+/// `--repeat`: the summary of a point's repeats sits beside its folder, `<point>_repeats.json`.
+const REPEATS_SUFFIX: &str = "_repeats.json";
 
 /// Where one invocation's results go and what they are called.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +105,34 @@ impl RunRoot {
     /// The root folder.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The run root of repeat `k` (`--repeat`): this root for k ≤ 1, else `<root>/repeat_<k>`, itself a
+    /// complete run root (evalscope's loader reads either).
+    pub fn repeat(&self, k: u32) -> RunRoot {
+        if k <= 1 {
+            return self.clone();
+        }
+        RunRoot {
+            path: self.path.join(format!("{REPEAT_DIR}{k}")),
+        }
+    }
+
+    /// The repeat number a folder name `repeat_<k>` (k ≥ 2) names.
+    pub fn repeat_index(name: &str) -> Option<u32> {
+        name.strip_prefix(REPEAT_DIR)?
+            .parse()
+            .ok()
+            .filter(|k| *k >= 2)
+    }
+
+    /// The summary of the repeats of run `spec`'s point (`--repeat`), beside repeat 1's folder.
+    pub fn repeat_summary(&self, spec: &RunSpec) -> PathBuf {
+        let point = RunSpec {
+            role: RunRole::Sweep,
+            ..spec.clone()
+        };
+        self.run(&point).repeat_summary()
     }
 
     /// The log of every run.
@@ -139,9 +182,17 @@ impl RunRoot {
 
 /// A run's folder name relative to its root, as evalscope names it: `parallel_<P>_number_<N>` (closed
 /// loop), `rate_<R>_number_<N>` (open loop, `R` as Python prints the float), an SLA probe's
-/// `sla_tuning/sla_<var>_<value>_run_<i>`, an AgentX run's `agentx_<variant>/parallel_<P>`.
+/// `sla_tuning/sla_<var>_<value>_run_<i>`, an AgentX run's `agentx_<variant>/parallel_<P>`, a repeat's
+/// `repeat_<k>/` and its point's name.
 pub fn run_name(spec: &RunSpec) -> String {
     match spec.role {
+        RunRole::Repeat { repeat, .. } => {
+            let point = RunSpec {
+                role: RunRole::Sweep,
+                ..spec.clone()
+            };
+            format!("{REPEAT_DIR}{repeat}/{}", run_name(&point))
+        }
         RunRole::Sweep => match spec.load {
             Load::Closed { parallel, .. } => format!("parallel_{parallel}_number_{}", spec.number),
             Load::Open { .. } => format!(
@@ -196,6 +247,13 @@ impl RunDir {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
+    }
+
+    /// The summary of this run's repeats, beside its folder (`<folder>_repeats.json`).
+    pub fn repeat_summary(&self) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(REPEATS_SUFFIX);
+        self.path.with_file_name(name)
     }
 
     /// Whether `path` is a run folder: it holds a run's arguments.
@@ -337,5 +395,39 @@ mod tests {
         assert_eq!(RunRoot::unsharded_name("m_shard03of12", 12), "m");
         assert_eq!(RunRoot::unsharded_name("m_shard03of12", 4), "m_shard03of12");
         assert_eq!(RunRoot::unsharded_name("plain", 4), "plain");
+    }
+
+    #[test]
+    fn repeats_are_run_roots_inside_the_root() {
+        let root = RunRoot::at("o/m");
+        assert_eq!(root.repeat(1), root);
+        assert_eq!(root.repeat(3).path(), Path::new("o/m/repeat_3"));
+        assert_eq!(RunRoot::repeat_index("repeat_3"), Some(3));
+        for other in ["repeat_1", "repeat_x", "parallel_1_number_2"] {
+            assert_eq!(RunRoot::repeat_index(other), None, "{other}");
+        }
+        let closed = Load::Closed {
+            parallel: std::num::NonZeroUsize::new(4).unwrap(),
+            pacing: None,
+        };
+        let point = spec(closed, 10, RunRole::Sweep);
+        assert_eq!(
+            root.repeat_summary(&point),
+            Path::new("o/m/parallel_4_number_10_repeats.json")
+        );
+        assert_eq!(
+            root.repeat(2).run(&point).path(),
+            Path::new("o/m/repeat_2/parallel_4_number_10")
+        );
+        let again = spec(
+            closed,
+            10,
+            RunRole::Repeat {
+                repeat: 2,
+                point: 0,
+            },
+        );
+        assert_eq!(root.run(&again), root.repeat(2).run(&point));
+        assert_eq!(root.repeat_summary(&again), root.repeat_summary(&point));
     }
 }

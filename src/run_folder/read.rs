@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::layout::RunDir;
+use super::layout::{RunDir, RunRoot};
 
 fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
@@ -37,6 +37,25 @@ fn find_into(dir: &Path, depth: usize, out: &mut Vec<RunDir>) {
     dirs.sort();
     for d in dirs {
         find_into(&d, depth - 1, out);
+    }
+}
+
+impl RunRoot {
+    /// The repeats (`--repeat`) this root holds beyond repeat 1: `(k, root of repeat k)`, by k.
+    pub fn repeats(&self) -> Vec<(u32, RunRoot)> {
+        let Ok(entries) = std::fs::read_dir(self.path()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(u32, RunRoot)> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| {
+                let k = RunRoot::repeat_index(&e.file_name().to_string_lossy())?;
+                Some((k, self.repeat(k)))
+            })
+            .collect();
+        out.sort_by_key(|(k, _)| *k);
+        out
     }
 }
 

@@ -49,6 +49,11 @@ impl RunRoot {
         write_text(&self.sla_summary(), json)
     }
 
+    /// Writes the repeat summary of run `spec`'s point (`--repeat`).
+    pub fn write_repeat_summary(&self, spec: &crate::plan::RunSpec, v: &Value) -> Result<()> {
+        write_text(&self.repeat_summary(spec), &pyjson::dumps_indent4(v))
+    }
+
     /// Writes the AgentX sweep summary of `variant`.
     pub fn write_agentx_sweep_summary(&self, variant: &str, v: &Value) -> Result<()> {
         let path = self.agentx_sweep_summary(variant);

@@ -60,6 +60,21 @@ impl Completion {
     }
 }
 
+/// The token counter for responses without usage: the run's tokenizer and the plan's template settings.
+pub fn usage_fallback(
+    plan: &crate::plan::RunPlan,
+    prompts: &crate::dataset::Prompts,
+) -> UsageFallback {
+    UsageFallback {
+        tokenizer: prompts.tokenizer.clone(),
+        input_only: plan.api.input_only(),
+        template_kwargs: crate::dataset::template_kwargs(plan),
+        image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
+        responses: plan.api == crate::plan::ApiKind::Responses,
+        rerank: plan.api == crate::plan::ApiKind::Rerank,
+    }
+}
+
 /// What the aggregator hands back when the run ends.
 pub struct Aggregated {
     /// The statistics.
@@ -102,7 +117,7 @@ pub async fn aggregate(
         completion.apply(&mut record);
         if !measuring {
             measuring = true;
-            progress.start_clock();
+            progress.start_clock_at(record.sent_at);
         }
         acc.add(&record);
         observers.trace.feed(&record);

@@ -26,6 +26,11 @@ pub struct SweepContext<'a> {
     pub shutdown: Shutdown,
     /// `--visualizer`: the queue to the tracker bridge.
     pub visualizer: Option<VisualizerFeed>,
+    /// Measured and successful requests over every run (the exit code).
+    pub tally: &'a super::outcome::Tally,
+    /// The sweep's seed, from which each run's is derived: `--seed`, a shard's shared seed, or one random
+    /// draw (so the repeats of a point can share their point's prompts).
+    pub seed: u64,
 }
 
 /// The outcome of one run.

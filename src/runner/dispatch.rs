@@ -10,7 +10,6 @@ use tokio::sync::mpsc;
 use super::aggregate::{aggregate, Completion, Observers};
 use super::context::SweepContext;
 use super::tracker::ProgressTracker;
-use crate::api::usage_fallback::UsageFallback;
 use crate::dataset::multi_turn::Conversation;
 use crate::engine::feed::Producer;
 use crate::engine::{self, Dispatch, HttpClient, RequestFeed};
@@ -268,14 +267,7 @@ fn start_aggregator(
         plan.log_every_n,
         observers,
         Completion {
-            counter: UsageFallback {
-                tokenizer: ctx.prompts.tokenizer.clone(),
-                input_only: plan.api.input_only(),
-                template_kwargs: crate::dataset::template_kwargs(plan),
-                image_patch: (plan.image.width, plan.image.height, plan.image.patch_size),
-                responses: plan.api == crate::plan::ApiKind::Responses,
-                rerank: plan.api == crate::plan::ApiKind::Rerank,
-            },
+            counter: super::aggregate::usage_fallback(plan, &ctx.prompts),
             tools: crate::tool_calls::Analyzer::for_run(
                 plan,
                 &ctx.prompts,

@@ -7,6 +7,8 @@ mod context;
 mod dispatch;
 mod load_check;
 mod multi_turn;
+mod outcome;
+mod repeats;
 mod requests;
 mod results;
 mod single;
@@ -48,7 +50,7 @@ fn effective_url(plan: &RunPlan, sim: Option<&SimServer>) -> Result<reqwest::Url
     }
 }
 
-fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
+fn start_simulator(plan: &RunPlan, items: &Prompts) -> Result<Option<SimServer>> {
     let Some(mock) = &plan.mock else {
         return Ok(None);
     };
@@ -67,7 +69,10 @@ fn start_simulator(plan: &RunPlan) -> Result<Option<SimServer>> {
         prefix_cache: plan.workload.repeats_prefixes(),
         metrics_fault: plan.server_side.mock_metrics_fault,
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
+        jitter: mock.jitter,
         invalid_output_rate: mock.invalid_output_rate,
+        // With --tokenizer-path the simulator counts prompts as a server with that tokenizer would.
+        prompt_counter: aggregate::usage_fallback(plan, items).prompt_counter(),
         ..SimConfig::default()
     };
     let sim = SimServer::start(cfg).context("starting the built-in simulator (--api mock)")?;
@@ -89,10 +94,11 @@ pub async fn run_sweep(plan: RunPlan, items: Prompts, shutdown: Shutdown) -> Res
     }
     let root = RunRoot::of(&plan);
     root.check_free(&plan)?;
-    sweep(&plan, root, &Arc::new(items), &shutdown).await?;
+    let tally = outcome::Tally::default();
+    sweep(&plan, root, &Arc::new(items), &shutdown, &tally).await?;
     match shutdown.signal() {
         Some(signal) => Err(Error::Interrupted { signal }),
-        None => Ok(()),
+        None => tally.verdict(),
     }
 }
 
@@ -102,6 +108,7 @@ async fn sweep(
     root: RunRoot,
     items: &Arc<Prompts>,
     shutdown: &Shutdown,
+    tally: &outcome::Tally,
 ) -> Result<()> {
     // The tracker's SDK must import before anything is created or sent.
     let mut visualizer = match plan.visualizer.clone() {
@@ -113,7 +120,7 @@ async fn sweep(
         None => None,
     };
     create_root(plan, &root)?;
-    let sim = start_simulator(plan)?;
+    let sim = start_simulator(plan, items)?;
     let url = effective_url(plan, sim.as_ref())?;
     if let Some(vis) = visualizer.as_mut() {
         start_visualizer(plan, &root, url.as_str(), vis)?;
@@ -136,6 +143,8 @@ async fn sweep(
         .for_api(plan.api),
         shutdown: shutdown.clone(),
         visualizer: visualizer.as_ref().and_then(Visualizer::feed),
+        tally,
+        seed: single::sweep_seed(plan),
     };
     if let Some(sla) = &plan.sla {
         // SLA auto-tune: the search decides the runs (no HTML report, as evalscope).
@@ -192,7 +201,7 @@ fn create_root(plan: &RunPlan, root: &RunRoot) -> Result<()> {
         .with_context(|| format!("--outputs-dir: cannot write in {}", root.path().display()))?;
     tracing::info!("Save the result to: {}", root.path().display());
     if let Some(typed) = &plan.url_appended_to {
-        tracing::warn!("--url {typed} names no endpoint: using {}", plan.url);
+        tracing::info!("--url {typed} names no endpoint: using {}", plan.url);
     }
     if plan.mode == LoadMode::Open {
         let rates: Vec<String> = plan
@@ -235,6 +244,9 @@ async fn run_each(
             Ok(result) => {
                 let stop = result.interrupted;
                 results.push(result);
+                if let Err(e) = repeats::after_run(ctx, &results) {
+                    return (results, Some(e));
+                }
                 if stop {
                     break;
                 }

@@ -33,7 +33,12 @@ pub(super) async fn write(
     let mut summary = acc.summary();
     summary.extras.interrupted = interrupted;
     summary.extras.client = acc.client_diagnostics(cpu_use, spec.load.is_open());
-    if let Some(warning) = summary.extras.client.as_ref().and_then(|c| c.warning()) {
+    if let Some(warning) = summary
+        .extras
+        .client
+        .as_ref()
+        .and_then(|c| c.limit_message())
+    {
         tracing::warn!("{warning}");
     }
     if let Some(built) = &ctx.prompts.replay {
@@ -110,6 +115,8 @@ pub(super) async fn write(
         "Save the summary to: {} ({rows} requests stored)",
         dir.path().display()
     );
+    ctx.tally
+        .run_finished(&crate::run_folder::run_name(spec), &summary);
     if let Some(feed) = &ctx.visualizer {
         feed.summary(
             &crate::run_folder::run_name(spec),

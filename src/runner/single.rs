@@ -17,15 +17,20 @@ use crate::pyjson;
 /// Open loop has no concurrency cap: the client keeps up to this many connections per run.
 const OPEN_LOOP_CONNECTIONS: usize = 1024;
 
-fn run_seed(plan: &RunPlan, run_index: usize) -> u64 {
-    // Shards without --seed share the seed derived from the plan fingerprint.
-    let base = plan
-        .params
+/// The sweep's seed: `--seed`, else (shards without `--seed`) the seed derived from the plan fingerprint,
+/// else one random draw.
+pub(super) fn sweep_seed(plan: &RunPlan) -> u64 {
+    plan.params
         .seed
         .or(plan.sharding.as_ref().map(|s| s.seed))
-        .unwrap_or_else(rand::random);
-    base.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add(run_index as u64)
+        .unwrap_or_else(rand::random)
+}
+
+/// The seed of the run at `index` (a repeat with the same prompts: its point's index).
+fn run_seed(sweep_seed: u64, index: usize) -> u64 {
+    sweep_seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(index as u64)
 }
 
 /// This process's share of the run, and what it sends: single requests as a feed whose producer is
@@ -67,7 +72,7 @@ pub async fn run_single(
     tracing::info!("{}", pyjson::dumps_indent4(&args));
     dir.write_args(&args)?;
 
-    let seed = run_seed(plan, run_index);
+    let seed = run_seed(ctx.seed, plan.repeats.seed_index(spec.role, run_index));
     let mut sending = prepare(ctx, spec, seed).await?;
     let client = HttpClient::new(plan, ctx.url.clone(), sending.work.parallel)?;
     // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
@@ -80,7 +85,7 @@ pub async fn run_single(
         Workload::MultiTurn(_) => super::multi_turn::log_warmup(spec),
         // AgentX refuses --warmup-num (as evalscope): no advice to pass it.
         Workload::AgentGraph(_) => {}
-        _ => log_warmup(spec),
+        _ => log_warmup(plan, spec, sending.work.parallel),
     }
     let this = ThisRun {
         spec,
@@ -121,7 +126,9 @@ async fn test_connection(ctx: &SweepContext<'_>, client: &HttpClient, seed: u64)
     Ok(checked != conn_test::Checked::Interrupted)
 }
 
-fn log_warmup(spec: &RunSpec) {
+/// The warmup line; without warmup, evalscope's burst warning, sized by `--parallel` or, in a shard, by
+/// `shard_slots`, the requests this shard has in flight.
+fn log_warmup(plan: &RunPlan, spec: &RunSpec, shard_slots: usize) {
     if spec.warmup > 0 {
         tracing::info!(
             "Warmup enabled: {} warmup requests (total: {}, benchmark: {})",
@@ -131,7 +138,12 @@ fn log_warmup(spec: &RunSpec) {
         );
         return;
     }
-    match spec.load.parallel().map(|p| p.get()) {
+    let slots = match (&plan.sharding, spec.load.parallel()) {
+        (_, None) => None,
+        (Some(_), Some(_)) => Some(shard_slots),
+        (None, Some(p)) => Some(p.get()),
+    };
+    match slots {
         Some(p) if p > 1 => tracing::warn!(
             "Warmup is disabled, so the first {p} requests are released at once against an idle server. Their TTFT carries the start-up burst and can dominate the reported percentiles. Pass --warmup-num {p} to keep that burst out of the measured window, or {} if you also read the max column.",
             2 * p,

@@ -1,7 +1,7 @@
 //! Where an AgentX data set comes from, and proof that it is the pinned one: evalscope's table of the two
 //! variants (ModelScope and Hugging Face ids, pinned revisions, the sha256 of `traces.jsonl`), the lookup
-//! of `traces.jsonl` (`--dataset-path` folder, else the ModelScope or Hugging Face cache, else a Hugging
-//! Face download of the pinned revision), and the checksum. In benchmark mode a file whose sha256 is not
+//! of `traces.jsonl` (`--dataset-path` folder, else the ModelScope or Hugging Face cache, else a download
+//! of the pinned revision from that hub), and the checksum. In benchmark mode a file whose sha256 is not
 //! the pinned one is refused, naming the file; a smoke run records it as unverified.
 
 use std::io::Read;
@@ -104,27 +104,12 @@ pub fn sha256_file(path: &Path) -> Result<String, String> {
         .collect())
 }
 
-/// `traces.jsonl` of the pinned revision in the local hub caches, or downloaded (Hugging Face); `Err`
-/// names where it looked. The one place that knows the hubs: a ModelScope download plugs in here.
+/// `traces.jsonl` of the pinned revision in the local hub caches, or downloaded from that hub into its
+/// cache (ModelScope by default, as evalscope); `Err` names where it looked and why the download failed.
 fn hub_copy(spec: &DatasetSpec, source: &str) -> Result<PathBuf, String> {
     let mut looked = Vec::new();
     if source == "modelscope" {
-        for root in crate::hub::modelscope_roots() {
-            let dir = root.join("datasets").join(spec.modelscope_id);
-            let file = dir.join("traces.jsonl");
-            if file.is_file() {
-                return Ok(file);
-            }
-            looked.push(dir);
-        }
-        return Err(format!(
-            "--scenario agentx: {} (revision {}) is not in the ModelScope cache. Looked in:\n{}\nDownload it (`modelscope download --dataset {} traces.jsonl --revision {}`), use --data-source huggingface, or pass its folder as --dataset-path",
-            spec.modelscope_id,
-            spec.modelscope_revision,
-            crate::hub::bullet_list(&looked),
-            spec.modelscope_id,
-            spec.modelscope_revision
-        ));
+        return modelscope_copy(spec);
     }
     if let Some(cache) = crate::hub::hf_hub_cache() {
         let repo = cache.join(format!(
@@ -159,6 +144,32 @@ fn hub_copy(spec: &DatasetSpec, source: &str) -> Result<PathBuf, String> {
         "--scenario agentx: {} (revision {}) is not in the Hugging Face cache. Looked in:\n{}\n{download}. Pass its folder as --dataset-path",
         spec.huggingface_id,
         spec.huggingface_revision,
+        crate::hub::bullet_list(&looked)
+    ))
+}
+
+/// `traces.jsonl` of the pinned ModelScope revision: in the ModelScope cache, else downloaded into it.
+fn modelscope_copy(spec: &DatasetSpec) -> Result<PathBuf, String> {
+    use crate::hub::cache::{cached_file, RepoKind};
+    let (id, revision) = (spec.modelscope_id, spec.modelscope_revision);
+    let looked = match cached_file(RepoKind::Dataset, id, Some(revision), "traces.jsonl") {
+        Ok(file) => return Ok(file),
+        Err(looked) => looked,
+    };
+    tracing::info!(
+        "--scenario agentx: downloading {id} traces.jsonl (revision {revision}) from ModelScope"
+    );
+    let why = match crate::hub::modelscope::download_file(
+        RepoKind::Dataset,
+        id,
+        Some(revision),
+        "traces.jsonl",
+    ) {
+        Ok(file) => return Ok(file),
+        Err(why) => why,
+    };
+    Err(format!(
+        "--scenario agentx: {id} (revision {revision}) is not in the ModelScope cache. Looked in:\n{}\n{why}. Use --data-source huggingface, or pass its folder as --dataset-path",
         crate::hub::bullet_list(&looked)
     ))
 }

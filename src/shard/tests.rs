@@ -227,19 +227,32 @@ fn chronyc_and_clock_helpers() {
     );
     assert_eq!(clock::parse_chronyc("nothing"), None);
     crate::clock::init();
+    let wall_now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    // Bracketed by two wall-clock reads, so a pause anywhere in between (a busy machine) cannot fail it.
     let offset = clock::wall_minus_monotonic_s();
-    let wall = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    assert!((crate::clock::now_s() + offset - wall).abs() < 0.05);
-    let soon = chrono::Utc::now() + chrono::Duration::milliseconds(300);
+    let before = wall_now();
+    let now = crate::clock::now_s() + offset;
+    let after = wall_now();
+    assert!(
+        (before - 0.001..=after + 0.001).contains(&now),
+        "{before} ≤ {now} ≤ {after}"
+    );
+    // A minute ahead: however long this thread waits, the instant is still in the future.
+    let t0 = std::time::Instant::now();
+    let soon = chrono::Utc::now() + chrono::Duration::seconds(60);
     let (at, late) = clock::instant_of(soon);
+    let t1 = std::time::Instant::now();
     assert_eq!(late, 0.0);
-    let ahead = at
-        .saturating_duration_since(std::time::Instant::now())
-        .as_secs_f64();
-    assert!((0.2..=0.31).contains(&ahead), "{ahead}");
+    let (lo, hi) = (
+        t0 + std::time::Duration::from_millis(59_990),
+        t1 + std::time::Duration::from_millis(60_010),
+    );
+    assert!(lo <= at && at <= hi, "{at:?} not in [{lo:?}, {hi:?}]");
     let info = clock::StartInfo::at(at, Some(soon));
     assert!(info.late_s < 0.01, "{}", info.late_s);
     assert!(info.started_at_rfc3339().ends_with('Z'));

@@ -13,6 +13,7 @@ use super::fault::{Fault, FaultyBody, ResetFlag};
 use super::metrics::Finished;
 use super::plan::{write_text_fault, Api, Plan, TOKEN_TEXT};
 use super::prefix_cache::Chain;
+use super::prompt_count::PromptCount;
 use super::reply::{json, json_string, sleep_until, unix_now};
 use super::request::GenRequest;
 use super::stream::{SimBody, SseBody, ERROR_EVENT};
@@ -60,12 +61,13 @@ pub(super) async fn generate(
     id: u64,
     model: &str,
     request: &GenRequest,
-    prompt_tokens: u64,
+    prompt: PromptCount,
     fault: Option<Fault>,
     reset: ResetFlag,
     times: Times,
     body: &[u8],
 ) -> Response<SimBody> {
+    let prompt_tokens = prompt.tokens;
     let Times {
         received,
         received_s,
@@ -83,9 +85,12 @@ pub(super) async fn generate(
         None => request.output_plan(cfg.output_tokens),
     };
     let cached_tokens = match cfg.prefix_cache.then(|| Chain::of_body(body)).flatten() {
-        Some((chain, chat)) => shared
-            .prefix
-            .serve(&chain, chat, tokens, TOKEN_TEXT.trim_end()),
+        Some((chain, chat)) => prompt.cached_tokens(shared.prefix.serve(
+            &chain,
+            chat,
+            tokens,
+            TOKEN_TEXT.trim_end(),
+        )),
         None => 0,
     };
     let reasoning_tokens = match api {
@@ -95,7 +100,12 @@ pub(super) async fn generate(
     };
     shared.metrics.started();
     let (start, ttft, pace) = admit(shared, received, prompt_tokens).await;
-    let plan = Plan {
+    let mut jitter = cfg.jitter.for_request(id);
+    let ttft = match jitter.as_mut() {
+        Some(j) => j.scale(ttft),
+        None => ttft,
+    };
+    let mut plan = Plan {
         api,
         id,
         created: unix_now(),
@@ -113,6 +123,7 @@ pub(super) async fn generate(
         fault,
         pace,
         reasoning_tokens,
+        jitter,
         structured,
     };
     if request.is_stream() {
@@ -133,7 +144,7 @@ pub(super) async fn generate(
         received,
         done: None,
     };
-    if plan.paced_by_load() {
+    if plan.gap_by_gap() {
         let mut due = plan.received + plan.ttft;
         for _ in 1..tokens {
             sleep_until(due).await;

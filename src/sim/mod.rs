@@ -47,6 +47,9 @@
 //! words (`str::split_whitespace`) in every message `content` string and every content part of type
 //! `"text"` (other parts count 0), or in the `prompt` string; a `prompt` that is a list of token ids counts
 //! its length; a list of strings sums them. Embeddings `input` follows the same rule (sum over a list).
+//! With [`SimConfig::prompt_counter`] (a tokenizer: `--api mock` with `--tokenizer-path`, `serve-mock
+//! --tokenizer-path`), chat and completions prompts are counted as a server with that tokenizer counts
+//! them, chat template included (see [`prompt_count`]).
 //!
 //! **Reasoning**: with [`SimConfig::reasoning_tokens`] = R, the first R output tokens of a chat response go
 //! out as `delta.reasoning_content` (`message.reasoning_content` when not streaming), the rest as
@@ -63,6 +66,9 @@
 //! chunk of [`SimConfig::tokens_per_chunk`] tokens goes out when its last token is produced; chunks that
 //! are already due go out together in one write. A non-stream body goes out when the last token is
 //! produced (`ttft + (n-1) * itl`); an embedding body at `ttft`.
+//!
+//! With [`SimConfig::jitter`] each request's TTFT and each of its token gaps is multiplied by a seeded
+//! log-normal factor of mean 1 ([`jitter`]); the tokens are then timed one gap after the other.
 //!
 //! # Capacity model
 //! [`SimConfig::max_batch`], [`SimConfig::prefill_tok_per_s`] and [`SimConfig::decode_tok_per_s`] make
@@ -92,10 +98,12 @@ mod conn;
 pub mod fault;
 mod generate;
 mod instance;
+pub mod jitter;
 pub mod join;
 pub mod metrics;
 mod plan;
 pub mod prefix_cache;
+mod prompt_count;
 mod reply;
 mod request;
 mod responses;
@@ -120,7 +128,9 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
 pub use fault::{Fault, FaultRule};
+pub use jitter::Jitter;
 pub use metrics::MetricsFault;
+pub use prompt_count::PromptCounter;
 pub use routes::FAULT_HEADER;
 pub use truth::{write_truth_jsonl, TruthCall, TruthRecord, TruthStructured};
 
@@ -160,6 +170,11 @@ pub struct SimConfig {
     /// Leading output tokens of each chat response sent as `reasoning_content` (and reported as
     /// `usage.completion_tokens_details.reasoning_tokens`); 0 = none.
     pub reasoning_tokens: u32,
+    /// Counts chat and completions prompts as a server with a tokenizer does (`None`: words; see
+    /// [`prompt_count`]).
+    pub prompt_counter: Option<PromptCounter>,
+    /// Log-normal noise on each TTFT and each token gap (`--mock-jitter-cv`; off by default). See [`jitter`].
+    pub jitter: Jitter,
     /// Share of tool calls and JSON outputs made invalid on purpose, in [0, 1] (see `structured.rs`).
     pub invalid_output_rate: f64,
 }
@@ -180,6 +195,8 @@ impl Default for SimConfig {
             prefix_cache: false,
             metrics_fault: None,
             reasoning_tokens: 0,
+            prompt_counter: None,
+            jitter: Jitter::default(),
             invalid_output_rate: 0.0,
         }
     }

@@ -62,6 +62,8 @@ pub(crate) struct Plan {
     /// When the request was received, before any wait for a batch slot (`received` is when it was
     /// admitted); the server-side metrics measure from it.
     pub arrived: Instant,
+    /// `--mock-jitter-cv`: the request's factors for its token gaps (its TTFT is already scaled).
+    pub jitter: Option<super::jitter::Draws>,
     /// A tool call or JSON output instead of text (chat only; see `structured.rs`).
     pub structured: Option<Arc<super::structured::Structured>>,
 }
@@ -77,19 +79,26 @@ impl Plan {
         self.received + offset
     }
 
-    /// The gap before the next token, now (`itl`, or the shared-decode gap under load).
-    pub(crate) fn token_gap(&self) -> Duration {
-        match &self.pace {
+    /// The gap before the next token, now (`itl`, or the shared-decode gap under load), times the next
+    /// jitter factor.
+    pub(crate) fn token_gap(&mut self) -> Duration {
+        let gap = match &self.pace {
             Some(p) if p.capacity.shares_decode() => p.capacity.token_gap(self.itl),
             _ => self.itl,
+        };
+        match self.jitter.as_mut() {
+            Some(j) => j.scale(gap),
+            None => gap,
         }
     }
 
-    /// Whether token times depend on the load (then they are computed one gap at a time).
-    pub(crate) fn paced_by_load(&self) -> bool {
-        self.pace
-            .as_ref()
-            .is_some_and(|p| p.capacity.shares_decode())
+    /// Whether token times are computed one gap at a time: they depend on the load, or are jittered.
+    pub(crate) fn gap_by_gap(&self) -> bool {
+        self.jitter.is_some()
+            || self
+                .pace
+                .as_ref()
+                .is_some_and(|p| p.capacity.shares_decode())
     }
 
     /// The `usage` object (without a trailing comma or brace after it).

@@ -199,6 +199,7 @@ mod tests {
             ttft: Duration::ZERO,
             itl: Duration::ZERO,
             fault,
+            jitter: None,
             structured: None,
         }
     }

@@ -24,6 +24,7 @@ use super::fault::{self, Fault, ResetFlag};
 use super::generate::{generate, Times};
 use super::metrics::{MetricsFault, GARBAGE_METRICS, SLOW_METRICS_DELAY};
 use super::plan::Api;
+use super::prompt_count::PromptCount;
 use super::reply::{error, json, json_string, missing, sleep_until};
 use super::request::GenRequest;
 use super::stream::SimBody;
@@ -98,7 +99,7 @@ pub(crate) async fn handle(
     let Some(api) = api else {
         return Ok(embeddings(&shared, &request, &model, received, (received_s, arrived_s)).await);
     };
-    let prompt_tokens = match api {
+    let words = match api {
         Api::Chat if request.messages.is_some() => request.chat_prompt_tokens(),
         Api::Completion if request.prompt.is_some() => request.prompt.map_or(0, |c| c.tokens),
         Api::Responses if request.input.is_some() => request.input.map_or(0, |c| c.tokens),
@@ -107,6 +108,13 @@ pub(crate) async fn handle(
         Api::Responses => return Ok(missing("input")),
     };
     let cfg = &shared.cfg;
+    let prompt_tokens = match (&cfg.prompt_counter, api) {
+        (Some(counter), Api::Chat | Api::Completion) => PromptCount {
+            tokens: counter.count(&body).unwrap_or(words),
+            words,
+        },
+        _ => PromptCount::words(words),
+    };
     let id = shared.next_id();
     let header = parts
         .headers
@@ -232,7 +240,7 @@ async fn embeddings(
         return missing("input");
     };
     let id = shared.next_id();
-    sleep_until(received + shared.cfg.ttft).await;
+    sleep_until(received + shared.cfg.jitter.scale_ttft(id, shared.cfg.ttft)).await;
     let mut out = String::with_capacity(128 + 96 * input.items as usize);
     out.push_str(r#"{"object":"list","data":["#);
     for i in 0..input.items {
@@ -291,7 +299,7 @@ async fn rerank(
         });
     };
     let id = shared.next_id();
-    sleep_until(received + shared.cfg.ttft).await;
+    sleep_until(received + shared.cfg.jitter.scale_ttft(id, shared.cfg.ttft)).await;
     let mut out = format!(
         r#"{{"id":"rerank-{id}","model":{},"results":["#,
         json_string(model)

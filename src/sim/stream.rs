@@ -188,7 +188,7 @@ impl SseBody {
     fn chunk_due(&mut self, j: u32) -> Instant {
         let (_, end) = self.chunk_tokens(j);
         let last = end.saturating_sub(1);
-        if !self.plan.paced_by_load() {
+        if !self.plan.gap_by_gap() {
             return self.plan.token_due(last);
         }
         // Each next gap is fixed when first asked for: right after the previous token went out.

@@ -14,116 +14,7 @@ use super::tuner::{criteria_desc, ProbeRunner, Tuner};
 use crate::plan::sla::criterion::{Criterion, Op};
 use crate::plan::sla::Group;
 
-/// The standard normal quantile (Acklam's rational approximation, relative error < 1.2e-9).
-pub fn normal_quantile(p: f64) -> f64 {
-    const A: [f64; 6] = [
-        -3.969683028665376e1,
-        2.209460984245205e2,
-        -2.759285104469687e2,
-        1.383_577_518_672_69e2,
-        -3.066479806614716e1,
-        2.506628277459239,
-    ];
-    const B: [f64; 5] = [
-        -5.447609879822406e1,
-        1.615858368580409e2,
-        -1.556989798598866e2,
-        6.680131188771972e1,
-        -1.328068155288572e1,
-    ];
-    const C: [f64; 6] = [
-        -7.784894002430293e-3,
-        -3.223964580411365e-1,
-        -2.400758277161838,
-        -2.549732539343734,
-        4.374664141464968,
-        2.938163982698783,
-    ];
-    const D: [f64; 4] = [
-        7.784695709041462e-3,
-        3.224671290700398e-1,
-        2.445134137142996,
-        3.754408661907416,
-    ];
-    let tail = |q: f64| {
-        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
-            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
-    };
-    if p < 0.02425 {
-        tail((-2.0 * p.ln()).sqrt())
-    } else if p > 1.0 - 0.02425 {
-        -tail((-2.0 * (1.0 - p).ln()).sqrt())
-    } else {
-        let q = p - 0.5;
-        let r = q * q;
-        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
-            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
-    }
-}
-
-/// The Student-t quantile with `df` degrees of freedom: exact for 1 and 2, the Cornish–Fisher
-/// expansion (to ν⁻⁴) above.
-pub fn t_quantile(p: f64, df: usize) -> f64 {
-    match df {
-        0 => f64::INFINITY,
-        1 => (std::f64::consts::PI * (p - 0.5)).tan(),
-        2 => (2.0 * p - 1.0) * (2.0 / (4.0 * p * (1.0 - p))).sqrt(),
-        _ => {
-            let z = normal_quantile(p);
-            let v = df as f64;
-            let (z3, z5, z7, z9) = (z.powi(3), z.powi(5), z.powi(7), z.powi(9));
-            z + (z3 + z) / (4.0 * v)
-                + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v)
-                + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v.powi(3))
-                + (79.0 * z9 + 776.0 * z7 + 1482.0 * z5 - 1920.0 * z3 - 945.0 * z)
-                    / (92160.0 * v.powi(4))
-        }
-    }
-}
-
-/// Mean, sample standard deviation and the two-sided confidence interval of the mean.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Spread {
-    /// Mean.
-    pub mean: f64,
-    /// Sample standard deviation (0 for one value).
-    pub stdev: f64,
-    /// Lower end of the interval.
-    pub low: f64,
-    /// Upper end of the interval.
-    pub high: f64,
-}
-
-/// The spread of `values` at confidence `level` (an unbounded interval for fewer than two values).
-pub fn spread(values: &[f64], level: f64) -> Spread {
-    let n = values.len();
-    if n == 0 {
-        return Spread {
-            mean: f64::NAN,
-            stdev: f64::NAN,
-            low: f64::NAN,
-            high: f64::NAN,
-        };
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    if n < 2 {
-        return Spread {
-            mean,
-            stdev: 0.0,
-            low: f64::NEG_INFINITY,
-            high: f64::INFINITY,
-        };
-    }
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let stdev = var.sqrt();
-    let half = t_quantile(0.5 + level / 2.0, n - 1) * stdev / (n as f64).sqrt();
-    Spread {
-        mean,
-        stdev,
-        low: mean - half,
-        high: mean + half,
-    }
-}
+use crate::stats::spread;
 
 /// A probe's verdict with confidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,16 +213,6 @@ impl<R: ProbeRunner> Tuner<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantiles_match_tables() {
-        assert!((normal_quantile(0.975) - 1.959964).abs() < 1e-5);
-        assert!((t_quantile(0.975, 1) - 12.7062).abs() < 1e-3);
-        assert!((t_quantile(0.975, 2) - 4.3027).abs() < 1e-3);
-        assert!((t_quantile(0.975, 4) - 2.7764).abs() < 0.01);
-        assert!((t_quantile(0.975, 9) - 2.2622).abs() < 0.005);
-        assert!((t_quantile(0.95, 5) - 2.0150).abs() < 0.005);
-    }
 
     #[test]
     fn decisions_need_the_whole_interval_on_one_side() {

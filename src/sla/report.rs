@@ -9,13 +9,14 @@
 
 use serde_json::{Map, Value};
 
-use super::confidence::{spread, Decision};
+use super::confidence::Decision;
 use super::probe::Probe;
 use super::tuner::Selection;
 use crate::export::report::RunReport;
 use crate::metrics::{BenchmarkSummary, PercentileTable, PERCENTILE_LABELS};
 use crate::plan::sla::SlaPlan;
 use crate::pyjson::{to_string_with, PyFormatter};
+use crate::stats::spread;
 use crate::text::table::{display_width, pad, Align};
 
 /// The exact text of `sla_summary.json`.

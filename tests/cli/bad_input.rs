@@ -55,7 +55,7 @@ fn usage_errors_name_the_flag_and_the_fix_and_write_nothing() {
     let cases: Vec<(Vec<&str>, &str, &str)> = vec![
         (vec!["--prompt", "x"], "--model", "e.g. --model"),
         (vec!["--model", " ", "--prompt", "x"], "--model", "is required"),
-        (vec!["--api", "bogus"], "--api", "use one of: openai,"),
+        (vec!["--api", "bogus"], "--api", "is not supported"),
         (vec!["--url", "not a url"], "--url", "expected e.g. http://"),
         (vec!["--url", "ftp://h/v1"], "--url", "http:// or https://"),
         (vec!["--url"], "--url", "a value is required"),
@@ -102,7 +102,7 @@ fn usage_errors_name_the_flag_and_the_fix_and_write_nothing() {
         (vec!["--dataset-args", "{bad"], "--dataset-args", ""),
     ];
     let dataset_cases: Vec<(Vec<&str>, &str, &str)> = vec![
-        (vec!["--dataset", "zzz"], "--dataset", "use one of"),
+        (vec!["--dataset", "zzz"], "--dataset", "is not a known dataset"),
         (
             vec!["--dataset", "openqa"],
             "--dataset-path",

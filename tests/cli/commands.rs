@@ -1,4 +1,5 @@
-//! Subcommands beside the flat command line (`completions`, `man`), value enums with suggestions for
+//! Subcommands beside the flat command line (listed by `--help`, `llmperf help`, `completions`, `man` and
+//! its subcommand pages, `serve-mock`'s `--mock-*` flags), value enums with suggestions for
 //! `--api`/`--dataset`, and the one exit-code mapping seen from outside.
 
 use std::process::{Command, Output};
@@ -107,4 +108,116 @@ fn an_existing_run_folder_is_a_usage_error_found_before_the_dataset_loads() {
         err.contains("already exists") && !err.contains("empty"),
         "{err}"
     );
+}
+
+#[test]
+fn help_lists_the_subcommands_and_the_flat_command_line_stays_evalscopes() {
+    let help = bin(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let help = text(&help.stdout);
+    assert!(
+        help.contains("Usage: llmperf [OPTIONS] [COMMAND]"),
+        "{help}"
+    );
+    for sub in ["completions", "man", "merge", "serve-mock", "help"] {
+        assert!(
+            help.lines().any(|l| l.starts_with(&format!("  {sub} "))),
+            "{sub} is not listed:\n{help}"
+        );
+    }
+    assert!(help.contains("--url <URL>"), "the evalscope flags stay");
+    let short = text(&bin(&["-h"]).stdout);
+    assert!(short.contains("serve-mock"), "{short}");
+    // `llmperf help` is the same page; `llmperf help <sub>` is the subcommand's.
+    let o = bin(&["help"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("serve-mock"));
+    for (sub, usage) in [
+        ("merge", "Usage: llmperf merge [OPTIONS] <DIR>..."),
+        ("serve-mock", "Usage: llmperf serve-mock [OPTIONS]"),
+        ("completions", "Usage: llmperf completions <SHELL>"),
+        ("man", "Usage: llmperf man [OPTIONS] [NAME]"),
+    ] {
+        let o = bin(&["help", sub]);
+        assert_eq!(o.status.code(), Some(0), "{sub}: {}", text(&o.stderr));
+        assert!(text(&o.stdout).contains(usage), "{}", text(&o.stdout));
+        // The subcommand's own usage lines name the program too.
+        let o = bin(&[sub, "--help"]);
+        assert!(text(&o.stdout).contains(usage), "{}", text(&o.stdout));
+    }
+    let o = bin(&["merge"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("Usage: llmperf merge"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A subcommand name later on the flat line is an error that says where it goes.
+    let o = bin(&["--api", "mock", "--stream", "merge", "somewhere"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("must come first"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn man_writes_the_subcommand_pages_the_main_page_refers_to() {
+    let main = text(&bin(&["man"]).stdout);
+    let dir = tempfile::tempdir().unwrap();
+    let o = bin(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    for sub in ["completions", "man", "merge", "serve-mock"] {
+        let roff_name = format!("llmperf\\-{}(1)", sub.replace('-', "\\-"));
+        assert!(main.contains(&roff_name), "{roff_name} not referred to");
+        let page = std::fs::read_to_string(dir.path().join(format!("llmperf-{sub}.1"))).unwrap();
+        assert!(page.contains(&format!(".TH llmperf-{sub} 1")), "{page}");
+        let printed = bin(&["man", sub]);
+        assert_eq!(printed.status.code(), Some(0));
+        assert_eq!(text(&printed.stdout), page, "llmperf man {sub}");
+    }
+    assert!(
+        !main.contains("llmperf\\-help(1)"),
+        "no page is referred to that is not written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("llmperf.1")).unwrap(),
+        main
+    );
+    let o = bin(&["man", "bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn serve_mock_takes_the_main_commands_mock_flags() {
+    let (mut child, base) = serve_mock(&[
+        "--mock-ttft-ms",
+        "0",
+        "--mock-itl-ms",
+        "0",
+        "--mock-output-tokens",
+        "5",
+        "--mock-reasoning-tokens",
+        "2",
+        "--mock-fault",
+        "http-503:3",
+    ]);
+    let run = Run::with_url(&format!("{base}/chat/completions"))
+        .flags("--prompt hi --number 4 --max-tokens 50");
+    let out = run.output();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = run.run_dir("parallel_1_number_4");
+    let rows = dir.rows();
+    // Request 1 is the connection test; request 3 (the second measured one) gets the 503.
+    let failed: Vec<_> = rows.iter().filter(|r| !r.success).collect();
+    assert_eq!(failed.len(), 1, "{rows:?}");
+    assert_eq!(failed[0].status_code, Some(503));
+    assert!(rows
+        .iter()
+        .filter(|r| r.success)
+        .all(|r| r.completion_tokens == Some(5)));
+    assert_eq!(dir.summary()["Avg Reasoning Tokens"], 2.0);
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
 }

@@ -58,6 +58,25 @@ fn local_server_flags_need_a_local_api_and_a_server_to_start() {
 }
 
 #[test]
+fn local_vllm_without_vllm_is_a_usage_error_before_anything_is_written() {
+    // A real Python whose path holds no vLLM: Python's own "Error while finding module specification" is
+    // never reached; the error says what is missing and how to get it.
+    let empty = tempfile::tempdir().unwrap();
+    let run = Run::new()
+        .flags("--api local_vllm --model Qwen/Qwen3-0.6B --prompt p --number 1")
+        .env("LLMPERF_PYTHON", "python3")
+        .env("PYTHONPATH", empty.path())
+        .env("PYTHONNOUSERSITE", "1");
+    let err = run.fails(2);
+    assert_eq!(
+        err.lines().next().unwrap(),
+        "error: --api local_vllm: vLLM is not installed for python3: `python3 -m vllm.entrypoints.openai.api_server` cannot be found (pip install vllm, or set LLMPERF_PYTHON to a Python that has it)"
+    );
+    assert!(!err.contains("Error while finding module"), "{err}");
+    assert_eq!(run.out_entries(), 0, "no output folder");
+}
+
+#[test]
 fn a_repeated_flag_keeps_its_last_value_as_in_argparse() {
     let sim = fast_sim();
     let run = Run::at(&sim, "/v1/chat/completions")

@@ -85,20 +85,22 @@ fn every_stored_request_joins_its_ground_truth() {
     }
 }
 
-/// A client that reads late (its thread blocked 45 ms before every socket read, as a busy or descheduled
+/// A client that reads late (its thread blocked 250 ms before every socket read, as a busy or descheduled
 /// client would be) still times each chunk when it arrived: the kernel's receive stamps. Timed at the
-/// read instead, every TTFT would be ~15 ms too long (first chunk written at 30 ms, read at 45 ms).
+/// read instead, every TTFT would be at least 200 ms too long (first chunk written at 30 ms, read at 250 ms
+/// or later): a margin no loaded machine closes, where the stamp's own error is the simulator's time
+/// between stamping a chunk and writing it.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_late_reader_still_times_chunks_at_arrival() {
-    let sim = timed_sim(30, 100);
+    let sim = timed_sim(30, 20);
     let run = Run::at(&sim, "/v1/chat/completions")
-        .flags(r#"--prompt x --parallel 1 --number 6 --max-tokens 3 --extra-args '{"ignore_eos": true}'"#)
-        .env("LLMPERF_INJECT_READ_DELAY_US", "45000")
-        .ok_dir("parallel_1_number_6");
+        .flags(r#"--prompt x --parallel 1 --number 4 --max-tokens 3 --extra-args '{"ignore_eos": true}'"#)
+        .env("LLMPERF_INJECT_READ_DELAY_US", "250000")
+        .ok_dir("parallel_1_number_4");
     let rows = join::read_client_rows(&run.db()).unwrap();
     let joined = join::join(rows, &sim.truth());
-    assert_eq!(joined.pairs.len(), 6);
+    assert_eq!(joined.pairs.len(), 4);
     for (row, t) in &joined.pairs {
         assert!(row.success);
         for (client, server) in row.chunk_times_s.iter().zip(&t.chunk_times_s) {
@@ -109,8 +111,7 @@ fn a_late_reader_still_times_chunks_at_arrival() {
         }
         let true_ttft = t.first_token_s.unwrap() - t.received_s;
         let error_ms = (row.ttft_s().unwrap() - true_ttft) * 1e3;
-        // The read came ≥ 15 ms after the first chunk; the stamp is its arrival (generous bound).
-        assert!(error_ms < 8.0, "TTFT error {error_ms:.2} ms");
+        assert!(error_ms < 100.0, "TTFT error {error_ms:.2} ms");
     }
     let s = run.summary();
     let read_lag_p99 = ms(&s["Read Lag P99 (ms)"]);
@@ -218,10 +219,12 @@ fn a_starved_client_warns_that_it_limited_the_run() {
     let warning = s["Client Warning"].as_str().unwrap();
     assert!(warning.contains("send lag p99"), "{warning}");
     let stderr = stderr(&o);
+    // The log line's level says it once (not "WARN: WARNING: …").
     assert!(
-        stderr.contains("WARNING: the client itself limited this run"),
+        stderr.contains("- WARN: the client itself limited this run"),
         "{stderr}"
     );
+    assert!(!stderr.contains("WARN: WARNING"), "{stderr}");
     let report = std::fs::read_to_string(root.join("performance_summary.txt")).unwrap();
     assert!(report.contains("Client Diagnostics"), "{report}");
     assert!(
@@ -229,7 +232,7 @@ fn a_starved_client_warns_that_it_limited_the_run() {
         "{report}"
     );
     let log = std::fs::read_to_string(root.join("benchmark.log")).unwrap();
-    assert!(log.contains("WARNING: the client itself limited this run"));
+    assert!(log.contains("- WARN: the client itself limited this run"));
 }
 
 /// Runs `run` with its open-file limit set to `soft` / `hard` before exec.

@@ -1,5 +1,6 @@
 //! Failures: bad flags (exit 2, the flag named, nothing written), failed requests kept with their error,
-//! the connection test, existing databases.
+//! runs in which nothing succeeded (exit 4, the first error of each kind shown), the connection test,
+//! existing databases.
 
 use crate::common::*;
 
@@ -46,7 +47,8 @@ fn unreachable_server_records_failures_with_their_error() {
         .port();
     let run = Run::with_url(&format!("http://127.0.0.1:{port}/v1/chat/completions"))
         .flags("--prompt x --number 3 --no-test-connection");
-    run.ok();
+    // No request of the invocation succeeded: exit 4, with the files written.
+    run.fails(4);
     let run = run.run_dir("parallel_1_number_3");
     let rows = run.rows();
     assert_eq!(rows.len(), 3);
@@ -120,4 +122,116 @@ fn an_existing_database_is_never_overwritten() {
     // A usage error (exit 2), found before the dataset loads or anything is written.
     assert!(err.contains("already exists"), "{err}");
     assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+#[test]
+fn a_sweep_where_no_request_succeeds_exits_4_and_shows_the_first_error_of_each_kind() {
+    let run = Run::new().flags(
+        "--api mock --model m --prompt x --parallel 1 2 --number 2 4 --no-test-connection --mock-fault http-500",
+    );
+    let output = run.output();
+    let (out, err) = (stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(4), "stderr:\n{err}");
+    let body = r#"{"error":{"message":"simulated fault http-500 (request 1)""#;
+    // The console: one ERROR line per run that had no success, the first error under its summary table,
+    // and the verdict.
+    for (run_name, n) in [("parallel_1_number_2", 2), ("parallel_2_number_4", 4)] {
+        let line = format!(
+            "ERROR: Run {run_name}: none of its {n} requests succeeded ({n} http_status); first http_status error: HTTP 500 Internal Server Error: "
+        );
+        assert!(err.contains(&line), "{line}\n{err}");
+    }
+    assert!(
+        err.contains(&format!(
+            "First http_status error: HTTP 500 Internal Server Error: {body}"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("ERROR: no request succeeded: all 6 measured requests of 2 run(s) failed"),
+        "{err}"
+    );
+    // performance_summary.txt (also printed): the first error per run under the Failures table.
+    let text = std::fs::read_to_string(run.root().join("performance_summary.txt")).unwrap();
+    assert!(out.contains(text.trim_end()), "the report is printed");
+    assert!(
+        text.contains(&format!(
+            "! Run conc 1: first http_status error: HTTP 500 Internal Server Error: {body}"
+        )),
+        "{text}"
+    );
+    // The HTML report: the first errors in the Failures section, no evalscope sentinels as values.
+    let html = std::fs::read_to_string(run.root().join("perf_report.html")).unwrap();
+    let failures = &html[html.find(r#"<section id="failures">"#).unwrap()..];
+    let failures = &failures[..failures.find("</section>").unwrap()];
+    assert!(failures.contains("First error"), "{failures}");
+    assert!(
+        failures.contains("HTTP 500 Internal Server Error: {&quot;error&quot;:{&quot;message&quot;:&quot;simulated fault http-500 (request 1)"),
+        "{failures}"
+    );
+    let overview = &html[html.find(r#"<section id="overview">"#).unwrap()..];
+    let overview = &overview[..overview.find("</section>").unwrap()];
+    assert!(
+        !overview.contains("-1000") && !overview.contains(">-1<"),
+        "{overview}"
+    );
+    assert!(overview.contains("<td>–</td>"), "{overview}");
+    // The run's own files are written as for any run.
+    let s = run.run_dir("parallel_2_number_4").summary();
+    assert_eq!(s["Failed Requests"], 4);
+    assert_eq!(
+        s["Avg TTFT (ms)"], -1000.0,
+        "evalscope's sentinel stays in the JSON"
+    );
+}
+
+#[test]
+fn a_sweep_in_which_one_run_succeeds_exits_0_and_flags_the_failed_run() {
+    // Every 2nd request fails: run 1 sends request 1 (succeeds), run 2 sends request 2 (fails).
+    let run = Run::new().flags(
+        "--api mock --model m --prompt x --parallel 1 2 --number 1 1 --no-test-connection --mock-fault http-503:2",
+    );
+    let output = run.output();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "stderr:\n{err}");
+    assert!(
+        err.contains("ERROR: Run parallel_2_number_1: none of its 1 requests succeeded (1 http_status); first http_status error: HTTP 503 Service Unavailable (Retry-After: 1): "),
+        "{err}"
+    );
+    assert!(!err.contains("ERROR: Run parallel_1_number_1"), "{err}");
+    assert!(!err.contains("no request succeeded"), "{err}");
+}
+
+#[test]
+fn an_unreachable_url_says_how_long_it_retries_which_flag_bounds_it_and_that_ctrl_c_stops_it() {
+    use std::io::{BufRead, BufReader};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let run = Run::with_url(&format!("http://127.0.0.1:{port}/v1/chat/completions"))
+        .flags("--prompt x --number 1");
+    let mut child = run
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first failed attempt is reported at once (the next is 10 s later): read up to it, then stop.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines
+        .by_ref()
+        .map(|l| l.unwrap())
+        .find(|l| l.contains("Test connection failed"))
+        .expect("the first failed attempt is logged");
+    signal(&child, libc::SIGINT);
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{rest:?}");
+    assert!(
+        first.ends_with(
+            "retrying every 10 s for up to 6 h (--total-timeout 21600 s bounds it); press Ctrl-C to stop"
+        ),
+        "{first}"
+    );
 }

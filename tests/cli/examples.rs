@@ -236,6 +236,175 @@ fn trace_replay_recipe_replays_a_trace() {
 }
 
 #[test]
+fn mock_mode_runs_offline_with_the_shipped_tokenizer_and_exact_prompt_lengths() {
+    // No TOKENIZER and no hub (HF_HUB_OFFLINE=1): MOCK=1 uses examples/tokenizers/smollm2-135m-instruct,
+    // and the simulator counts the prompts with it, chat template included.
+    let out = tempfile::tempdir().unwrap();
+    let o = script(
+        "vllm_baseline.sh",
+        out.path(),
+        &[
+            ("MOCK", "1"),
+            ("INPUT_TOKENS", "32"),
+            ("OUTPUT_TOKENS", "4"),
+            ("NUMBER", "3"),
+            ("WARMUP", "1"),
+            (
+                "EXTRA_FLAGS",
+                "--sleep-interval 0 --mock-ttft-ms 1 --mock-itl-ms 1",
+            ),
+        ],
+    );
+    ok(&o);
+    let s = summaries(out.path());
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["Avg Input Tokens"], 32.0, "{}", stderr(&o));
+    assert_eq!(s[0]["Exact Input Tokens (%)"], 100.0);
+    assert!(
+        !stderr(&o).contains("counts prompts differently"),
+        "{}",
+        stderr(&o)
+    );
+    let args = files_under(out.path())
+        .into_iter()
+        .find(|p| p.ends_with("benchmark_args.json"))
+        .map(|p| json_file(&p))
+        .unwrap();
+    assert!(
+        args["tokenizer_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("examples/tokenizers/smollm2-135m-instruct"),
+        "{args}"
+    );
+}
+
+#[test]
+fn extra_args_merge_into_the_recipes_own_and_a_second_extra_args_is_flagged() {
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let smol = shared().join("tokenizers/smollm2-135m-instruct");
+    let url = format!("{}/v1/chat/completions", sim.base_url());
+    let env = [
+        ("URL", url.as_str()),
+        ("TOKENIZER", smol.to_str().unwrap()),
+        ("INPUT_TOKENS", "48"),
+        ("OUTPUT_TOKENS", "4"),
+        ("NUMBER", "2"),
+        ("WARMUP", "0"),
+        ("EXTRA_ARGS", r#"{"cache_prompt": false}"#),
+    ];
+    ok(&script("vllm_baseline.sh", out.path(), &env));
+    let body: serde_json::Value = serde_json::from_str(&sim.requests().last().unwrap().1).unwrap();
+    assert_eq!(body["ignore_eos"], true, "{body}");
+    assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
+    assert_eq!(body["cache_prompt"], false);
+    // The README's earlier advice, --extra-args in EXTRA_FLAGS, replaces the recipe's: said so.
+    let mut env = env.to_vec();
+    env.push((
+        "EXTRA_FLAGS",
+        r#"--sleep-interval 0 --extra-args {"cache_prompt":false}"#,
+    ));
+    env.retain(|(k, _)| *k != "EXTRA_ARGS");
+    let o = script("vllm_baseline.sh", out.path(), &env);
+    ok(&o);
+    assert!(
+        stderr(&o).contains("WARN: --extra-args was given 2 times: only the last one is used"),
+        "{}",
+        stderr(&o)
+    );
+    let o = script(
+        "vllm_baseline.sh",
+        out.path(),
+        &[("URL", url.as_str()), ("EXTRA_ARGS", "cache_prompt=false")],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("EXTRA_ARGS must be a JSON object"));
+}
+
+#[test]
+fn the_examples_page_runs_every_example_and_fails_when_one_fails() {
+    let sim = fast_sim();
+    let out = tempfile::tempdir().unwrap();
+    let smol = shared().join("tokenizers/smollm2-135m-instruct");
+    // Every request answered 500: each example's llmperf exits 4; the script still runs both, then fails.
+    let o = script_with_args(
+        "evalscope_examples.sh",
+        &["prompt", "random"],
+        out.path(),
+        &[
+            ("URL", &format!("{}/v1", sim.base_url())),
+            ("TOKENIZER", smol.to_str().unwrap()),
+            ("NUMBER", "2"),
+            (
+                "EXTRA_FLAGS",
+                "--sleep-interval 0 --no-test-connection --headers x-llmperf-fault=http-500",
+            ),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("== random"), "the second example ran: {err}");
+    assert!(
+        err.contains("2 of 2 examples failed: prompt (exit 4) random (exit 4)"),
+        "{err}"
+    );
+    assert_eq!(
+        summaries(out.path()).len(),
+        3,
+        "both examples wrote their runs"
+    );
+}
+
+#[test]
+fn ci_regression_gate_fails_a_slower_candidate_and_passes_an_equal_one() {
+    let settings = |new_ttft: &'static str| {
+        [
+            ("NUMBER", "200"),
+            ("PARALLEL", "10"),
+            ("MAX_TOKENS", "3"),
+            ("BASE_TTFT_MS", "60"),
+            ("NEW_TTFT_MS", new_ttft),
+            ("GATES", "p50_ttft:+20% avg_ttft:+20% rps:-50%"),
+        ]
+    };
+    // The candidate's TTFT doubled: both TTFT gates fail (exit 3); one run each leaves rps inconclusive.
+    let out = tempfile::tempdir().unwrap();
+    let o = script("ci_regression_gate.sh", out.path(), &settings("120"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{stdout}\n{}", stderr(&o));
+    assert!(
+        stdout.contains("### ❌ llmperf compare: 2 gated regressions"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("ci_regression_gate: REGRESSION"),
+        "{stdout}"
+    );
+    let junit = std::fs::read_to_string(out.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("tests=\"3\" failures=\"2\" errors=\"0\" skipped=\"1\""),
+        "{junit}"
+    );
+    let s = summaries(&out.path().join("candidate"));
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["Success Requests"], 200);
+    // The same setup twice: no gated regression (exit 0).
+    let same = tempfile::tempdir().unwrap();
+    let o = script("ci_regression_gate.sh", same.path(), &settings("60"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", stderr(&o));
+    assert!(
+        stdout.contains("ci_regression_gate: no gated regression"),
+        "{stdout}"
+    );
+    // Results already there: refused before anything runs.
+    let o = script("ci_regression_gate.sh", same.path(), &settings("60"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("already holds"), "{}", stderr(&o));
+}
+
+#[test]
 fn tool_calling_recipe_reports_tool_call_and_schema_validity() {
     let out = tempfile::tempdir().unwrap();
     let o = script(

@@ -142,7 +142,13 @@ fn header_and_body_field_triggers() {
         (["--extra-args", r#"{"llmperf_fault": "reset"}"#], "reset"),
     ] {
         let (o, run) = mock_run(4, 2, &extra);
-        ok(&o);
+        // Every request faulted: exit 4.
+        assert_eq!(
+            o.status.code(),
+            Some(4),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let rows = kind_rows(&run.db());
         assert_eq!(rows.len(), 4);
         assert!(

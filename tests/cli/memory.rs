@@ -1,11 +1,12 @@
 //! Flat memory: the `llmperf` process (its own process; the simulator runs in this one) keeps its RSS flat
 //! over a long run of tiny streamed requests — exact percentiles, the client diagnostics and the workload
-//! timeline spill to disk instead of growing in memory. The RSS of the first quarter of the sending window
-//! and of the last quarter must be within 10 %. And the request list is produced lazily: the peak RSS of a
+//! timeline spill to disk instead of growing in memory. The RSS once the bounded buffers are full and at the
+//! end of the run (windows counted in requests sent, so a loaded machine compares the same stretches) must
+//! be within 10 %. And the request list is produced lazily: the peak RSS of a
 //! run does not grow with `--number` (a run of 5 M requests stopped by `--duration` peaks where one of
 //! 10,000 does; the up-front list was 40 B a request, 200 MB here).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use llmperf::sim::SimServer;
 
@@ -89,59 +90,52 @@ fn peak_rss_does_not_grow_with_number() {
 
 #[test]
 fn rss_stays_flat_over_a_long_run() {
-    // Long enough that the bounded buffers (8,192 values per percentile column, SQLite's 8 MiB page cache,
-    // at most 2,048 records waiting for the store) are full before the first quarter ends, even in a debug
-    // build on a loaded machine.
-    let send_s = 36.0;
+    // Compared by requests sent, not by time, so a loaded machine (fewer requests per second) compares the
+    // same stretches: the bounded buffers (8,192 values per percentile column, SQLite's 8 MiB page cache, at
+    // most 2,048 records waiting for the store) are full after 12,000 requests; from there to 16,500 is the
+    // first window, the last 4,500 of 30,000 the second.
+    let number = 30_000u64;
+    let (first_window, last_window) = ((12_000, 16_500), (number - 4_500, number));
     let sim = bulk_sim(4);
     let run = Run::at(&sim, "/v1/chat/completions")
-        .flags("--prompt hi --number 300000")
-        .flag("--duration", send_s.to_string())
-        .flags("--parallel 16 --max-tokens 4 --log-every-n-query 100000000");
+        .flag("--number", number.to_string())
+        .flags("--prompt hi --parallel 16 --max-tokens 4 --log-every-n-query 100000000");
     let mut child = spawn_quiet(&run);
     let pid = child.id();
-    // (seconds since the first request, requests received, RSS KiB) while requests are being sent.
-    let mut samples: Vec<(f64, u64, u64)> = Vec::new();
-    let mut first_request: Option<Instant> = None;
+    // (requests received, RSS KiB) while requests are being sent.
+    let mut samples: Vec<(u64, u64)> = Vec::new();
     loop {
         if child.try_wait().unwrap().is_some() {
             break;
         }
         let n = sim.requests_received();
-        if n > 1 {
-            let t0 = *first_request.get_or_insert_with(Instant::now);
-            let at = t0.elapsed().as_secs_f64();
-            if at < send_s {
-                if let Some(rss) = rss_kib(pid) {
-                    samples.push((at, n, rss));
-                }
+        if n > 1 && n < number {
+            if let Some(rss) = rss_kib(pid) {
+                samples.push((n, rss));
             }
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(child.wait().unwrap().success(), "llmperf failed");
-    let summary = run.run_dir("parallel_16_number_300000").summary();
-    let total = summary["Total Requests"].as_u64().unwrap();
+    let summary = run.run_dir("parallel_16_number_30000").summary();
+    assert_eq!(summary["Total Requests"].as_u64(), Some(number));
     assert_eq!(summary["Failed Requests"].as_u64(), Some(0));
-    assert!(total >= 10_000, "too few requests to judge: {total}");
-    let quarter = |lo: f64, hi: f64| -> u64 {
+    let window = |(lo, hi): (u64, u64)| -> u64 {
         samples
             .iter()
-            .filter(|s| s.0 >= lo * send_s && s.0 < hi * send_s)
-            .map(|s| s.2)
+            .filter(|s| s.0 >= lo && s.0 < hi)
+            .map(|s| s.1)
             .max()
-            .expect("samples in the quarter")
+            .unwrap_or_else(|| panic!("no RSS sample between requests {lo} and {hi}"))
     };
-    let (first, last) = (quarter(0.0, 0.25), quarter(0.75, 1.0));
+    let (first, last) = (window(first_window), window(last_window));
     let growth_pct = (last as f64 - first as f64) * 100.0 / first as f64;
-    let in_last: Vec<&(f64, u64, u64)> = samples.iter().filter(|s| s.0 >= 0.75 * send_s).collect();
     eprintln!(
-        "{total} requests; RSS max first quarter {first} KiB, last quarter {last} KiB ({growth_pct:+.1} %); \
-         requests at the last quarter's start {}",
-        in_last.first().map_or(0, |s| s.1)
+        "{number} requests, {} samples; RSS max at requests {first_window:?}: {first} KiB, at {last_window:?}: {last} KiB ({growth_pct:+.1} %)",
+        samples.len()
     );
     assert!(
         growth_pct <= 10.0,
-        "RSS grew {growth_pct:.1} % from the first quarter ({first} KiB) to the last ({last} KiB) over {total} requests"
+        "RSS grew {growth_pct:.1} % from requests {first_window:?} ({first} KiB) to {last_window:?} ({last} KiB)"
     );
 }

@@ -227,3 +227,40 @@ fn the_html_report_renders_offline_with_every_chart_and_no_console_error() {
         std::fs::copy(&shot, dest).unwrap();
     }
 }
+
+/// The labels of chart `id` (`<svg … data-chart="{id}"`) in `html` anchored at `anchor`: `middle` for its
+/// x ticks (and its axis titles), `end` for its y ticks.
+fn chart_labels(html: &str, id: &str, anchor: &str) -> Vec<String> {
+    let svg = &html[html
+        .find(&format!(r#"data-chart="{id}""#))
+        .unwrap_or_else(|| panic!("chart {id}"))..];
+    let svg = &svg[..svg.find("</svg>").unwrap()];
+    svg.split(&format!(r#"text-anchor="{anchor}">"#))
+        .skip(1)
+        .map(|t| t[..t.find('<').unwrap()].to_string())
+        .collect()
+}
+
+#[test]
+fn a_run_of_milliseconds_gets_distinct_ticks() {
+    // Sub-millisecond requests: the time axes span a few milliseconds and the latency axis a fraction of
+    // one, where 3-decimal labels used to repeat (`0, 0.001, 0.001, 0.001`).
+    let run = Run::new().flags(
+        "--api mock --model m --prompt x --parallel 1 2 --number 3 4 --max-tokens 1 --mock-ttft-ms 0 --mock-itl-ms 0",
+    );
+    run.ok();
+    let html = std::fs::read_to_string(run.root().join("perf_report.html")).unwrap();
+    for (chart, anchor) in [
+        ("timeline-0", "middle"),
+        ("tok-rate-0", "middle"),
+        ("latency-latency", "end"),
+        ("latency-ttft", "end"),
+    ] {
+        let labels = chart_labels(&html, chart, anchor);
+        assert!(labels.len() >= 2, "{chart}: {labels:?}");
+        let mut distinct = labels.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), labels.len(), "{chart}: {labels:?}");
+    }
+}

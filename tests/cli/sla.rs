@@ -3,7 +3,7 @@
 
 use std::process::{Child, Stdio};
 
-use crate::common::{json_file, ok, Row, Run};
+use crate::common::{files_under, json_file, ok, Row, Run};
 
 /// The value `SLA Auto-tune finished … Best observed <var>: N` reports.
 fn best_observed(log: &str) -> Option<i64> {
@@ -46,17 +46,17 @@ fn trial() -> Run {
 
 #[test]
 fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
-    // Batch N, 20 ms TTFT, 10 ms between tokens, 16 tokens: a queued request waits 170 ms, so p99 TTFT
-    // stays ~20 ms up to N clients and exceeds 190 ms beyond; the SLO (120 ms) leaves room for a loaded
-    // machine. Closed-form knee: N.
+    // Batch N, 20 ms TTFT, 20 ms between tokens, 16 tokens: a queued request waits 320 ms, so p99 TTFT
+    // stays ~20 ms up to N clients and exceeds 340 ms beyond; the SLO (170 ms) leaves 150 ms on either
+    // side for a loaded machine. Closed-form knee: N.
     let knees: Vec<i64> = (0..10).map(|seed| 3 + seed % 6).collect();
     let trials: Vec<Run> = knees
         .iter()
         .enumerate()
         .map(|(seed, n)| {
             trial()
-                .flags("--max-tokens 16 --mock-ttft-ms 20 --mock-itl-ms 10 --sla-upper-bound 16")
-                .flags(r#"--sla-params '[{"p99_ttft": "<=120ms"}]'"#)
+                .flags("--max-tokens 16 --mock-ttft-ms 20 --mock-itl-ms 20 --sla-upper-bound 16")
+                .flags(r#"--sla-params '[{"p99_ttft": "<=170ms"}]'"#)
                 .flag("--mock-max-batch", n.to_string())
                 .flag("--seed", seed.to_string())
         })
@@ -87,21 +87,22 @@ fn parallel_search_finds_the_batch_knee_in_ten_seeded_trials() {
 
 #[test]
 fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
-    // Decode 400 tok/s shared, 10 ms TTFT, 6 tokens, avg TPOT ≤ 13 ms. Closed-form knee:
-    // λ = (X·D − 1) / (ttft + (n − 1)·X) = (5.2 − 1) / (0.01 + 0.065) = 56 req/s, at 70 % of the decode
+    // Decode 200 tok/s shared, 20 ms TTFT, 6 tokens, avg TPOT ≤ 26 ms. Closed-form knee:
+    // λ = (X·D − 1) / (ttft + (n − 1)·X) = (5.2 − 1) / (0.02 + 0.13) = 28 req/s, at 70 % of the decode
     // capacity: TPOT rises steeply there (little run-to-run noise in the knee) while the server still
-    // settles within a fraction of each 5-second run.
-    let knee = (0.013 * 400.0 - 1.0) / (0.010 + 5.0 * 0.013);
+    // settles within a fraction of each 5-second run. Token gaps of 26 ms keep a loaded machine's timer
+    // lateness (a few ms a gap, which only lowers the knee found) well inside the ±10 %.
+    let knee = (0.026 * 200.0 - 1.0) / (0.020 + 5.0 * 0.026);
     let trials: Vec<Run> = (0..10)
         .map(|seed| {
             trial()
                 .flags(
-                    "--max-tokens 6 --mock-ttft-ms 10 --mock-itl-ms 1 --mock-decode-tok-per-s 400",
+                    "--max-tokens 6 --mock-ttft-ms 20 --mock-itl-ms 1 --mock-decode-tok-per-s 200",
                 )
                 .flags(
-                    "--sla-variable rate --rate 32 --sla-upper-bound 128 --sla-number-multiplier 5",
+                    "--sla-variable rate --rate 16 --sla-upper-bound 64 --sla-number-multiplier 5",
                 )
-                .flags(r#"--sla-params '[{"avg_tpot": "<=13"}]'"#)
+                .flags(r#"--sla-params '[{"avg_tpot": "<=26"}]'"#)
                 .flag("--seed", seed.to_string())
         })
         .collect();
@@ -113,24 +114,59 @@ fn rate_search_finds_the_decode_knee_in_ten_seeded_trials() {
         found_all.push(best_observed(&log).unwrap_or_else(|| panic!("no selection: {checks:#?}")));
     }
     eprintln!("rate knee {knee:.2}: found {found_all:?}");
-    for found in &found_all {
-        let err = (*found as f64 - knee).abs() / knee;
-        assert!(err <= 0.10, "knee {knee:.2}, found {found_all:?}");
+    for (root, found) in roots.iter().zip(&found_all) {
+        // The choice agrees with the search's own measurements: the best rate met the SLO, and every
+        // probed rate above it missed it.
+        for (rate, tpot_ms) in probes(root) {
+            let meets = tpot_ms <= 26.0;
+            if rate == *found as f64 {
+                assert!(meets, "best rate {rate} measured avg TPOT {tpot_ms} ms");
+            } else if rate > *found as f64 {
+                assert!(
+                    !meets,
+                    "rate {rate} above the best {found} met the SLO ({tpot_ms} ms)"
+                );
+            }
+        }
+        // And the closed form: never past the knee by more than 10 %; below it by at most 25 % (a loaded
+        // machine's timer lateness adds to every token gap, so it can only lower the knee found; on an
+        // idle machine the ten trials land within ±10 %).
+        let err = (*found as f64 - knee) / knee;
+        assert!(
+            (-0.25..=0.10).contains(&err),
+            "knee {knee:.2}, found {found_all:?}"
+        );
     }
+}
+
+/// Each probe of an SLA rate search under `root`: (rate, measured avg TPOT in ms).
+fn probes(root: &std::path::Path) -> Vec<(f64, f64)> {
+    files_under(root)
+        .into_iter()
+        .filter(|p| p.ends_with("benchmark_summary.json"))
+        .map(|p| {
+            let s = json_file(&p);
+            (
+                s["Request Rate (req/s)"].as_f64().unwrap(),
+                s["Avg TPOT (ms)"].as_f64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 #[test]
 fn confidence_interval_contains_the_knee_in_nine_of_ten_trials() {
-    // Decode 800 tok/s shared by c clients: TPOT = max(itl, c / 800). avg TPOT ≤ 10.625 ms: knee between
-    // 8 (10 ms) and 9 (11.25 ms).
+    // Decode 400 tok/s shared by c clients: TPOT = max(itl, c / 400). avg TPOT ≤ 21.25 ms: knee between
+    // 8 (20 ms) and 9 (22.5 ms), 1.25 ms either side of the SLO (a loaded machine's timer lateness is a
+    // fraction of that, spread over 7 token gaps).
     let trials: Vec<Run> = (0..10)
         .map(|seed| {
             trial()
                 .flags(
-                    "--max-tokens 8 --mock-ttft-ms 20 --mock-itl-ms 1 --mock-decode-tok-per-s 800",
+                    "--max-tokens 8 --mock-ttft-ms 20 --mock-itl-ms 1 --mock-decode-tok-per-s 400",
                 )
                 .flags("--sla-upper-bound 16 --sla-confidence 0.95 --sla-max-runs 6")
-                .flags(r#"--sla-params '[{"avg_tpot": "<=10.625"}]'"#)
+                .flags(r#"--sla-params '[{"avg_tpot": "<=21.25"}]'"#)
                 .flag("--seed", seed.to_string())
         })
         .collect();
@@ -270,22 +306,24 @@ fn goodput_equals_a_recount_from_the_stored_rows() {
 
 #[test]
 fn prefill_rate_adds_the_prompt_time_to_ttft_and_queues_prompts() {
-    // 100-word prompts at 1000 prompt tokens/s: 100 ms of prefill each, one prompt at a time.
+    // 100-word prompts at 250 prompt tokens/s: 400 ms of prefill each, one prompt at a time. Alone, a
+    // request's TTFT is 410 ms plus scheduling noise (bounded at 800 ms); the second of two prompts sent
+    // together waits for the first: 810 ms less the gap between the two sends (bounded at 700 ms).
     let prompt = vec!["word"; 100].join(" ");
     let run = Run::new()
         .flags("--api mock --model m")
         .flag("--prompt", &prompt)
-        .flags("--no-timestamp --max-tokens 4 --mock-ttft-ms 10 --mock-itl-ms 1 --mock-prefill-tok-per-s 1000")
+        .flags("--no-timestamp --max-tokens 4 --mock-ttft-ms 10 --mock-itl-ms 1 --mock-prefill-tok-per-s 250")
         .flags("--parallel 1 2 --number 3 6");
     run.ok();
     let alone = run.run_dir("parallel_1_number_3").rows();
     for r in &alone {
         let ttft_ms = r.ttft.unwrap() * 1000.0;
-        assert!((110.0..200.0).contains(&ttft_ms), "alone: {ttft_ms} ms");
+        assert!((410.0..800.0).contains(&ttft_ms), "alone: {ttft_ms} ms");
     }
     // Two clients share the one prefill stage: each request's prompt waits for the other's.
     let pair = run.run_dir("parallel_2_number_6").rows();
     let mut ttfts: Vec<f64> = pair.iter().map(|r| r.ttft.unwrap() * 1000.0).collect();
     ttfts.sort_by(f64::total_cmp);
-    assert!(ttfts[ttfts.len() - 1] >= 200.0, "queued prefill: {ttfts:?}");
+    assert!(ttfts[ttfts.len() - 1] >= 700.0, "queued prefill: {ttfts:?}");
 }

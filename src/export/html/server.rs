@@ -8,7 +8,7 @@ use std::fmt::Write;
 use serde_json::{Map, Value};
 
 use super::sections::table;
-use super::svg::{label_num, n, nice_ticks, plot_w, Frame, LEFT};
+use super::svg::{label_num, n, nice_ticks, plot_w, tick_labels, Frame, LEFT};
 use super::view::RunView;
 
 /// The summary keys of the client-vs-server table: (row label, client key, server key).
@@ -100,8 +100,8 @@ fn gauge_chart(id: &str, name: &str, points: &[(f64, f64)], x_max: f64) -> Strin
     let desc = format!("{name}: {} scrapes, peak {}", shown.len(), label_num(y_max));
     let mut f = Frame::new(id, name, &desc, x_label, name, y_max);
     let x = |t: f64| LEFT + plot_w() * (t / x_hi).clamp(0.0, 1.0);
-    for t in &ticks {
-        f.x_tick(x(*t), &label_num(*t));
+    for (t, label) in ticks.iter().zip(tick_labels(&ticks)) {
+        f.x_tick(x(*t), &label);
     }
     let mut line = String::new();
     for (k, (t, v)) in shown.iter().enumerate() {

@@ -66,6 +66,35 @@ pub fn axis_num(v: f64) -> String {
     }
 }
 
+/// Labels for evenly spaced `ticks` (from [`nice_ticks`]): as many decimals as their step needs, so no two
+/// labels read alike (`0, 0.0005, 0.001` on a run of a millisecond, not `0, 0.001, 0.001`); `k` / `M`
+/// from 10,000 on, as [`axis_num`].
+pub fn tick_labels(ticks: &[f64]) -> Vec<String> {
+    let step = match ticks {
+        [a, b, ..] => (b - a).abs(),
+        _ => 1.0,
+    };
+    let decimals = if step > 0.0 && step.is_finite() {
+        (-step.log10() - 1e-9).ceil().max(0.0) as usize
+    } else {
+        0
+    };
+    ticks
+        .iter()
+        .map(|&t| {
+            if t.abs() >= 1e4 {
+                return axis_num(t);
+            }
+            let s = format!("{t:.decimals$}");
+            if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            }
+        })
+        .collect()
+}
+
 /// "Nice" ticks from 0 (or `lo`) to at least `hi`: about five steps of 1, 2 or 5 × 10ᵏ.
 pub fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let span = (hi - lo).max(f64::MIN_POSITIVE);
@@ -152,7 +181,7 @@ impl Frame {
         let ticks = nice_ticks(0.0, if y_max > 0.0 { y_max * 1.05 } else { 1.0 });
         let y_hi = *ticks.last().expect("ticks");
         out.push_str(r#"<g class="grid">"#);
-        for t in &ticks {
+        for (t, label) in ticks.iter().zip(tick_labels(&ticks)) {
             let y = TOP + plot_h() * (1.0 - t / y_hi);
             let _ = write!(
                 out,
@@ -161,7 +190,7 @@ impl Frame {
                 n(W - RIGHT),
                 n(LEFT - 6.0),
                 n(y + 4.0),
-                axis_num(*t),
+                label,
                 y = n(y)
             );
         }
@@ -405,6 +434,26 @@ pub fn histogram_chart(id: &str, title: &str, x_label: &str, bins: &Bins) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_labels_never_repeat() {
+        for hi in [0.0012, 0.004, 0.3, 7.0, 95.0, 2e-5, 1.5e4] {
+            let ticks = nice_ticks(0.0, hi);
+            let labels = tick_labels(&ticks);
+            let mut unique = labels.clone();
+            unique.dedup();
+            assert_eq!(unique, labels, "{hi}: {labels:?}");
+        }
+        assert_eq!(
+            tick_labels(&nice_ticks(0.0, 0.0012)),
+            ["0", "0.0005", "0.001", "0.0015"]
+        );
+        assert_eq!(
+            tick_labels(&nice_ticks(0.0, 9.3)),
+            ["0", "2", "4", "6", "8", "10"]
+        );
+        assert_eq!(tick_labels(&[0.0, 20_000.0]), ["0", "20k"]);
+    }
 
     #[test]
     fn ticks_are_nice_and_cover_the_range() {

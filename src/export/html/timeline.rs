@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use super::esc;
-use super::svg::{empty_chart, label_num, n, nice_ticks, plot_h, plot_w, Frame, LEFT, TOP, W};
+use super::svg::{
+    empty_chart, label_num, n, nice_ticks, plot_h, plot_w, tick_labels, Frame, LEFT, TOP, W,
+};
 
 /// One request on the timeline, seconds since the run's first start.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,14 +38,14 @@ pub fn timeline_chart(id: &str, title: &str, spans: &[Span], note: &str) -> Stri
     );
     let mut out = Frame::open(id, title, &desc, x_label, "requests (by start)", false);
     out.push_str(r#"<g class="grid">"#);
-    for t in &ticks {
+    for (t, label) in ticks.iter().zip(tick_labels(&ticks)) {
         let _ = write!(
             out,
             r#"<line x1="{x}" x2="{x}" y1="{}" y2="{}"/><text x="{x}" y="{}" text-anchor="middle">{}</text>"#,
             n(TOP),
             n(TOP + plot_h()),
             n(TOP + plot_h() + 16.0),
-            label_num(*t),
+            label,
             x = n(x(*t))
         );
     }
@@ -109,8 +111,8 @@ pub fn time_chart(id: &str, title: &str, y_label: &str, points: &[(f64, f64)]) -
     );
     let mut f = Frame::new(id, title, &desc, x_label, y_label, y_max);
     let x = |t: f64| LEFT + plot_w() * (t / x_hi).clamp(0.0, 1.0);
-    for t in &x_ticks {
-        f.x_tick(x(*t), &label_num(*t));
+    for (t, label) in x_ticks.iter().zip(tick_labels(&x_ticks)) {
+        f.x_tick(x(*t), &label);
     }
     let base = n(TOP + plot_h());
     let mut line = String::new();

@@ -1,5 +1,6 @@
 //! llmperf's additions to the end-of-sweep text report, after every evalscope part (so evalscope's text
-//! stays a byte-identical prefix): the `Failures` table, the interrupted-run lines, the `Client
+//! stays a byte-identical prefix): the `Failures` table and the first error of each kind per run, the
+//! interrupted-run lines, the `Client
 //! Diagnostics` table and the client-limited warnings.
 
 use super::{conc_rate, report_table, Doc, RunReport};
@@ -32,6 +33,23 @@ pub(super) fn print_llmperf_extras(doc: &mut Doc, runs: &[&RunReport]) {
             }
         }
         doc.print_table(&table);
+        let first: Vec<String> = failing
+            .iter()
+            .flat_map(|r| {
+                let run = run_label(r);
+                r.summary
+                    .extras
+                    .first_errors
+                    .iter()
+                    .map(move |e| format!("! Run {run}: first {} error: {}", e.kind, e.line()))
+            })
+            .collect();
+        if !first.is_empty() {
+            doc.print("");
+            for line in first {
+                doc.print(&line);
+            }
+        }
     }
     let interrupted: Vec<String> = runs
         .iter()

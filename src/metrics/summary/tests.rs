@@ -39,6 +39,7 @@ fn missing_keys_default_and_extras_follow_evalscope_keys() {
     let extras = SummaryExtras {
         interrupted: true,
         failures_by_kind: vec![("http_status".into(), 3), ("timeout".into(), 1)],
+        first_errors: Vec::new(),
         wall_input_throughput: None,
         client: None,
         input_token_error: None,
@@ -157,6 +158,12 @@ fn every_llmperf_extra_follows_evalscope_keys_in_order() {
         wall_input_throughput: Some(7.5),
         interrupted: true,
         failures_by_kind: vec![("timeout".into(), 2)],
+        // Shown by the console and the reports, never written to benchmark_summary.json.
+        first_errors: vec![crate::metrics::FirstError {
+            kind: "timeout".into(),
+            status: None,
+            excerpt: "--total-timeout passed".into(),
+        }],
         input_token_error: Some(InputTokenError {
             requests: 9,
             avg_intended: 100.0,

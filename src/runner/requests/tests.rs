@@ -224,6 +224,8 @@ fn context_of(plan: &RunPlan) -> SweepContext<'_> {
         .for_api(plan.api),
         shutdown: Shutdown::new(),
         visualizer: None,
+        tally: Box::leak(Box::default()),
+        seed: 0,
     }
 }
 

@@ -111,14 +111,16 @@ async fn chat_stream_with_usage_and_truthful_timing() {
     );
     assert_eq!(t.path, "/v1/chat/completions");
     let (first, last) = (t.first_token_s.unwrap(), t.last_token_s.unwrap());
-    // Sends follow an absolute timeline from `received`, so the last token is never early against it; the
-    // first may be up to a timer tick (~1 ms) later than nominal, which can shorten last - first by as much.
+    // Sends follow an absolute timeline from `received`, so no token is ever early against it; a late
+    // first token (a timer tick, or a loaded machine) shortens last - first by as much as it was late.
     let (ttft_s, itl_s) = (ttft as f64 / 1e3, itl as f64 / 1e3);
     assert!(first - t.received_s >= ttft_s, "{t:?}");
     assert!(last - t.received_s >= ttft_s + 4.0 * itl_s, "{t:?}");
     let decode = last - first;
-    assert!(decode >= 4.0 * itl_s - 0.005, "{t:?}");
-    assert!(decode < 4.0 * itl_s + 0.2, "{t:?}");
+    let first_late = first - t.received_s - ttft_s;
+    assert!(decode + first_late >= 4.0 * itl_s - 1e-9, "{t:?}");
+    // Gross errors only: a loaded machine can hold the simulator's thread back for a while.
+    assert!(decode < 4.0 * itl_s + 1.0, "{t:?}");
     sim.shutdown();
 }
 

@@ -203,7 +203,7 @@ args = sys.argv[1:]
 with open(os.environ["STANDIN_VLLM_LOG"], "w") as f:
     json.dump({"argv": args, "attention": os.environ.get("VLLM_ATTENTION_BACKEND")}, f)
 port = args[args.index("--port") + 1]
-os.execv(os.environ["LLMPERF_BIN"], ["llmperf", "serve-mock", "--port", port, "--ttft-ms", "0", "--itl-ms", "0"])
+os.execv(os.environ["LLMPERF_BIN"], ["llmperf", "serve-mock", "--port", port, "--mock-ttft-ms", "0", "--mock-itl-ms", "0"])
 "#,
     )
     .unwrap();

@@ -88,7 +88,7 @@ fn a_missing_template_fails_the_requests_whose_usage_it_would_count() {
     let run = run
         .flags("--prompt 'hello there' --number 2 --no-stream --no-test-connection")
         .flag("--tokenizer-path", &tok);
-    run.ok();
+    run.no_success();
     let rows = run.run_dir("parallel_1_number_2").rows();
     assert_eq!(rows.len(), 2);
     for r in &rows {

@@ -45,7 +45,7 @@ fn an_embeddings_reply_without_usage_still_fails() {
     let run = Run::with_url(&stub.url("/v1/embeddings"))
         .flags("--api openai_embedding --dataset embedding --number 2")
         .input("--dataset-path", "q.txt", "what is rust\n");
-    run.ok();
+    run.no_success();
     let rows = run.run_dir("parallel_1_number_2").rows();
     assert_eq!(rows.len(), 2);
     for r in &rows {

@@ -57,7 +57,7 @@ fn a_responses_stream_without_completed_is_counted_by_the_tokenizer() {
 fn without_a_tokenizer_a_responses_stream_without_completed_fails() {
     let sim = fast_sim();
     let run = responses_run(&sim, "truncated");
-    run.ok();
+    run.no_success();
     let rows = run.run_dir("parallel_1_number_3").rows();
     assert_eq!(rows.len(), 3);
     for r in &rows {
@@ -76,7 +76,7 @@ fn a_chat_stream_cut_off_stays_a_failure_with_a_tokenizer() {
         .flags("--number 3 --max-tokens 5 --no-test-connection --prompt 'hello there friend'")
         .flags("--headers x-llmperf-fault=truncated")
         .flag("--tokenizer-path", tokenizer_dir("qwen3"));
-    run.ok();
+    run.no_success();
     let rows = run.run_dir("parallel_1_number_3").rows();
     assert_eq!(rows.len(), 3);
     for r in &rows {
