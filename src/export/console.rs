@@ -112,6 +112,7 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
         || !extras.failures_by_kind.is_empty()
         || extras.client.is_some()
         || extras.goodput.is_some()
+        || extras.load.is_some()
     {
         section(&mut rows, "llmperf");
         if extras.interrupted {
@@ -122,6 +123,9 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
         }
         if let Some(c) = &extras.client {
             client_rows(&mut rows, c);
+        }
+        if let Some(l) = &extras.load {
+            load_rows(&mut rows, l);
         }
         if let Some(g) = &extras.goodput {
             rows.push(("Goodput (req/s)".to_string(), fmt_num(g.goodput_rps, 4)));
@@ -186,6 +190,30 @@ fn client_rows(rows: &mut Vec<(String, String)>, c: &ClientDiagnostics) {
         "YES (see warning)"
     };
     rows.push(("Client limited".to_string(), limited.to_string()));
+}
+
+/// The delivered-load rows of the `── llmperf ──` section (docs/load-verdict.md).
+fn load_rows(rows: &mut Vec<(String, String)>, l: &crate::metrics::load::LoadVerdict) {
+    if let Some(rate) = l.achieved_rate {
+        let error = l
+            .rate_error_pct
+            .map(|e| format!(" ({}% vs --rate)", fmt_num(e, 2)))
+            .unwrap_or_default();
+        rows.push((
+            "Achieved rate (req/s)".into(),
+            format!("{}{error}", fmt_num(rate, 4)),
+        ));
+    }
+    if let Some(d) = l.delivered_concurrency {
+        rows.push(("Delivered concurrency".into(), fmt_num(d, 2)));
+    }
+    rows.push(("Max in flight".into(), l.max_in_flight.to_string()));
+    let verdict = match l.as_configured {
+        Some(true) => "yes",
+        Some(false) => "NO (see warning)",
+        None => "no rule applies",
+    };
+    rows.push(("Load as configured".into(), verdict.into()));
 }
 
 /// `Percentile results:` and one row per percentile column (`Metric`, then `min` … `max`), each value

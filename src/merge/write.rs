@@ -201,6 +201,7 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
 
     let mut summary = replayed.acc.summary();
     let percentiles = replayed.acc.percentiles();
+    summary.extras.load = load_verdict(&dir, &spec, &args);
     // After every other key (the report shows them too).
     summary.extras.appended.extend([
         ("Shards".to_string(), json!(set.count)),
@@ -303,4 +304,27 @@ pub fn merge(plan: &MergePlan) -> Result<()> {
     }
     tracing::info!("Merged run root: {}", plan.root.path().display());
     Ok(())
+}
+
+/// The load verdict of a merged run, over the union of its shards' rows (docs/load-verdict.md).
+fn load_verdict(
+    dir: &RunDir,
+    spec: &crate::plan::RunSpec,
+    args: &Map<String, Value>,
+) -> Option<crate::metrics::load::LoadVerdict> {
+    use crate::runner::Sends;
+    let sends = if args.get("multi_turn") == Some(&Value::Bool(true)) {
+        Sends::Conversations
+    } else if args.get("scenario").is_some_and(|s| !s.is_null()) {
+        Sends::Sessions
+    } else {
+        Sends::Requests
+    };
+    // The shards' warmup requests were never stored: a merged run counts its measured rows only.
+    crate::runner::load_verdict(
+        dir,
+        crate::runner::load_rule(spec, sends),
+        Vec::new(),
+        Vec::new(),
+    )
 }

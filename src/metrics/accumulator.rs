@@ -106,6 +106,8 @@ pub struct Accumulator {
     input_error: ErrorSums,
     pd: PdMetrics,
     goodput: Option<super::goodput::GoodputCounter>,
+    /// Warmup requests' (send, end) times: the load verdict counts them in flight.
+    warmup_spans: Vec<(f64, f64)>,
 }
 
 /// Multi-turn sums: context turns, and TTFT of first vs later turns (evalscope's cold / warm split).
@@ -189,7 +191,14 @@ impl Accumulator {
             input_error: ErrorSums::default(),
             pd: PdMetrics::new(cap, dir),
             goodput: None,
+            warmup_spans: Vec::new(),
         }
+    }
+
+    /// Warmup requests' `(start_time, completed_time)`, in arrival order (the load verdict counts them in
+    /// flight; they are neither stored nor measured).
+    pub fn warmup_spans(&self) -> &[(f64, f64)] {
+        &self.warmup_spans
     }
 
     /// `--goodput`: also count the requests meeting these SLOs.
@@ -200,6 +209,7 @@ impl Accumulator {
     /// Counts one finished request; warmup records are ignored entirely.
     pub fn add(&mut self, r: &RequestRecord) {
         if r.is_warmup {
+            self.warmup_spans.push((r.start_time(), r.completed_time()));
             return;
         }
         if let Some(g) = &mut self.goodput {
@@ -483,6 +493,7 @@ impl Accumulator {
             first_errors: self.first_errors.list(),
             wall_input_throughput,
             client: None,
+            load: None,
             goodput: self.goodput.as_ref().map(|g| g.summary(self.wall_time())),
             appended: Vec::new(),
             input_token_error: (self.input_error.n > 0).then(|| {

@@ -6,6 +6,7 @@ mod accumulator;
 mod client;
 mod first_errors;
 pub mod goodput;
+pub mod load;
 mod nearest_rank;
 mod pd;
 mod percentile;

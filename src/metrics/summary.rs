@@ -167,6 +167,9 @@ pub struct SummaryExtras {
     /// `--goodput`: goodput and SLO attainment.
     #[serde(flatten)]
     pub goodput: Option<super::goodput::GoodputSummary>,
+    /// The delivered load and its verdict ([`super::load`]; absent when the run stored no rows to judge).
+    #[serde(flatten)]
+    pub load: Option<super::load::LoadVerdict>,
     /// Further keys written last, in order (reasoning accounting, `--server-metrics`).
     #[serde(flatten, serialize_with = "object")]
     pub appended: Vec<(String, Value)>,

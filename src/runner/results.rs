@@ -72,6 +72,12 @@ pub(super) async fn write(
             tracing::warn!("--server-metrics: {e:#}");
         }
     }
+    summary.extras.load = super::load_check::verdict(
+        &dir,
+        load_rule(ctx, spec),
+        client_limits(&summary),
+        acc.warmup_spans().to_vec(),
+    );
     let percentiles = acc.percentiles();
     let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();
     if spilled_bytes > 0 {
@@ -174,4 +180,26 @@ fn log_input_check(summary: &crate::metrics::BenchmarkSummary) {
     } else {
         tracing::info!("{line}");
     }
+}
+
+/// The load rule of run `spec` of this sweep.
+fn load_rule(ctx: &SweepContext<'_>, spec: &RunSpec) -> crate::metrics::load::LoadRule {
+    use super::load_check::Sends;
+    let sends = match &ctx.plan.workload {
+        _ if ctx.plan.sharding.as_ref().is_some_and(|s| s.is_split()) => Sends::ShardShare,
+        crate::plan::Workload::MultiTurn(_) => Sends::Conversations,
+        crate::plan::Workload::AgentGraph(_) => Sends::Sessions,
+        _ => Sends::Requests,
+    };
+    super::load_check::rule(spec, sends)
+}
+
+/// Why the client's self-diagnostics say it limited the run.
+fn client_limits(summary: &crate::metrics::BenchmarkSummary) -> Vec<String> {
+    summary
+        .extras
+        .client
+        .as_ref()
+        .map(|c| c.limits.clone())
+        .unwrap_or_default()
 }

@@ -122,7 +122,7 @@ fn print_client_diagnostics(doc: &mut Doc, runs: &[&RunReport]) {
 }
 
 /// `conc 4`, `rate 5`, or `conc 4, rate 5` for a run.
-fn run_label(r: &RunReport) -> String {
+pub(super) fn run_label(r: &RunReport) -> String {
     let mut parts = Vec::new();
     if let Some(c) = r.concurrency {
         parts.push(format!("conc {c}"));

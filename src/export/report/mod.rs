@@ -19,6 +19,7 @@
 
 mod extras;
 mod llm;
+mod load;
 mod trace;
 
 use crate::metrics::{
@@ -137,6 +138,7 @@ pub fn performance_summary(info: &ReportInfo, runs: &[RunReport]) -> String {
         }
     }
     extras::print_llmperf_extras(&mut doc, &sorted);
+    load::print_delivered_load(&mut doc, &sorted);
     doc.0
 }
 

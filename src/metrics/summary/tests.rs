@@ -44,6 +44,7 @@ fn missing_keys_default_and_extras_follow_evalscope_keys() {
         client: None,
         input_token_error: None,
         goodput: None,
+        load: None,
         appended: Vec::new(),
     };
     let s = BenchmarkSummary::from_message(&msg, extras);
@@ -178,6 +179,7 @@ fn every_llmperf_extra_follows_evalscope_keys_in_order() {
             attainment_each_pct: vec![75.0],
             good_requests: 3,
         }),
+        load: None,
         appended: vec![("Server Avg TTFT (ms)".into(), Value::from(8.5))],
     };
     let s = BenchmarkSummary {

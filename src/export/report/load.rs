@@ -1,0 +1,61 @@
+//! The end-of-sweep text report's `Delivered Load` table (one row per run judged, after the client
+//! diagnostics) and one `! Run …: WARNING …` line per run whose load was not as configured
+//! (docs/load-verdict.md).
+
+use super::extras::run_label;
+use super::{conc_rate, report_table, Doc, RunReport};
+use crate::metrics::load::LoadVerdict;
+use crate::text::format::fmt_num;
+use crate::text::table::{Align, Column};
+
+/// The `Delivered Load` table and its warnings; nothing when no run has a verdict.
+pub(super) fn print_delivered_load(doc: &mut Doc, runs: &[&RunReport]) {
+    let with: Vec<(&&RunReport, &LoadVerdict)> = runs
+        .iter()
+        .filter_map(|r| r.summary.extras.load.as_ref().map(|l| (r, l)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    let right = |h: &str| Column::new(h, Align::Right);
+    let columns = [
+        "Conc.",
+        "Rate",
+        "Achieved req/s",
+        "Rate err %",
+        "Delivered conc.",
+        "Max in flight",
+        "As configured",
+    ]
+    .map(right);
+    let mut table = report_table("Delivered Load", columns.to_vec());
+    let opt = |v: Option<f64>, digits| v.map_or("-".to_string(), |v| fmt_num(v, digits));
+    for (r, l) in &with {
+        let (conc, rate) = conc_rate(r);
+        let verdict = match l.as_configured {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "-",
+        };
+        table.push(vec![
+            conc,
+            rate,
+            opt(l.achieved_rate, 2),
+            opt(l.rate_error_pct, 2),
+            opt(l.delivered_concurrency, 2),
+            l.max_in_flight.to_string(),
+            verdict.to_string(),
+        ]);
+    }
+    doc.print_table(&table);
+    let warnings: Vec<String> = with
+        .iter()
+        .filter_map(|(r, l)| l.warning().map(|w| format!("! Run {}: {w}", run_label(r))))
+        .collect();
+    if !warnings.is_empty() {
+        doc.print("");
+        for line in warnings {
+            doc.print(&line);
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! The columns of a run's stored rows that the load verdict needs, read from its database (a run's own,
+//! or a merged one: every shard's rows on one time base).
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rusqlite::{Connection, OpenFlags};
+
+/// One stored request, as the load verdict sees it (times in seconds on the database's time base).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LoadRow {
+    /// `scheduled_time`: the intended send time.
+    pub scheduled_s: Option<f64>,
+    /// `start_time`: the send.
+    pub start_s: f64,
+    /// `completed_time`: the end (response read, or the failure).
+    pub end_s: f64,
+    /// `failure_kind` (`None` for a success).
+    pub failure_kind: Option<String>,
+    /// `conversation_id` (multi-turn).
+    pub conversation: Option<i64>,
+}
+
+/// Every row of the database at `db`, in storage order.
+pub fn read_rows(db: &Path) -> Result<Vec<LoadRow>> {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .with_context(|| format!("opening {}", db.display()))?;
+    let mut stmt = conn.prepare(
+        "SELECT scheduled_time, start_time, completed_time, failure_kind, conversation_id FROM result",
+    )?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(LoadRow {
+                scheduled_s: r.get(0)?,
+                start_s: r.get::<_, Option<f64>>(1)?.unwrap_or(f64::NAN),
+                end_s: r.get::<_, Option<f64>>(2)?.unwrap_or(f64::NAN),
+                failure_kind: r.get(3)?,
+                conversation: r.get(4)?,
+            })
+        })?
+        .filter(|r| r.as_ref().map_or(true, |r| r.start_s.is_finite()))
+        .map(|r| {
+            r.map(|mut r| {
+                if !r.end_s.is_finite() {
+                    r.end_s = r.start_s;
+                }
+                r
+            })
+        })
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}

@@ -1,0 +1,77 @@
+//! The load verdict of a run (docs/load-verdict.md): the rule its load and workload call for, judged
+//! over the rows it stored ([`crate::metrics::load`]); used for each run of a sweep and SLA search, and
+//! for a merged run (over the union of its shards' rows).
+
+use crate::metrics::load::{judge, read_rows, LoadInputs, LoadRule, LoadVerdict};
+use crate::plan::{Load, RunSpec};
+use crate::run_folder::RunDir;
+
+/// What a run sends, as far as its load rule goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sends {
+    /// Single requests (a dataset, `--prompt`, a replayed trace).
+    Requests,
+    /// `--multi-turn` conversations: `--parallel` and `--number` count conversations.
+    Conversations,
+    /// AgentX sessions, released by their dependency graphs.
+    Sessions,
+    /// One shard's share of a sharded plan (judged on the merged run instead).
+    ShardShare,
+}
+
+/// The rule for a run of `spec` sending `sends`.
+pub fn rule(spec: &RunSpec, sends: Sends) -> LoadRule {
+    match (sends, spec.load) {
+        (Sends::ShardShare, _) => LoadRule::Unjudged(
+            "one shard's share of the load: `llmperf merge` judges the whole run",
+        ),
+        (Sends::Sessions, _) => LoadRule::Unjudged(
+            "agent sessions release their requests along their dependency graphs",
+        ),
+        (Sends::Conversations, Load::Open { .. } | Load::Trace { .. }) => LoadRule::Unjudged(
+            "a multi-turn open loop sends later turns after their answers, not on the schedule",
+        ),
+        (_, Load::Closed { parallel, pacing }) => match pacing {
+            Some(rate) => LoadRule::Paced {
+                parallel: parallel.get() as u64,
+                rate: rate.per_s(),
+            },
+            None => LoadRule::Closed {
+                parallel: parallel.get() as u64,
+                number: spec.number,
+                conversations: sends == Sends::Conversations,
+            },
+        },
+        (_, Load::Open { rate }) => LoadRule::Open { rate: rate.per_s() },
+        (_, Load::Trace { .. }) => LoadRule::Trace,
+    }
+}
+
+/// The verdict over the rows stored in `dir` (`None`, with a warning, when they cannot be read).
+/// `warmup_spans`: the warmup requests' send and end times (they share the cap).
+pub fn verdict(
+    dir: &RunDir,
+    rule: LoadRule,
+    client_limits: Vec<String>,
+    warmup_spans: Vec<(f64, f64)>,
+) -> Option<LoadVerdict> {
+    let rows = match read_rows(&dir.database()) {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::warn!("load verdict: {e:#}");
+            return None;
+        }
+    };
+    let v = judge(
+        &rows,
+        &LoadInputs {
+            rule,
+            client_limits,
+            warmup_spans,
+        },
+    );
+    if let Some(w) = v.warning() {
+        tracing::warn!("{w}");
+    }
+    Some(v)
+}
