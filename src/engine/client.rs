@@ -485,8 +485,8 @@ async fn read_bounded(
         })
         .await?;
     if too_big {
-        return Err(http1::Error::Protocol(format!(
-            "response body larger than {MAX_BODY_BYTES} bytes"
+        return Err(http1::Error::Protocol(http1::ProtocolError::BodyTooLarge(
+            MAX_BODY_BYTES,
         )));
     }
     Ok(reusable)

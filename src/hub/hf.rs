@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::error::HubError;
 use super::{commit_id, env_path, home, offline, safe_repo_path, save, write_atomic};
 
 /// Connecting to the hub must succeed within this.
@@ -30,14 +31,17 @@ pub fn hf_hub_cache() -> Option<PathBuf> {
 
 /// Runs `fetch` with the Hugging Face cache folder when downloading is allowed. `Err` says why nothing
 /// was downloaded, as a sentence to follow a "Looked in" list.
-pub fn try_download<T>(fetch: impl FnOnce(&Path) -> Result<T, String>) -> Result<T, String> {
+pub fn try_download<T>(fetch: impl FnOnce(&Path) -> Result<T, HubError>) -> Result<T, HubError> {
     if offline() {
-        return Err("Not downloaded: HF_HUB_OFFLINE is set".to_string());
+        return Err(HubError::Offline { from: "" });
     }
     let Some(cache) = hf_hub_cache() else {
-        return Err("Not downloaded: no Hugging Face cache folder (set HF_HOME)".to_string());
+        return Err(HubError::NoCache {
+            hub: "Hugging Face",
+            variable: "HF_HOME",
+        });
     };
-    fetch(&cache).map_err(|e| format!("Download from the Hugging Face hub failed: {e}"))
+    fetch(&cache).map_err(|e| HubError::HuggingFace(Box::new(e)))
 }
 
 /// The snapshot folders of a Hugging Face cache repo folder (`models--…`, `datasets--…`), best first: the
@@ -78,13 +82,13 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    fn new() -> Result<Hub, String> {
+    fn new() -> Result<Hub, HubError> {
         let client = reqwest::blocking::Client::builder()
             .timeout(FILE_TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("llmperf/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("cannot start an HTTP client: {e}"))?;
+            .map_err(|e| HubError::Client(e.to_string()))?;
         Ok(Hub {
             base: endpoint(),
             client,
@@ -96,7 +100,7 @@ impl Hub {
     }
 
     /// `GET {endpoint}/{path}`: a successful response, or why it failed.
-    pub(crate) fn get(&self, path: &str) -> Result<reqwest::blocking::Response, String> {
+    pub(crate) fn get(&self, path: &str) -> Result<reqwest::blocking::Response, HubError> {
         let (url, resp) = self.send(path)?;
         success(&url, resp)
     }
@@ -105,7 +109,7 @@ impl Hub {
     pub(crate) fn get_optional(
         &self,
         path: &str,
-    ) -> Result<Option<reqwest::blocking::Response>, String> {
+    ) -> Result<Option<reqwest::blocking::Response>, HubError> {
         let (url, resp) = self.send(path)?;
         if resp.status() == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
@@ -113,13 +117,16 @@ impl Hub {
         success(&url, resp).map(Some)
     }
 
-    fn send(&self, path: &str) -> Result<(String, reqwest::blocking::Response), String> {
+    fn send(&self, path: &str) -> Result<(String, reqwest::blocking::Response), HubError> {
         let url = format!("{}/{path}", self.base);
         let mut req = self.client.get(&url);
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        let resp = req.send().map_err(|e| format!("GET {url}: {e}"))?;
+        let resp = req.send().map_err(|e| HubError::Transport {
+            url: url.clone(),
+            detail: e.to_string(),
+        })?;
         Ok((url, resp))
     }
 }
@@ -128,7 +135,7 @@ impl Hub {
 fn success(
     url: &str,
     resp: reqwest::blocking::Response,
-) -> Result<reqwest::blocking::Response, String> {
+) -> Result<reqwest::blocking::Response, HubError> {
     let status = resp.status();
     if status.is_success() {
         return Ok(resp);
@@ -138,16 +145,20 @@ fn success(
         404 => " (no such repo or file)",
         _ => "",
     };
-    Err(format!("GET {url}: HTTP {status}{hint}"))
+    Err(HubError::Http {
+        url: url.to_string(),
+        status,
+        hint,
+    })
 }
 
 /// Runs `f` with a hub client on a thread of its own.
 pub(crate) fn with_hub<T: Send + 'static>(
-    f: impl FnOnce(&Hub) -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
+    f: impl FnOnce(&Hub) -> Result<T, HubError> + Send + 'static,
+) -> Result<T, HubError> {
     std::thread::spawn(move || Hub::new().and_then(|hub| f(&hub)))
         .join()
-        .unwrap_or_else(|_| Err("the download thread panicked".to_string()))
+        .unwrap_or(Err(HubError::Panicked))
 }
 
 /// Downloads the files of dataset `repo` (`org/name`) at `revision` that `keep` selects into `cache` (the
@@ -157,15 +168,16 @@ pub fn download_dataset(
     revision: &str,
     keep: fn(&str) -> bool,
     cache: &Path,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, HubError> {
     let (repo, revision, cache) = (repo.to_string(), revision.to_string(), cache.to_path_buf());
     with_hub(move |hub| {
         let listing = hub
             .get(&format!("api/datasets/{repo}/revision/{revision}"))?
             .bytes()
-            .map_err(|e| format!("the hub's file list for {repo}: {e}"))?;
-        let info: serde_json::Value = serde_json::from_slice(&listing)
-            .map_err(|e| format!("the hub's file list for {repo} is not JSON: {e}"))?;
+            .map_err(|e| HubError::BadListing(format!("the hub's file list for {repo}: {e}")))?;
+        let info: serde_json::Value = serde_json::from_slice(&listing).map_err(|e| {
+            HubError::BadListing(format!("the hub's file list for {repo} is not JSON: {e}"))
+        })?;
         let sha = commit_id(info["sha"].as_str()).unwrap_or_else(|| revision.clone());
         let files: Vec<String> = info["siblings"]
             .as_array()
@@ -178,9 +190,9 @@ pub fn download_dataset(
             })
             .unwrap_or_default();
         if files.is_empty() {
-            return Err(format!(
+            return Err(HubError::NoFiles(format!(
                 "the hub lists no files of {repo} at {revision} that llmperf reads"
-            ));
+            )));
         }
         let root = cache.join(format!("datasets--{}", repo.replace('/', "--")));
         let snapshot = root.join("snapshots").join(&sha);
@@ -191,7 +203,7 @@ pub fn download_dataset(
             }
             tracing::info!("downloading {repo} {file} ({} of {})", i + 1, files.len());
             let mut body = hub.get(&format!("datasets/{repo}/resolve/{sha}/{file}"))?;
-            save(&dest, &mut body).map_err(|e| format!("{repo} {file}: {e}"))?;
+            save(&dest, &mut body).map_err(|e| e.in_file(&repo, file))?;
         }
         if revision == "main" {
             write_atomic(&root.join("refs/main"), sha.as_bytes())?;
@@ -242,9 +254,11 @@ pub fn download_dataset_file(
     revision: Option<&str>,
     file: &str,
     cache: &Path,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, HubError> {
     if !safe_repo_path(file) {
-        return Err(format!("{file}: not a file path inside the repository"));
+        return Err(HubError::UnsafePath {
+            file: file.to_string(),
+        });
     }
     let (repo, rev, file) = (
         repo.to_string(),
@@ -263,7 +277,7 @@ pub fn download_dataset_file(
         let dest = root.join("snapshots").join(&commit).join(&file);
         tracing::info!("downloading {file} of {repo} from the Hugging Face hub");
         let mut body = resp;
-        save(&dest, &mut body).map_err(|e| format!("{repo} {file}: {e}"))?;
+        save(&dest, &mut body).map_err(|e| e.in_file(&repo, &file))?;
         if commit != rev {
             write_atomic(&root.join("refs").join(&rev), commit.as_bytes())?;
         }

@@ -11,6 +11,7 @@
 
 pub mod cache;
 pub mod cookies;
+pub mod error;
 pub mod hf;
 pub mod modelscope;
 pub mod source;
@@ -19,6 +20,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use cache::modelscope_roots;
+pub use error::HubError;
 pub(crate) use hf::with_hub;
 pub use hf::{download_dataset, hf_hub_cache, snapshots, try_download};
 
@@ -104,23 +106,30 @@ pub(crate) fn safe_repo_path(path: &str) -> bool {
 }
 
 /// Writes `bytes` to `path` through a temporary sibling and a rename.
-pub(crate) fn write_atomic(path: &Path, mut bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomic(path: &Path, mut bytes: &[u8]) -> Result<(), HubError> {
     save(path, &mut bytes)
 }
 
 /// Streams `body` (a response) into `path` through a temporary sibling and a rename: a large shard never
 /// sits whole in memory, and an interrupted download leaves no half file under the final name.
-pub(crate) fn save(path: &Path, body: &mut dyn Read) -> Result<(), String> {
+pub(crate) fn save(path: &Path, body: &mut dyn Read) -> Result<(), HubError> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(|reason| HubError::Io {
+            action: "create",
+            path: parent.to_path_buf(),
+            reason,
+        })?;
     }
     let tmp = path.with_extension(format!("part-{}", std::process::id()));
     let result = std::fs::File::create(&tmp)
         .and_then(|mut f| std::io::copy(body, &mut f).and_then(|_| f.sync_all()))
         .and_then(|_| std::fs::rename(&tmp, path));
-    result.map_err(|e| {
+    result.map_err(|reason| {
         let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
+        HubError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            reason,
+        }
     })
 }

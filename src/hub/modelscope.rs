@@ -22,6 +22,7 @@ use reqwest::blocking::{Client, Response};
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, COOKIE};
 
 use super::cache::{self, RepoKind};
+use super::error::HubError;
 use super::{cookies, offline, safe_repo_path, save};
 
 /// Connecting to the hub must succeed within this.
@@ -117,16 +118,16 @@ struct Hub {
 }
 
 impl Hub {
-    fn new(endpoint: &str) -> Result<Hub, String> {
+    fn new(endpoint: &str) -> Result<Hub, HubError> {
         let mut headers = HeaderMap::new();
         headers.insert("Accept-Encoding", HeaderValue::from_static("identity"));
         if let Some(t) = token() {
-            let mut bearer = HeaderValue::from_str(&format!("Bearer {t}"))
-                .map_err(|_| "MODELSCOPE_API_TOKEN is not a valid header value".to_string())?;
+            let mut bearer =
+                HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| HubError::BadToken)?;
             bearer.set_sensitive(true);
             headers.insert(AUTHORIZATION, bearer);
             let mut cookie = HeaderValue::from_str(&format!("m_session_id={t}"))
-                .map_err(|_| "MODELSCOPE_API_TOKEN is not a valid header value".to_string())?;
+                .map_err(|_| HubError::BadToken)?;
             cookie.set_sensitive(true);
             headers.insert(COOKIE, cookie);
         }
@@ -136,19 +137,19 @@ impl Hub {
             .user_agent(concat!("llmperf/", env!("CARGO_PKG_VERSION")))
             .default_headers(headers)
             .build()
-            .map_err(|e| format!("cannot start an HTTP client: {e}"))?;
+            .map_err(|e| HubError::Client(e.to_string()))?;
         Ok(Hub {
             endpoint: endpoint.to_string(),
             client,
         })
     }
 
-    fn get(&self, url: &str) -> Result<Response, String> {
+    fn get(&self, url: &str) -> Result<Response, HubError> {
         let resp = self
             .client
             .get(url)
             .send()
-            .map_err(|e| format!("GET {url}: {}", plain_error(&e)))?;
+            .map_err(|e| transport(url, &e))?;
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
@@ -158,11 +159,15 @@ impl Hub {
             404 => " (no such repository or file)",
             _ => "",
         };
-        Err(format!("GET {url}: HTTP {status}{hint}"))
+        Err(HubError::Http {
+            url: url.to_string(),
+            status,
+            hint,
+        })
     }
 
     /// The files (not folders) of `repo` at `revision`.
-    fn list(&self, kind: RepoKind, repo: &str, revision: &str) -> Result<Vec<RepoFile>, String> {
+    fn list(&self, kind: RepoKind, repo: &str, revision: &str) -> Result<Vec<RepoFile>, HubError> {
         let seg = kind.segment();
         let mut files = Vec::new();
         for page in 1.. {
@@ -185,13 +190,14 @@ impl Hub {
                 params.push(("PageSize", PAGE_SIZE.to_string()));
             }
             let url = reqwest::Url::parse_with_params(&base, &params)
-                .map_err(|e| format!("{base}: {e}"))?;
+                .map_err(|e| HubError::BadListing(format!("{base}: {e}")))?;
             let bytes = self
                 .get(url.as_str())?
                 .bytes()
-                .map_err(|e| format!("GET {url}: {}", plain_error(&e)))?;
-            let body: serde_json::Value = serde_json::from_slice(&bytes)
-                .map_err(|e| format!("GET {url}: the listing is not JSON: {e}"))?;
+                .map_err(|e| transport(url.as_str(), &e))?;
+            let body: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+                HubError::BadListing(format!("GET {url}: the listing is not JSON: {e}"))
+            })?;
             let entries = listing_entries(&body);
             let n = entries.len();
             files.extend(entries);
@@ -213,11 +219,19 @@ impl Hub {
         revision: &str,
         file: &str,
         dest: &std::path::Path,
-    ) -> Result<(), String> {
+    ) -> Result<(), HubError> {
         let url = file_url(&self.endpoint, kind, repo, revision, file);
         let mut body = self.get(&url)?;
         tracing::info!("downloading {file} of {repo} from {}", self.endpoint);
-        save(dest, &mut body).map_err(|e| format!("{repo} {file}: {e}"))
+        save(dest, &mut body).map_err(|e| e.in_file(repo, file))
+    }
+}
+
+/// A transport failure of `GET url`.
+fn transport(url: &str, e: &reqwest::Error) -> HubError {
+    HubError::Transport {
+        url: url.to_string(),
+        detail: plain_error(e),
     }
 }
 
@@ -258,10 +272,12 @@ fn listing_entries(body: &serde_json::Value) -> Vec<RepoFile> {
 /// Runs `f` against each endpoint in turn on a thread of its own, until one succeeds; the error lists
 /// every attempt.
 fn on_endpoints<T: Send + 'static>(
-    f: impl Fn(&Hub) -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
+    f: impl Fn(&Hub) -> Result<T, HubError> + Send + 'static,
+) -> Result<T, HubError> {
     if offline() {
-        return Err("Not downloaded from ModelScope: HF_HUB_OFFLINE is set".to_string());
+        return Err(HubError::Offline {
+            from: " from ModelScope",
+        });
     }
     std::thread::spawn(move || {
         let mut why = Vec::new();
@@ -271,18 +287,16 @@ fn on_endpoints<T: Send + 'static>(
                 Err(e) => why.push(e),
             }
         }
-        Err(format!(
-            "Download from ModelScope failed: {}",
-            why.join("; ")
-        ))
+        Err(HubError::ModelScope(why))
     })
     .join()
-    .unwrap_or_else(|_| Err("the download thread panicked".to_string()))
+    .unwrap_or(Err(HubError::Panicked))
 }
 
-fn cache_root() -> Result<PathBuf, String> {
-    cache::modelscope_root().ok_or_else(|| {
-        "Not downloaded: no ModelScope cache folder (set MODELSCOPE_CACHE)".to_string()
+fn cache_root() -> Result<PathBuf, HubError> {
+    cache::modelscope_root().ok_or(HubError::NoCache {
+        hub: "ModelScope",
+        variable: "MODELSCOPE_CACHE",
     })
 }
 
@@ -292,9 +306,11 @@ pub fn download_file(
     repo: &str,
     revision: Option<&str>,
     file: &str,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, HubError> {
     if !safe_repo_path(file) {
-        return Err(format!("{file}: not a file path inside the repository"));
+        return Err(HubError::UnsafePath {
+            file: file.to_string(),
+        });
     }
     let root = cache_root()?;
     let dest = cache::download_target(&root, kind, repo, revision, file);
@@ -316,7 +332,7 @@ pub fn download_selected(
     repo: &str,
     revision: Option<&str>,
     keep: fn(&str) -> bool,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, HubError> {
     let root = cache_root()?;
     let (repo, revision) = (repo.to_string(), revision.map(str::to_string));
     on_endpoints(move |hub| {
@@ -327,10 +343,10 @@ pub fn download_selected(
             .filter(|f| keep(&f.path))
             .collect();
         if files.is_empty() {
-            return Err(format!(
+            return Err(HubError::NoFiles(format!(
                 "{}: the listing of {repo} at {rev} has no file llmperf reads",
                 hub.endpoint
-            ));
+            )));
         }
         let mut paths = Vec::new();
         for f in files {

@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use super::cache::{self, RepoKind};
+use super::error::HubError;
 use super::{bullet_list, hf, modelscope, DataSource};
 
 /// Where one built-in dataset lives on each hub (evalscope's `DatasetSource`).
@@ -84,7 +85,7 @@ pub fn hub_file(
     file_name: &str,
     dataset_path: Option<&Path>,
     data_source: DataSource,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, HubError> {
     if let Some(path) = dataset_path {
         if path.is_file() {
             return Ok(path.to_path_buf());
@@ -111,9 +112,9 @@ pub fn hub_file(
                         .collect();
                     format!("{why} (it would fetch {})", urls.join(" or "))
                 }
-                Err(why) => why,
+                Err(why) => why.to_string(),
             };
-            Err(not_found(
+            Err(HubError::NotFound(not_found(
                 what,
                 "ModelScope",
                 id,
@@ -121,7 +122,7 @@ pub fn hub_file(
                 &looked,
                 &why,
                 data_source,
-            ))
+            )))
         }
         Resolved::HuggingFace => {
             let file = source.hf_file(file_name);
@@ -138,9 +139,9 @@ pub fn hub_file(
                     hf::endpoint(),
                     revision.unwrap_or("main")
                 ),
-                Err(why) => why,
+                Err(why) => why.to_string(),
             };
-            Err(not_found(
+            Err(HubError::NotFound(not_found(
                 what,
                 "Hugging Face",
                 id,
@@ -148,21 +149,21 @@ pub fn hub_file(
                 &looked,
                 &why,
                 data_source,
-            ))
+            )))
         }
     }
 }
 
 /// `file_name` inside the folder `dir` (evalscope's local hub: the file must be there).
-fn local_file(what: &str, dir: &Path, file_name: &str) -> Result<PathBuf, String> {
+fn local_file(what: &str, dir: &Path, file_name: &str) -> Result<PathBuf, HubError> {
     let candidate = dir.join(file_name);
     if candidate.is_file() && super::safe_repo_path(file_name) {
         return Ok(candidate);
     }
-    Err(format!(
+    Err(HubError::NotFound(format!(
         "{what}: Dataset file {file_name} was not found in {}. Point --dataset-path at the file (or a folder holding it)",
         dir.display()
-    ))
+    )))
 }
 
 /// Which files of a repository a dataset reads (one split of evalscope's `load_hub_dataset`).
@@ -193,7 +194,7 @@ pub fn hub_dataset_files(
     dataset_path: Option<&Path>,
     data_source: DataSource,
     selection: &Selection,
-) -> Result<HubCopy, String> {
+) -> Result<HubCopy, HubError> {
     if let Some(path) = dataset_path {
         return local_files(what, path, selection);
     }
@@ -236,9 +237,9 @@ pub fn hub_dataset_files(
                         urls.join(" or ")
                     )
                 }
-                Err(why) => why,
+                Err(why) => why.to_string(),
             };
-            Err(not_found(
+            Err(HubError::NotFound(not_found(
                 what,
                 "ModelScope",
                 id,
@@ -246,7 +247,7 @@ pub fn hub_dataset_files(
                 &looked,
                 &why,
                 data_source,
-            ))
+            )))
         }
         Resolved::HuggingFace => {
             let mut looked = Vec::new();
@@ -268,9 +269,9 @@ pub fn hub_dataset_files(
                     "{why} (it would list {}/api/datasets/{id}/revision/{rev} and fetch the files it names)",
                     hf::endpoint()
                 ),
-                Err(why) => why,
+                Err(why) => why.to_string(),
             };
-            Err(not_found(
+            Err(HubError::NotFound(not_found(
                 what,
                 "Hugging Face",
                 id,
@@ -278,12 +279,12 @@ pub fn hub_dataset_files(
                 &looked,
                 &why,
                 data_source,
-            ))
+            )))
         }
     }
 }
 
-fn local_files(what: &str, dir: &Path, selection: &Selection) -> Result<HubCopy, String> {
+fn local_files(what: &str, dir: &Path, selection: &Selection) -> Result<HubCopy, HubError> {
     if dir.is_file() {
         return Ok(HubCopy {
             root: dir.to_path_buf(),
@@ -292,11 +293,11 @@ fn local_files(what: &str, dir: &Path, selection: &Selection) -> Result<HubCopy,
     }
     let files = select(dir, selection.keep);
     if files.is_empty() {
-        return Err(format!(
+        return Err(HubError::NotFound(format!(
             "{what}: none of {} is in {}. Point --dataset-path at the file",
             selection.describe,
             dir.display()
-        ));
+        )));
     }
     Ok(HubCopy {
         root: dir.to_path_buf(),

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::error::UsageError;
 use crate::run_folder::{find_runs, RunDir};
 use crate::shard::ARGS_KEY;
 
@@ -111,18 +112,18 @@ fn field_u32(record: &Map<String, Value>, key: &str) -> Option<u32> {
 
 /// Reads every shard run under `dirs` into shard roots (folders whose runs carry no shard record are an
 /// error: they are not shard results).
-pub fn find_shards(dirs: &[PathBuf]) -> Result<Vec<ShardRoot>, String> {
+pub fn find_shards(dirs: &[PathBuf]) -> Result<Vec<ShardRoot>, UsageError> {
     let mut run_dirs = Vec::new();
     for d in dirs {
         if !d.is_dir() {
-            return Err(format!("{}: no such folder", d.display()));
+            return Err(UsageError(format!("{}: no such folder", d.display())));
         }
         let found = find_runs(d, MAX_DEPTH);
         if found.is_empty() {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "{}: no run folder (with the run's arguments) found in it",
                 d.display()
-            ));
+            )));
         }
         run_dirs.extend(found.into_iter().map(|r| r.path().to_path_buf()));
     }
@@ -132,26 +133,26 @@ pub fn find_shards(dirs: &[PathBuf]) -> Result<Vec<ShardRoot>, String> {
     for dir in run_dirs {
         let run = RunDir::at(&dir);
         let Some(args) = run.read_args() else {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "{}: its arguments are not a JSON object",
                 run.args().display()
-            ));
+            )));
         };
         let Some(record) = args.get(ARGS_KEY).and_then(Value::as_object) else {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "{}: not a shard result (its arguments have no {ARGS_KEY}; run with --shard K/N)",
                 dir.display()
-            ));
+            )));
         };
         let (Some(index), Some(count), Some(fingerprint)) = (
             field_u32(record, "index"),
             field_u32(record, "count"),
             record.get("plan_fingerprint").and_then(Value::as_str),
         ) else {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "{}: its {ARGS_KEY} record is incomplete",
                 dir.display()
-            ));
+            )));
         };
         let failure = run_failure(&run, record);
         let wall = record.get("wall_minus_monotonic_s").and_then(Value::as_f64);
@@ -168,12 +169,12 @@ pub fn find_shards(dirs: &[PathBuf]) -> Result<Vec<ShardRoot>, String> {
             runs: BTreeMap::new(),
         });
         if (root.index, root.count, root.fingerprint.as_str()) != (index, count, fingerprint) {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "{}: its runs disagree about the shard or plan ({}/{} vs {index}/{count})",
                 root_dir.display(),
                 root.index,
                 root.count
-            ));
+            )));
         }
         root.runs.insert(
             name,
@@ -190,8 +191,10 @@ pub fn find_shards(dirs: &[PathBuf]) -> Result<Vec<ShardRoot>, String> {
 
 /// Checks that `roots` are shards of one plan, each once; missing or failed shards are an error unless
 /// `allow_missing`.
-pub fn check(roots: Vec<ShardRoot>, allow_missing: bool) -> Result<ShardSet, String> {
-    let first = roots.first().ok_or("no shard results found")?;
+pub fn check(roots: Vec<ShardRoot>, allow_missing: bool) -> Result<ShardSet, UsageError> {
+    let first = roots
+        .first()
+        .ok_or_else(|| UsageError("no shard results found".to_string()))?;
     let (fingerprint, count) = (first.fingerprint.clone(), first.count);
     let mixed: Vec<String> = roots
         .iter()
@@ -207,21 +210,21 @@ pub fn check(roots: Vec<ShardRoot>, allow_missing: bool) -> Result<ShardSet, Str
         })
         .collect();
     if !mixed.is_empty() {
-        return Err(format!(
+        return Err(UsageError(format!(
             "the shards come from different plans: {} has plan {fingerprint} with {count} shards, but {}; merge only the shards of one run (same arguments apart from --shard)",
             first.dir.display(),
             mixed.join(", ")
-        ));
+        )));
     }
     let mut shards: BTreeMap<u32, ShardRoot> = BTreeMap::new();
     for root in roots {
         if let Some(other) = shards.get(&root.index) {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "shard {}/{count} appears twice: {} and {}; give each shard's result once",
                 root.index,
                 other.dir.display(),
                 root.dir.display()
-            ));
+            )));
         }
         shards.insert(root.index, root);
     }
@@ -253,9 +256,9 @@ pub fn check(roots: Vec<ShardRoot>, allow_missing: bool) -> Result<ShardSet, Str
         .iter()
         .find(|run| set.missing(run).len() == count as usize)
     {
-        return Err(format!(
+        return Err(UsageError(format!(
             "no shard finished {run}: there is nothing to merge for it"
-        ));
+        )));
     }
     if !allow_missing {
         let problems: Vec<String> = set
@@ -265,10 +268,10 @@ pub fn check(roots: Vec<ShardRoot>, allow_missing: bool) -> Result<ShardSet, Str
             .map(|(k, why)| format!("shard {k}/{count}: {why}"))
             .collect();
         if !problems.is_empty() {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "the shard set is incomplete:\n  {}\nrerun the missing shards, or pass --allow-missing to merge the rest (reported as \"Shards Missing\")",
                 problems.join("\n  ")
-            ));
+            )));
         }
     }
     Ok(set)

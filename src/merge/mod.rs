@@ -50,7 +50,7 @@ pub fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
     let plan = discover::find_shards(&args.dirs)
         .and_then(|roots| discover::check(roots, args.allow_missing))
         .and_then(|set| write::target(&args, set))
-        .map_err(Error::usage)?;
+        .map_err(Error::Usage)?;
     // The log file stays open: an error is reported after this returns and reaches benchmark.log too.
     write::merge(&plan).map_err(Error::Runtime)
 }

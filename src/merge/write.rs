@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use super::discover::ShardSet;
 use super::rows::{merge_rows, ShardRows};
 use super::MergeArgs;
+use crate::error::UsageError;
 use crate::export;
 use crate::metrics::SummaryContext;
 use crate::plan::{Load, RunRole, RunSpec};
@@ -41,13 +42,13 @@ fn root_name(args: &MergeArgs, set: &ShardSet) -> String {
 }
 
 /// Decides the merged root; an existing one is an error (never overwritten).
-pub fn target(args: &MergeArgs, set: ShardSet) -> Result<MergePlan, String> {
+pub fn target(args: &MergeArgs, set: ShardSet) -> Result<MergePlan, UsageError> {
     let root = RunRoot::compose(&args.outputs_dir, None, &root_name(args, &set), None);
     if root.path().exists() {
-        return Err(format!(
+        return Err(UsageError(format!(
             "{} already exists: merge never overwrites a run root; choose another --outputs-dir or --name",
             root.path().display()
-        ));
+        )));
     }
     Ok(MergePlan { set, root })
 }

@@ -50,16 +50,16 @@ pub struct GoodputSlos {
 
 impl GoodputSlos {
     /// Parses `--goodput` items; `None` when none were given. Errors name the flag.
-    pub fn parse(items: &[String]) -> Result<Option<GoodputSlos>, String> {
+    pub fn parse(items: &[String]) -> Result<Option<GoodputSlos>, UsageError> {
         if items.is_empty() {
             return Ok(None);
         }
         let mut slos: Vec<(SloMetric, f64)> = Vec::new();
         for item in items {
             let Some((name, ms)) = item.split_once(':') else {
-                return Err(format!(
+                return Err(UsageError(format!(
                     "--goodput {item:?}: expected NAME:MS, e.g. ttft:500 (names: ttft, tpot, itl, e2el)"
-                ));
+                )));
             };
             let metric = match name.trim() {
                 "ttft" => SloMetric::Ttft,
@@ -67,21 +67,21 @@ impl GoodputSlos {
                 "itl" => SloMetric::Itl,
                 "e2el" => SloMetric::E2el,
                 other => {
-                    return Err(format!(
+                    return Err(UsageError(format!(
                         "--goodput {item:?}: unknown SLO {other:?}; use ttft, tpot, itl or e2el"
-                    ))
+                    )))
                 }
             };
             let ms: f64 = match ms.trim().parse() {
                 Ok(v) if v >= 0.0 && f64::is_finite(v) => v,
                 _ => {
-                    return Err(format!(
+                    return Err(UsageError(format!(
                         "--goodput {item:?}: the objective must be a number of milliseconds ≥ 0"
-                    ))
+                    )))
                 }
             };
             if slos.iter().any(|(m, _)| *m == metric) {
-                return Err(format!("--goodput: {name} is given twice"));
+                return Err(UsageError(format!("--goodput: {name} is given twice")));
             }
             slos.push((metric, ms));
         }
@@ -231,6 +231,7 @@ mod tests {
         for bad in ["ttft", "foo:1", "ttft:-1", "ttft:x"] {
             assert!(GoodputSlos::parse(&[bad.into()])
                 .unwrap_err()
+                .to_string()
                 .contains("--goodput"));
         }
     }
@@ -259,3 +260,4 @@ mod tests {
         assert_eq!(s.attainment_each_pct, vec![50.0, 50.0]);
     }
 }
+use crate::error::UsageError;

@@ -112,16 +112,15 @@ pub(super) fn agentx_plan(
     let Some(value) = &cli.scenario.scenario else {
         return Ok(None);
     };
-    let s = scenario::config::parse(value).map_err(UsageError)?;
+    let s = scenario::config::parse(value)?;
     check_flags(cli, &s)?;
     let provenance = scenario::provenance::resolve(
         s.variant,
         !s.smoke,
         cli.dataset_path.as_deref(),
         cli.data_source.as_deref(),
-    )
-    .map_err(UsageError)?;
-    let sessions = scenario::weka::load(&provenance.trace_file).map_err(UsageError)?;
+    )?;
+    let sessions = scenario::weka::load(&provenance.trace_file)?;
     let graphs = select(sessions, &s)?;
     let calls: usize = graphs.iter().map(|g| g.nodes.len()).sum();
     let duration_s = cli.duration.unwrap_or(if s.smoke {

@@ -299,9 +299,8 @@ impl RunPlan {
             &cli.rate,
             cli.sleep_interval,
             api.input_only(),
-        )
-        .map_err(UsageError)?;
-        let goodput = crate::metrics::GoodputSlos::parse(&cli.sla.goodput).map_err(UsageError)?;
+        )?;
+        let goodput = crate::metrics::GoodputSlos::parse(&cli.sla.goodput)?;
         let server_side = server_side::server_side_plan(&cli, api, &runs)?;
         let server_control = server_control::server_control_plan(
             &cli,
@@ -387,8 +386,7 @@ impl RunPlan {
     /// `--shard` / `--start-at`: this process's part and its output root; refused for the searches and
     /// replays that must run in one process.
     fn shard(&mut self, flags: &crate::cli::shard::ShardArgs) -> Result<(), UsageError> {
-        self.sharding =
-            sharding::resolve(self, flags, &|k| std::env::var(k).ok()).map_err(UsageError)?;
+        self.sharding = sharding::resolve(self, flags, &|k| std::env::var(k).ok())?;
         if self.sharding.is_none() {
             return Ok(());
         }

@@ -32,7 +32,7 @@ pub fn server_side_plan(
     api: ApiKind,
     runs: &[RunSpec],
 ) -> Result<ServerSidePlan, UsageError> {
-    let metrics = server_metrics_plan(&cli.server_side).map_err(UsageError)?;
+    let metrics = server_metrics_plan(&cli.server_side)?;
     let paced = runs.iter().all(|r| r.load.rate_as_written() > 0.0);
     let mut arrival = ArrivalShape::default();
     if let Some(k) = cli.arrival.burstiness {
@@ -83,12 +83,12 @@ pub fn server_side_plan(
 }
 
 /// Validates the flags: `None` when `--server-metrics` was not given.
-fn server_metrics_plan(args: &ServerMetricsArgs) -> Result<Option<ServerMetricsPlan>, String> {
+fn server_metrics_plan(args: &ServerMetricsArgs) -> Result<Option<ServerMetricsPlan>, UsageError> {
     let interval = args.server_metrics_interval;
     if !(interval.is_finite() && interval >= 0.01) {
-        return Err(format!(
+        return Err(UsageError(format!(
             "--server-metrics-interval {interval}: must be a number of seconds ≥ 0.01"
-        ));
+        )));
     }
     let Some(given) = &args.server_metrics else {
         return Ok(None);
@@ -100,9 +100,9 @@ fn server_metrics_plan(args: &ServerMetricsArgs) -> Result<Option<ServerMetricsP
                 urls.push(url)
             }
             _ => {
-                return Err(format!(
+                return Err(UsageError(format!(
                     "--server-metrics {u:?}: not an http(s) URL (e.g. http://gpu:8000/metrics)"
-                ))
+                )))
             }
         }
     }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::RunPlan;
 use crate::cli::shard::{ShardArg, ShardArgs};
+use crate::error::UsageError;
 
 /// Keys of the run's arguments file that do not change the plan (where results go, logging) and so are left
 /// out of the fingerprint.
@@ -55,15 +56,15 @@ impl Sharding {
     }
 }
 
-fn env_u32(env: &dyn Fn(&str) -> Option<String>, key: &str) -> Result<Option<u32>, String> {
+fn env_u32(env: &dyn Fn(&str) -> Option<String>, key: &str) -> Result<Option<u32>, UsageError> {
     match env(key) {
         None => Ok(None),
         Some(v) if v.trim().is_empty() => Ok(None),
-        Some(v) => v
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("--shard auto: ${key}={v:?} is not a whole number")),
+        Some(v) => {
+            v.trim().parse().map(Some).map_err(|_| {
+                UsageError(format!("--shard auto: ${key}={v:?} is not a whole number"))
+            })
+        }
     }
 }
 
@@ -71,8 +72,8 @@ fn env_u32(env: &dyn Fn(&str) -> Option<String>, key: &str) -> Result<Option<u32
 fn auto_shard(
     count_flag: Option<u32>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(u32, u32, &'static str), String> {
-    let count_fallback = || -> Result<Option<u32>, String> {
+) -> Result<(u32, u32, &'static str), UsageError> {
+    let count_fallback = || -> Result<Option<u32>, UsageError> {
         match count_flag {
             Some(n) => Ok(Some(n)),
             None => env_u32(env, "LLMPERF_SHARDS"),
@@ -82,22 +83,22 @@ fn auto_shard(
         let min = env_u32(env, "SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
         let count = match env_u32(env, "SLURM_ARRAY_TASK_COUNT")? {
             Some(n) => n,
-            None => count_fallback()?.ok_or(
-                "--shard auto: $SLURM_ARRAY_TASK_ID is set but not $SLURM_ARRAY_TASK_COUNT; give --shard-count N",
-            )?,
+            None => count_fallback()?.ok_or_else(|| UsageError("--shard auto: $SLURM_ARRAY_TASK_ID is set but not $SLURM_ARRAY_TASK_COUNT; give --shard-count N".to_string()))?,
         };
         let index = id.checked_sub(min).ok_or_else(|| {
-            format!("--shard auto: $SLURM_ARRAY_TASK_ID={id} is below $SLURM_ARRAY_TASK_MIN={min}")
+            UsageError({
+                format!(
+                    "--shard auto: $SLURM_ARRAY_TASK_ID={id} is below $SLURM_ARRAY_TASK_MIN={min}"
+                )
+            })
         })?;
         return Ok((index, count, "slurm"));
     }
     if let Some(index) = env_u32(env, "JOB_COMPLETION_INDEX")? {
-        let count = count_fallback()?.ok_or(
-            "--shard auto: $JOB_COMPLETION_INDEX names the shard but not how many there are: give --shard-count N or set $LLMPERF_SHARDS (the Job's completions)",
-        )?;
+        let count = count_fallback()?.ok_or_else(|| UsageError("--shard auto: $JOB_COMPLETION_INDEX names the shard but not how many there are: give --shard-count N or set $LLMPERF_SHARDS (the Job's completions)".to_string()))?;
         return Ok((index, count, "kubernetes"));
     }
-    Err("--shard auto: cannot tell which shard this is: neither $SLURM_ARRAY_TASK_ID (Slurm job array) nor $JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set; use --shard K/N".into())
+    Err(UsageError("--shard auto: cannot tell which shard this is: neither $SLURM_ARRAY_TASK_ID (Slurm job array) nor $JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set; use --shard K/N".to_string()))
 }
 
 /// Resolves the sharding flags against the validated plan (usage errors name the flag). `env` reads an
@@ -106,47 +107,47 @@ pub fn resolve(
     plan: &RunPlan,
     flags: &ShardArgs,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<Sharding>, String> {
+) -> Result<Option<Sharding>, UsageError> {
     let (index, count, source) = match flags.shard {
         None if flags.shard_count.is_some() => {
-            return Err(
+            return Err(UsageError(
                 "--shard-count is the shard count for --shard auto: add --shard auto".into(),
-            )
+            ))
         }
         None if flags.start_at.is_none() => return Ok(None),
         None => (0, 1, "flag"),
         Some(ShardArg::Explicit { index, count }) => {
             if let Some(n) = flags.shard_count.filter(|&n| n != count) {
-                return Err(format!(
+                return Err(UsageError(format!(
                     "--shard-count {n} contradicts --shard {index}/{count}: drop --shard-count"
-                ));
+                )));
             }
             (index, count, "flag")
         }
         Some(ShardArg::Auto) => auto_shard(flags.shard_count, env)?,
     };
     if count == 0 {
-        return Err("--shard auto: the shard count is 0".into());
+        return Err(UsageError("--shard auto: the shard count is 0".to_string()));
     }
     if index >= count {
-        return Err(format!(
+        return Err(UsageError(format!(
             "--shard auto: shard index {index} is not below the shard count {count} (a job array must number its tasks 0..N-1, or from $SLURM_ARRAY_TASK_MIN, without gaps)"
-        ));
+        )));
     }
     for run in &plan.runs {
         if run.number < u64::from(count) {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "--number {} is smaller than the {count} shards of --shard: shard {} would send nothing",
                 run.number,
                 count - 1
-            ));
+            )));
         }
         match run.load.parallel() {
             Some(p) if p.get() < count as usize => {
-                return Err(format!(
+                return Err(UsageError(format!(
                     "--parallel {p} across {count} shards (--shard) leaves shard {} with 0 slots: use at most {p} shards or a larger --parallel",
                     count - 1,
-                ));
+                )));
             }
             _ => {}
         }

@@ -66,8 +66,8 @@ pub(super) fn replay_trace(
             "{name} requires --dataset-path pointing to the trace file."
         ));
     };
-    let args = replay::parse_args(format, cli.dataset_args.as_ref()).map_err(super::UsageError)?;
-    let trace = replay::load(format, path, args).map_err(super::UsageError)?;
+    let args = replay::parse_args(format, cli.dataset_args.as_ref())?;
+    let trace = replay::load(format, path, args)?;
     fit_runs(runs, trace.records.len() as u64);
     tracing::info!(
         "{name}: loaded {} records, speed={}x",
@@ -96,8 +96,8 @@ pub(super) fn workload_trace(
     else {
         return usage("workload_trace requires --dataset-path pointing to a JSONL trace file.");
     };
-    let args = workload_trace::parse_args(cli.dataset_args.as_ref()).map_err(super::UsageError)?;
-    let requests = workload_trace::load(path, &args).map_err(super::UsageError)?;
+    let args = workload_trace::parse_args(cli.dataset_args.as_ref())?;
+    let requests = workload_trace::load(path, &args)?;
     let n = requests.len() as u64;
     fit_runs(runs, n);
     if cli.model.is_some() && args.model_override.is_none() && args.model_mapping.is_empty() {

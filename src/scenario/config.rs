@@ -4,6 +4,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::error::ScenarioError;
+
 /// Traces replayed in smoke mode when `trace_limit` is not given (evalscope's `_SMOKE_TRACE_LIMIT`).
 pub const SMOKE_TRACE_LIMIT: u64 = 4;
 
@@ -88,11 +90,11 @@ impl Default for AgentX {
     }
 }
 
-fn err<T>(msg: impl std::fmt::Display) -> Result<T, String> {
-    Err(format!("--scenario: {msg}"))
+fn err<T>(msg: impl std::fmt::Display) -> Result<T, ScenarioError> {
+    Err(ScenarioError::Config(msg.to_string()))
 }
 
-fn positive_int(key: &str, v: &Value) -> Result<Option<u64>, String> {
+fn positive_int(key: &str, v: &Value) -> Result<Option<u64>, ScenarioError> {
     match v {
         Value::Null => Ok(None),
         Value::Number(n) => match n.as_i64() {
@@ -104,7 +106,7 @@ fn positive_int(key: &str, v: &Value) -> Result<Option<u64>, String> {
     }
 }
 
-fn opt_string(key: &str, v: &Value) -> Result<Option<String>, String> {
+fn opt_string(key: &str, v: &Value) -> Result<Option<String>, ScenarioError> {
     match v {
         Value::Null => Ok(None),
         Value::String(s) => Ok(Some(s.clone())),
@@ -112,7 +114,7 @@ fn opt_string(key: &str, v: &Value) -> Result<Option<String>, String> {
     }
 }
 
-fn opt_seconds(key: &str, v: &Value, zero_ok: bool) -> Result<Option<f64>, String> {
+fn opt_seconds(key: &str, v: &Value, zero_ok: bool) -> Result<Option<f64>, ScenarioError> {
     let x = match v {
         Value::Null => return Ok(None),
         Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
@@ -125,7 +127,7 @@ fn opt_seconds(key: &str, v: &Value, zero_ok: bool) -> Result<Option<f64>, Strin
     Ok(Some(x))
 }
 
-fn literal(key: &str, v: &Value, allowed: &[&str]) -> Result<String, String> {
+fn literal(key: &str, v: &Value, allowed: &[&str]) -> Result<String, ScenarioError> {
     match v.as_str() {
         Some(s) if allowed.contains(&s) => Ok(s.to_string()),
         _ => err(format!(
@@ -140,7 +142,7 @@ fn literal(key: &str, v: &Value, allowed: &[&str]) -> Result<String, String> {
 }
 
 /// Parses `--scenario`: `agentx`, or a JSON object of AgentX keys.
-pub fn parse(value: &str) -> Result<AgentX, String> {
+pub fn parse(value: &str) -> Result<AgentX, ScenarioError> {
     if value == "agentx" {
         return Ok(AgentX::default());
     }
@@ -237,16 +239,18 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        let e = parse(r#"{"name":"agentx","turbo":1}"#).unwrap_err();
+        let e = parse(r#"{"name":"agentx","turbo":1}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown key \"turbo\""), "{e}");
-        let e = parse(r#"{"num_gpus":0}"#).unwrap_err();
+        let e = parse(r#"{"num_gpus":0}"#).unwrap_err().to_string();
         assert!(e.contains("num_gpus must be greater than zero"), "{e}");
-        let e = parse(r#"{"trace_limit":2}"#).unwrap_err();
+        let e = parse(r#"{"trace_limit":2}"#).unwrap_err().to_string();
         assert!(
             e.contains("trace_limit is only supported when mode is smoke"),
             "{e}"
         );
-        let e = parse(r#"{"variant":"512k"}"#).unwrap_err();
+        let e = parse(r#"{"variant":"512k"}"#).unwrap_err().to_string();
         assert!(e.contains("variant must be one of"), "{e}");
         assert!(parse("agentz").is_err());
         assert!(parse(r#"{"benchmark_grace_period":-1}"#).is_err());

@@ -9,11 +9,13 @@
 
 pub mod config;
 pub mod dag;
+pub mod error;
 pub mod provenance;
 pub mod weka;
 
 pub use config::{AgentX, Variant};
 pub use dag::{Graph, Node};
+pub use error::ScenarioError;
 pub use provenance::Provenance;
 
 /// evalscope's seed when `--seed` is not given.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::config::Variant;
+use super::error::ScenarioError;
 
 /// The pinned copies of one variant (evalscope 1.14.1's `_DATASETS`).
 #[derive(Debug)]
@@ -82,15 +83,17 @@ impl Provenance {
 }
 
 /// The hex sha256 of `path`'s bytes.
-pub fn sha256_file(path: &Path) -> Result<String, String> {
-    let mut file =
-        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+pub fn sha256_file(path: &Path) -> Result<String, ScenarioError> {
+    let io = |action, reason| ScenarioError::Io {
+        path: path.to_path_buf(),
+        action,
+        reason,
+    };
+    let mut file = std::fs::File::open(path).map_err(|e| io("open", e))?;
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let n = file.read(&mut buf).map_err(|e| io("read", e))?;
         if n == 0 {
             break;
         }
@@ -106,7 +109,7 @@ pub fn sha256_file(path: &Path) -> Result<String, String> {
 
 /// `traces.jsonl` of the pinned revision in the local hub caches, or downloaded from that hub into its
 /// cache (ModelScope by default, as evalscope); `Err` names where it looked and why the download failed.
-fn hub_copy(spec: &DatasetSpec, source: &str) -> Result<PathBuf, String> {
+fn hub_copy(spec: &DatasetSpec, source: &str) -> Result<PathBuf, ScenarioError> {
     let mut looked = Vec::new();
     if source == "modelscope" {
         return modelscope_copy(spec);
@@ -138,18 +141,18 @@ fn hub_copy(spec: &DatasetSpec, source: &str) -> Result<PathBuf, String> {
         )
     }) {
         Ok(dir) => return Ok(dir.join("traces.jsonl")),
-        Err(why) => why,
+        Err(why) => why.to_string(),
     };
-    Err(format!(
+    Err(ScenarioError::Dataset(format!(
         "--scenario agentx: {} (revision {}) is not in the Hugging Face cache. Looked in:\n{}\n{download}. Pass its folder as --dataset-path",
         spec.huggingface_id,
         spec.huggingface_revision,
         crate::hub::bullet_list(&looked)
-    ))
+    )))
 }
 
 /// `traces.jsonl` of the pinned ModelScope revision: in the ModelScope cache, else downloaded into it.
-fn modelscope_copy(spec: &DatasetSpec) -> Result<PathBuf, String> {
+fn modelscope_copy(spec: &DatasetSpec) -> Result<PathBuf, ScenarioError> {
     use crate::hub::cache::{cached_file, RepoKind};
     let (id, revision) = (spec.modelscope_id, spec.modelscope_revision);
     let looked = match cached_file(RepoKind::Dataset, id, Some(revision), "traces.jsonl") {
@@ -168,10 +171,10 @@ fn modelscope_copy(spec: &DatasetSpec) -> Result<PathBuf, String> {
         Ok(file) => return Ok(file),
         Err(why) => why,
     };
-    Err(format!(
+    Err(ScenarioError::Dataset(format!(
         "--scenario agentx: {id} (revision {revision}) is not in the ModelScope cache. Looked in:\n{}\n{why}. Use --data-source huggingface, or pass its folder as --dataset-path",
         crate::hub::bullet_list(&looked)
-    ))
+    )))
 }
 
 /// Finds and checks the trace file of `variant`: `dataset_path` (a folder holding `traces.jsonl`) first,
@@ -181,16 +184,16 @@ pub fn resolve(
     benchmark: bool,
     dataset_path: Option<&str>,
     data_source: Option<&str>,
-) -> Result<Provenance, String> {
+) -> Result<Provenance, ScenarioError> {
     let spec = spec(variant);
     let source = match (dataset_path, data_source) {
         (Some(_), _) => "local",
         (None, None) => "modelscope",
         (None, Some(s)) if s == "modelscope" || s == "huggingface" || s == "local" => s,
         (None, Some(other)) => {
-            return Err(format!(
+            return Err(ScenarioError::Dataset(format!(
                 "--data-source {other:?}: unsupported AgentX data source (modelscope, huggingface or local)"
-            ))
+            )))
         }
     };
     let (trace_file, dataset_id, revision) = match dataset_path {
@@ -202,17 +205,17 @@ pub fn resolve(
                 root.to_path_buf()
             };
             if !file.is_file() {
-                return Err(format!(
+                return Err(ScenarioError::Dataset(format!(
                     "--dataset-path {path}: an AgentX dataset must contain traces.jsonl"
-                ));
+                )));
             }
             let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
             (file, real.to_string_lossy().into_owned(), None)
         }
         None if source == "local" => {
-            return Err(
+            return Err(ScenarioError::Dataset(
                 "--data-source local needs --dataset-path (the folder holding traces.jsonl)".into(),
-            )
+            ))
         }
         None => {
             let file = hub_copy(spec, source)?;
@@ -224,15 +227,16 @@ pub fn resolve(
             (file, id.to_string(), Some(rev.to_string()))
         }
     };
-    let sha256 = sha256_file(&trace_file).map_err(|e| format!("--scenario agentx: {e}"))?;
+    let sha256 = sha256_file(&trace_file)
+        .map_err(|e| ScenarioError::Dataset(format!("--scenario agentx: {e}")))?;
     let verified = sha256 == spec.sha256;
     if benchmark && !verified {
-        return Err(format!(
-            "--scenario agentx: benchmark dataset hash mismatch for {}: sha256 {sha256}, the pinned {} traces.jsonl is {} (use mode \"smoke\" to replay an unverified file)",
-            trace_file.display(),
-            variant.as_str(),
-            spec.sha256
-        ));
+        return Err(ScenarioError::HashMismatch {
+            file: trace_file,
+            sha256,
+            variant: variant.as_str(),
+            pinned: spec.sha256,
+        });
     }
     if !verified {
         tracing::warn!(
@@ -270,7 +274,8 @@ mod tests {
             Some(dir.path().to_str().unwrap()),
             None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("hash mismatch") && e.contains("traces.jsonl"),
             "{e}"

@@ -16,6 +16,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use super::error::ScenarioError;
+
 /// One model call.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -140,16 +142,18 @@ impl Session {
     }
 }
 
-fn check_time(what: &str, v: f64) -> Result<(), String> {
+fn check_time(what: &str, v: f64) -> Result<(), ScenarioError> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(format!("{what} must be a finite number >= 0, got {v}"))
+        Err(ScenarioError::BadSession(format!(
+            "{what} must be a finite number >= 0, got {v}"
+        )))
     }
 }
 
 /// Checks what serde cannot: times, ids, scope, block size; returns the session's call count.
-fn check_entries(entries: &[Entry], scopes: &mut HashSet<String>) -> Result<usize, String> {
+fn check_entries(entries: &[Entry], scopes: &mut HashSet<String>) -> Result<usize, ScenarioError> {
     let mut calls = 0;
     for e in entries {
         match e {
@@ -162,17 +166,19 @@ fn check_entries(entries: &[Entry], scopes: &mut HashSet<String>) -> Result<usiz
                     check_time("think_time", a)?;
                 }
                 if let Some(&h) = c.hash_ids.iter().find(|&&h| h >= 1 << 32) {
-                    return Err(format!("hash id {h} is beyond 2^32"));
+                    return Err(ScenarioError::BadSession(format!(
+                        "hash id {h} is beyond 2^32"
+                    )));
                 }
                 calls += 1;
             }
             Entry::Subagent(s) => {
                 check_time("t", s.t)?;
                 if s.agent_id.is_empty() || !scopes.insert(s.agent_id.clone()) {
-                    return Err(format!(
+                    return Err(ScenarioError::BadSession(format!(
                         "agent_id {:?} must be non-empty and unique within the session and distinct from its id",
                         s.agent_id
-                    ));
+                    )));
                 }
                 calls += check_entries(&s.requests, scopes)?;
             }
@@ -182,41 +188,50 @@ fn check_entries(entries: &[Entry], scopes: &mut HashSet<String>) -> Result<usiz
 }
 
 /// Parses and checks one line.
-pub fn parse_line(line: &str) -> Result<Session, String> {
-    let s: Session = serde_json::from_str(line).map_err(|e| e.to_string())?;
+pub fn parse_line(line: &str) -> Result<Session, ScenarioError> {
+    let bad = ScenarioError::BadSession;
+    let s: Session = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
     if s.block_size == 0 {
-        return Err("block_size must be greater than zero".into());
+        return Err(bad("block_size must be greater than zero".into()));
     }
     if !matches!(s.hash_id_scope.as_str(), "local" | "global") {
-        return Err(format!(
+        return Err(bad(format!(
             "hash_id_scope must be \"local\" or \"global\", got {:?}",
             s.hash_id_scope
-        ));
+        )));
     }
     let mut scopes = HashSet::from([s.id.clone()]);
     if check_entries(&s.requests, &mut scopes)? == 0 {
-        return Err(format!("session {:?} has no model call", s.id));
+        return Err(bad(format!("session {:?} has no model call", s.id)));
     }
     Ok(s)
 }
 
 /// Reads every session of `path`; a bad line is an error naming the file and the line.
-pub fn load(path: &Path) -> Result<Vec<Session>, String> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| format!("AgentX trace {}: cannot open: {e}", path.display()))?;
+pub fn load(path: &Path) -> Result<Vec<Session>, ScenarioError> {
+    let io = |action, reason| ScenarioError::TraceIo {
+        path: path.to_path_buf(),
+        action,
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|e| io("open", e))?;
     let mut sessions = Vec::new();
     for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line =
-            line.map_err(|e| format!("AgentX trace {}: cannot read: {e}", path.display()))?;
+        let line = line.map_err(|e| io("read", e))?;
         if line.trim().is_empty() {
             continue;
         }
-        let session = parse_line(&line)
-            .map_err(|e| format!("AgentX trace {} line {}: {e}", path.display(), i + 1))?;
+        let session = parse_line(&line).map_err(|e| ScenarioError::TraceLine {
+            path: path.to_path_buf(),
+            line: i + 1,
+            reason: Box::new(e),
+        })?;
         sessions.push(session);
     }
     if sessions.is_empty() {
-        return Err(format!("AgentX trace {} holds no session", path.display()));
+        return Err(ScenarioError::NoSession {
+            path: path.to_path_buf(),
+        });
     }
     Ok(sessions)
 }
@@ -236,6 +251,7 @@ mod tests {
                 .replace("\"out\":2", "\"out\":2,\"extra\":1")
         )
         .unwrap_err()
+        .to_string()
         .contains("extra"));
         assert!(parse_line(&good.replace("\"local\"", "\"shared\"")).is_err());
         assert!(parse_line(&good.replace("\"agent_id\":\"a1\"", "\"agent_id\":\"s1\"")).is_err());

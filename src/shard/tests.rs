@@ -31,7 +31,7 @@ fn resolve_with(args: &[&str], env: &[(&str, &str)]) -> Result<Option<Sharding>,
         pacing: None,
     };
     p.runs[0].number = 100;
-    resolve(&p, &cli.sharding, &env_of(env))
+    resolve(&p, &cli.sharding, &env_of(env)).map_err(|e| e.0)
 }
 
 #[test]

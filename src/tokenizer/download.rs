@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::hub::cache::RepoKind;
-use crate::hub::{commit_id, save, with_hub, write_atomic};
+use crate::hub::{commit_id, save, with_hub, write_atomic, HubError};
 
 /// Files fetched, and whether each is required.
 const FILES: [(&str, bool); 4] = [
@@ -21,7 +21,7 @@ const FILES: [(&str, bool); 4] = [
 
 /// Downloads `org/name`'s tokenizer files into `cache` (the Hugging Face hub cache folder); returns the
 /// snapshot folder holding them.
-pub fn download(org: &str, name: &str, cache: &Path) -> Result<PathBuf, String> {
+pub fn download(org: &str, name: &str, cache: &Path) -> Result<PathBuf, HubError> {
     let (org, name, cache) = (org.to_string(), name.to_string(), cache.to_path_buf());
     with_hub(move |hub| {
         let repo = cache.join(format!("models--{org}--{name}"));
@@ -52,9 +52,10 @@ pub fn download(org: &str, name: &str, cache: &Path) -> Result<PathBuf, String> 
                 }
             };
             let mut body = resp;
-            save(&dir.join(file), &mut body).map_err(|e| format!("{org}/{name} {file}: {e}"))?;
+            save(&dir.join(file), &mut body)
+                .map_err(|e| e.in_file(&format!("{org}/{name}"), file))?;
         }
-        snapshot.ok_or_else(|| "nothing was downloaded".to_string())
+        snapshot.ok_or_else(|| HubError::NoFiles("nothing was downloaded".to_string()))
     })
 }
 
@@ -65,12 +66,14 @@ fn tokenizer_file(path: &str) -> bool {
 
 /// Downloads `org/name`'s tokenizer files from ModelScope into its cache (the repository's listing says
 /// which it has); returns the folder holding them.
-pub fn download_modelscope(repo: &str) -> Result<PathBuf, String> {
+pub fn download_modelscope(repo: &str) -> Result<PathBuf, HubError> {
     let files =
         crate::hub::modelscope::download_selected(RepoKind::Model, repo, None, tokenizer_file)?;
     files
         .iter()
         .find(|f| f.file_name().is_some_and(|n| n == "tokenizer.json"))
         .and_then(|f| f.parent().map(Path::to_path_buf))
-        .ok_or_else(|| format!("the ModelScope model {repo} has no tokenizer.json"))
+        .ok_or_else(|| {
+            HubError::NoFiles(format!("the ModelScope model {repo} has no tokenizer.json"))
+        })
 }

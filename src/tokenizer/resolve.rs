@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::hub::{hf_hub_cache, modelscope_roots, DataSource};
+use crate::hub::{hf_hub_cache, modelscope_roots, DataSource, HubError};
 
 /// The files a tokenizer is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +133,7 @@ pub fn resolve_from(spec: &str, source: DataSource) -> Result<TokenizerFiles, Re
                     dir,
                 });
             }
-            Err(why) => why,
+            Err(why) => why.to_string(),
         },
     };
     Err(ResolveError::NotFound {
@@ -144,14 +144,14 @@ pub fn resolve_from(spec: &str, source: DataSource) -> Result<TokenizerFiles, Re
 }
 
 /// Downloads `org/name`'s tokenizer from the preferred hub, else the other; `Err` says why each failed.
-fn download(org: &str, name: &str, source: DataSource) -> Result<PathBuf, String> {
+fn download(org: &str, name: &str, source: DataSource) -> Result<PathBuf, HubError> {
     if crate::hub::offline() {
-        return Err("Not downloaded: HF_HUB_OFFLINE is set".to_string());
+        return Err(HubError::Offline { from: "" });
     }
     let repo = format!("{org}/{name}");
     let modelscope = || super::download::download_modelscope(&repo);
     let hf = || crate::hub::try_download(|cache| super::download::download(org, name, cache));
-    type Fetch<'a> = &'a dyn Fn() -> Result<PathBuf, String>;
+    type Fetch<'a> = &'a dyn Fn() -> Result<PathBuf, HubError>;
     let (first, second): (Fetch, Fetch) = if source == DataSource::HuggingFace {
         (&hf, &modelscope)
     } else {
@@ -161,7 +161,10 @@ fn download(org: &str, name: &str, source: DataSource) -> Result<PathBuf, String
         Ok(dir) => return Ok(dir),
         Err(e) => e,
     };
-    second().map_err(|why_second| format!("{why_first}\n{why_second}"))
+    second().map_err(|why_second| HubError::BothHubs {
+        first: Box::new(why_first),
+        second: Box::new(why_second),
+    })
 }
 
 /// `org/name` split in two, when `spec` has that shape.

@@ -4,5 +4,6 @@
 //! prompts `dataset::replay_prompt` synthesizes once the tokenizer is loaded). A leaf: `plan` and
 //! `dataset` both read these types.
 
+pub mod error;
 pub mod replay;
 pub mod workload_trace;

@@ -18,6 +18,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::error::TraceError;
+
 /// The body keys evalscope reserves for its per-request metadata.
 const RESERVED: [&str; 4] = [
     "__evalscope_headers",
@@ -55,7 +57,7 @@ pub struct TraceRequest {
 }
 
 /// Parses `--dataset-args` for `workload_trace`; the error names the key.
-pub fn parse_args(map: Option<&Map<String, Value>>) -> Result<TraceArgs, String> {
+pub fn parse_args(map: Option<&Map<String, Value>>) -> Result<TraceArgs, TraceError> {
     let mut args = TraceArgs {
         speed: 1.0,
         model_override: None,
@@ -66,30 +68,30 @@ pub fn parse_args(map: Option<&Map<String, Value>>) -> Result<TraceArgs, String>
         match key.as_str() {
             "speed" => match value.as_f64() {
                 Some(s) if s > 0.0 && s.is_finite() => args.speed = s,
-                _ => return Err(format!("--dataset-args speed {value}: speed must be > 0")),
+                _ => return Err(TraceError::DatasetArg(format!("--dataset-args speed {value}: speed must be > 0"))),
             },
             "model_override" => match value {
                 Value::String(s) => args.model_override = Some(s.clone()),
                 Value::Null => {}
-                _ => return Err(format!("--dataset-args model_override {value}: must be a string")),
+                _ => return Err(TraceError::DatasetArg(format!("--dataset-args model_override {value}: must be a string"))),
             },
             "model_mapping" => match value {
                 Value::Object(m) if m.values().all(Value::is_string) => args.model_mapping = m.clone(),
                 Value::Null => {}
                 _ => {
-                    return Err(format!(
+                    return Err(TraceError::DatasetArg(format!(
                         "--dataset-args model_mapping {value}: must be an object of model names, e.g. {{\"recorded\": \"served\"}}"
-                    ))
+                    )))
                 }
             },
             "match_output_length" => match value {
                 Value::Bool(b) => args.match_output_length = *b,
-                _ => return Err(format!("--dataset-args match_output_length {value}: must be true or false")),
+                _ => return Err(TraceError::DatasetArg(format!("--dataset-args match_output_length {value}: must be true or false"))),
             },
             other => {
-                return Err(format!(
+                return Err(TraceError::DatasetArg(format!(
                     "--dataset-args: unknown key {other:?} for workload_trace; known keys: speed, model_override, model_mapping, match_output_length"
-                ))
+                )))
             }
         }
     }
@@ -123,28 +125,31 @@ fn iso_seconds(s: &str) -> Option<f64> {
     Some(date.and_hms_opt(0, 0, 0)?.and_utc().timestamp() as f64)
 }
 
-pub(crate) fn timestamp(v: &Value) -> Result<f64, String> {
+pub(crate) fn timestamp(v: &Value) -> Result<f64, TraceError> {
     match v {
         Value::Number(n) => n
             .as_f64()
-            .ok_or_else(|| format!("timestamp {n} is not a number")),
+            .ok_or_else(|| TraceError::BadRecord(format!("timestamp {n} is not a number"))),
         Value::String(s) => s
             .trim()
             .parse::<f64>()
             .ok()
             .or_else(|| iso_seconds(s))
-            .ok_or_else(|| format!("cannot parse timestamp: {s:?}")),
-        other => Err(format!(
+            .ok_or_else(|| TraceError::BadRecord(format!("cannot parse timestamp: {s:?}"))),
+        other => Err(TraceError::BadRecord(format!(
             "timestamp must be a number or ISO-8601 string, got {other}"
-        )),
+        ))),
     }
 }
 
 /// One record: `(timestamp, request before the arguments are applied, completion_tokens)`.
-fn record(line: &str) -> Result<(f64, TraceRequest, Option<u64>), String> {
-    let v: Value = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+fn record(line: &str) -> Result<(f64, TraceRequest, Option<u64>), TraceError> {
+    let v: Value = serde_json::from_str(line)
+        .map_err(|e| TraceError::BadRecord(format!("invalid JSON: {e}")))?;
     let Value::Object(obj) = v else {
-        return Err(format!("expected JSON object, got {v}"));
+        return Err(TraceError::BadRecord(format!(
+            "expected JSON object, got {v}"
+        )));
     };
     if let Some(k) = obj.keys().find(|k| {
         !matches!(
@@ -152,56 +157,89 @@ fn record(line: &str) -> Result<(f64, TraceRequest, Option<u64>), String> {
             "body" | "timestamp" | "headers" | "request_id" | "completion_tokens"
         )
     }) {
-        return Err(format!(
+        return Err(TraceError::BadRecord(format!(
             "unknown key {k:?} (known: body, timestamp, headers, request_id, completion_tokens)"
-        ));
+        )));
     }
     let body = match obj.get("body") {
         Some(Value::Object(b)) => b.clone(),
         Some(Value::String(s)) => match serde_json::from_str(s) {
             Ok(Value::Object(b)) => b,
-            Ok(_) => return Err("body JSON string must decode to an object".into()),
-            Err(e) => return Err(format!("body is a string but not valid JSON: {e}")),
+            Ok(_) => {
+                return Err(TraceError::BadRecord(
+                    "body JSON string must decode to an object".to_string(),
+                ))
+            }
+            Err(e) => {
+                return Err(TraceError::BadRecord(format!(
+                    "body is a string but not valid JSON: {e}"
+                )))
+            }
         },
-        Some(_) => return Err("body must be an object or a JSON string of one".into()),
-        None => return Err("missing \"body\"".into()),
+        Some(_) => {
+            return Err(TraceError::BadRecord(
+                "body must be an object or a JSON string of one".to_string(),
+            ))
+        }
+        None => return Err(TraceError::BadRecord("missing \"body\"".to_string())),
     };
     if let Some(k) = RESERVED.iter().find(|k| body.contains_key(**k)) {
-        return Err(format!(
+        return Err(TraceError::BadRecord(format!(
             "body contains reserved key {k:?}; remove it from the trace body"
-        ));
+        )));
     }
-    crate::structured::check_body(&body).map_err(|e| e.to_string())?;
-    let ts = timestamp(obj.get("timestamp").ok_or("missing \"timestamp\"")?)?;
+    crate::structured::check_body(&body).map_err(|e| TraceError::BadRecord(e.to_string()))?;
+    let ts = timestamp(
+        obj.get("timestamp")
+            .ok_or_else(|| TraceError::BadRecord("missing \"timestamp\"".to_string()))?,
+    )?;
     let headers = match obj.get("headers") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(h)) => h
             .iter()
             .map(|(k, v)| {
                 let Value::String(s) = v else {
-                    return Err(format!("headers[{k:?}] must be a string"));
+                    return Err(TraceError::BadRecord(format!(
+                        "headers[{k:?}] must be a string"
+                    )));
                 };
                 if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
-                    return Err(format!("headers: {k:?} is not a valid HTTP header name"));
+                    return Err(TraceError::BadRecord(format!(
+                        "headers: {k:?} is not a valid HTTP header name"
+                    )));
                 }
                 if reqwest::header::HeaderValue::from_str(s).is_err() {
-                    return Err(format!("headers[{k:?}]: not a valid HTTP header value"));
+                    return Err(TraceError::BadRecord(format!(
+                        "headers[{k:?}]: not a valid HTTP header value"
+                    )));
                 }
                 Ok((k.clone(), s.clone()))
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("headers must be an object of strings".into()),
+        Some(_) => {
+            return Err(TraceError::BadRecord(
+                "headers must be an object of strings".to_string(),
+            ))
+        }
     };
     let request_id = match obj.get("request_id") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => return Err(format!("request_id must be a string, got {other}")),
+        Some(other) => {
+            return Err(TraceError::BadRecord(format!(
+                "request_id must be a string, got {other}"
+            )))
+        }
     };
     let completion_tokens = match obj.get("completion_tokens") {
         None | Some(Value::Null) => None,
         Some(v) => match v.as_u64() {
             Some(n) if n > 0 => Some(n),
-            _ => return Err(format!("completion_tokens must be > 0, got {v}")),
+            _ => {
+                return Err(TraceError::BadRecord(format!(
+                    "completion_tokens must be > 0, got {v}"
+                )))
+            }
         },
     };
     let request = TraceRequest {
@@ -263,12 +301,10 @@ fn constrained(body: &Map<String, Value>) -> bool {
 
 /// Reads and validates the trace at `path`; the requests in replay order, with their offsets. An error
 /// lists every bad line.
-pub fn load(path: &Path, args: &TraceArgs) -> Result<Vec<TraceRequest>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "--dataset-path {}: cannot read the trace: {e}",
-            path.display()
-        )
+pub fn load(path: &Path, args: &TraceArgs) -> Result<Vec<TraceRequest>, TraceError> {
+    let text = std::fs::read_to_string(path).map_err(|reason| TraceError::Unreadable {
+        path: path.to_path_buf(),
+        reason,
     })?;
     let mut errors = Vec::new();
     let mut records = Vec::new();
@@ -282,18 +318,17 @@ pub fn load(path: &Path, args: &TraceArgs) -> Result<Vec<TraceRequest>, String> 
         }
     }
     if !errors.is_empty() {
-        return Err(format!(
-            "workload_trace validation failed ({} error(s)) in {}:\n{}",
-            errors.len(),
-            path.display(),
-            errors.join("\n")
-        ));
+        return Err(TraceError::Invalid {
+            dataset: "workload_trace",
+            path: path.to_path_buf(),
+            lines: errors,
+        });
     }
     if records.is_empty() {
-        return Err(format!(
+        return Err(TraceError::Empty(format!(
             "workload_trace: dataset is empty ({})",
             path.display()
-        ));
+        )));
     }
     if records.windows(2).any(|w| w[1].0 < w[0].0) {
         tracing::warn!("workload_trace: timestamps not monotonic, sorting by timestamp");

@@ -35,15 +35,41 @@ pub struct Head {
 /// Most headers a response may carry.
 const MAX_HEADERS: usize = 128;
 
+/// Why a response is not valid HTTP/1.1 (each message is what `invalid HTTP response: …` shows).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    /// The head does not parse (httparse's reason).
+    #[error("malformed response head: {0}")]
+    MalformedHead(String),
+    /// A `Content-Length` that is not a number.
+    #[error("bad Content-Length {0:?}")]
+    BadContentLength(String),
+    /// Two `Content-Length` headers that disagree.
+    #[error("conflicting Content-Length headers")]
+    ConflictingContentLength,
+    /// A chunk-size line with a byte that is not a hex digit, `;`, CR or LF.
+    #[error("bad chunk size byte {0:#04x}")]
+    BadChunkSizeByte(u8),
+    /// Another violation of the chunked framing (what is wrong).
+    #[error("{0}")]
+    Chunked(&'static str),
+    /// A head past the largest accepted.
+    #[error("response head too large")]
+    HeadTooLarge,
+    /// A body past the largest accepted, in bytes.
+    #[error("response body larger than {0} bytes")]
+    BodyTooLarge(usize),
+}
+
 /// Parses a response head at the start of `buf`: `Ok(None)` while incomplete, else the head and its
 /// length in bytes. Informational (1xx) heads are returned like any other; the caller skips them.
-pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, String> {
+pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, ProtocolError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     let len = match resp.parse(buf) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => return Err(format!("malformed response head: {e}")),
+        Err(e) => return Err(ProtocolError::MalformedHead(e.to_string())),
     };
     let status = resp.code.unwrap_or(0);
     let http10 = resp.version == Some(0);
@@ -61,9 +87,9 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, String> {
         } else if h.name.eq_ignore_ascii_case("content-length") {
             let n = value
                 .parse::<u64>()
-                .map_err(|_| format!("bad Content-Length {value:?}"))?;
+                .map_err(|_| ProtocolError::BadContentLength(value.to_string()))?;
             if length.is_some_and(|l| l != n) {
-                return Err("conflicting Content-Length headers".to_string());
+                return Err(ProtocolError::ConflictingContentLength);
             }
             length = Some(n);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -182,7 +208,11 @@ impl BodyDecoder {
 
     /// Decodes from `input`, handing each run of body bytes to `out`; returns how many input bytes were
     /// used (fewer than given only once the body is complete: the rest belongs to the next response).
-    pub fn decode(&mut self, input: &[u8], out: &mut impl FnMut(&[u8])) -> Result<usize, String> {
+    pub fn decode(
+        &mut self,
+        input: &[u8],
+        out: &mut impl FnMut(&[u8]),
+    ) -> Result<usize, ProtocolError> {
         let mut i = 0;
         while i < input.len() {
             match &mut self.state {
@@ -213,12 +243,12 @@ impl BodyDecoder {
                     i += 1;
                     *line += 1;
                     if *line > MAX_LINE {
-                        return Err("chunk size line too long".to_string());
+                        return Err(ProtocolError::Chunked("chunk size line too long"));
                     }
                     match (b, *at) {
                         (b'\n', _) => {
                             if *digits == 0 {
-                                return Err("empty chunk size".to_string());
+                                return Err(ProtocolError::Chunked("empty chunk size"));
                             }
                             self.state = if *value == 0 {
                                 State::Trailer(0, false)
@@ -227,7 +257,9 @@ impl BodyDecoder {
                             };
                         }
                         (_, SizeLine::Cr) => {
-                            return Err("CR without LF in a chunk size line".to_string())
+                            return Err(ProtocolError::Chunked(
+                                "CR without LF in a chunk size line",
+                            ))
                         }
                         (b'\r', _) => *at = SizeLine::Cr,
                         (_, SizeLine::Extension) => {}
@@ -236,12 +268,12 @@ impl BodyDecoder {
                         (_, SizeLine::Digits) if b.is_ascii_hexdigit() => {
                             *digits += 1;
                             if *digits > 16 {
-                                return Err("chunk size too large".to_string());
+                                return Err(ProtocolError::Chunked("chunk size too large"));
                             }
                             let d = (b as char).to_digit(16).expect("a hex digit");
                             *value = *value * 16 + u64::from(d);
                         }
-                        _ => return Err(format!("bad chunk size byte {b:#04x}")),
+                        _ => return Err(ProtocolError::BadChunkSizeByte(b)),
                     }
                 }
                 State::DataEnd(seen_cr) => {
@@ -250,7 +282,7 @@ impl BodyDecoder {
                     match (b, *seen_cr) {
                         (b'\r', false) => *seen_cr = true,
                         (b'\n', _) => self.state = SIZE_LINE,
-                        _ => return Err("missing CRLF after chunk data".to_string()),
+                        _ => return Err(ProtocolError::Chunked("missing CRLF after chunk data")),
                     }
                 }
                 State::Trailer(line, cr) => {
@@ -264,7 +296,7 @@ impl BodyDecoder {
                             *line += usize::from(*cr) + usize::from(b != b'\r');
                             *cr = b == b'\r';
                             if *line > MAX_LINE {
-                                return Err("trailer line too long".to_string());
+                                return Err(ProtocolError::Chunked("trailer line too long"));
                             }
                         }
                     }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::hooks::Hooks;
-pub use decode::{parse_head, BodyDecoder, Framing, Head};
+pub use decode::{parse_head, BodyDecoder, Framing, Head, ProtocolError};
 pub use stream::ConnectError;
 use stream::{Stream, Tls};
 
@@ -159,7 +159,7 @@ pub enum Error {
     /// The server closed the connection before the response was complete.
     Closed,
     /// The response was not valid HTTP/1.1.
-    Protocol(String),
+    Protocol(ProtocolError),
 }
 
 impl std::fmt::Display for Error {
@@ -370,7 +370,7 @@ impl Conn {
                 return Ok(head);
             }
             if self.end - self.start > MAX_HEAD_BYTES {
-                return Err(Error::Protocol("response head too large".into()));
+                return Err(Error::Protocol(ProtocolError::HeadTooLarge));
             }
             if !self.fill(endpoint.read_timeout).await? {
                 return Err(Error::Closed);

@@ -8,6 +8,7 @@ pub mod criterion;
 use serde_json::Value;
 
 use crate::cli::sla::SlaArgs;
+use crate::error::UsageError;
 use criterion::Criterion;
 
 /// One criterion group: `(metric name, criterion)` in the order written (AND within the group).
@@ -67,8 +68,8 @@ pub struct SlaPlan {
     pub max_runs: usize,
 }
 
-fn err<T>(msg: impl Into<String>) -> Result<T, String> {
-    Err(msg.into())
+fn err<T>(msg: impl Into<String>) -> Result<T, UsageError> {
+    Err(UsageError(msg.into()))
 }
 
 /// Python's `repr` of a JSON value (`{'a': 'b'}`, `True`, `None`).
@@ -121,11 +122,11 @@ fn py_str_repr(s: &str) -> String {
 }
 
 /// Parses `--sla-params` (evalscope: a JSON list of non-empty objects of known metrics).
-fn parse_params(text: &str, input_only: bool) -> Result<(Vec<Group>, Value), String> {
+fn parse_params(text: &str, input_only: bool) -> Result<(Vec<Group>, Value), UsageError> {
     let value: Value = serde_json::from_str(text).map_err(|e| {
-        format!(
+        UsageError(format!(
             "--sla-params is not valid JSON ({e}); expected e.g. '[{{\"p99_ttft\": \"<=500ms\"}}]'"
-        )
+        ))
     })?;
     let Value::Array(items) = &value else {
         return err("--sla-params must be a JSON list of criterion groups, e.g. '[{\"p99_ttft\": \"<=500ms\"}]' (a bare object is not accepted, as in evalscope)");
@@ -163,7 +164,7 @@ fn parse_params(text: &str, input_only: bool) -> Result<(Vec<Group>, Value), Str
                 other => py_repr(other),
             };
             let c = criterion::parse(&text, def.field)
-                .map_err(|e| format!("--sla-params: {name}: {e}"))?;
+                .map_err(|e| UsageError(format!("--sla-params: {name}: {e}")))?;
             group.push((name.clone(), c));
         }
         groups.push(group);
@@ -188,7 +189,7 @@ impl SlaPlan {
         rate: &[f64],
         sleep_interval_s: u64,
         input_only: bool,
-    ) -> Result<Option<SlaPlan>, String> {
+    ) -> Result<Option<SlaPlan>, UsageError> {
         if a.sla_max_runs.is_some() && a.sla_confidence.is_none() {
             return err("--sla-max-runs needs --sla-confidence");
         }

@@ -15,7 +15,7 @@ fn args(params: &str) -> SlaArgs {
 }
 
 fn check(a: &SlaArgs) -> Result<Option<SlaPlan>, String> {
-    SlaPlan::from_cli(a, &[1], &[-1.0], 5, false)
+    SlaPlan::from_cli(a, &[1], &[-1.0], 5, false).map_err(|e| e.0)
 }
 
 #[test]
@@ -70,8 +70,9 @@ fn bad_input_names_the_flag() {
     let mut a = args(r#"[{"rps": ">=1"}]"#);
     a.sla_params = None;
     assert!(check(&a).unwrap_err().contains("--sla-params"));
-    let e =
-        SlaPlan::from_cli(&args(r#"[{"p99_ttft": "<=5"}]"#), &[1], &[-1.0], 5, true).unwrap_err();
+    let e = SlaPlan::from_cli(&args(r#"[{"p99_ttft": "<=5"}]"#), &[1], &[-1.0], 5, true)
+        .unwrap_err()
+        .0;
     assert!(e.contains("embedding"), "{e}");
 }
 

@@ -9,6 +9,7 @@
 use serde_json::Value;
 
 use super::{Format, Parsed, ReplayRecord};
+use crate::traces::error::TraceError;
 
 /// The timestamp, input-length and output-length columns of `format`.
 fn columns(format: Format) -> [&'static str; 3] {
@@ -39,13 +40,13 @@ fn fields(line: &str) -> Vec<String> {
     out.into_iter().map(|f| f.trim().to_string()).collect()
 }
 
-fn count(name: &str, field: &str) -> Result<u64, String> {
+fn count(name: &str, field: &str) -> Result<u64, TraceError> {
     field
         .parse::<f64>()
         .ok()
         .filter(|v| *v >= 0.0 && v.fract() == 0.0 && v.is_finite())
         .map(|v| v as u64)
-        .ok_or(format!("{name} {field:?} is not a token count"))
+        .ok_or_else(|| TraceError::BadRecord(format!("{name} {field:?} is not a token count")))
 }
 
 /// One data row; `Ok(None)` for a failed request (skipped).
@@ -54,22 +55,29 @@ fn row(
     at: &[usize; 3],
     f: &[String],
     width: usize,
-) -> Result<Option<Parsed>, String> {
+) -> Result<Option<Parsed>, TraceError> {
     if f.len() != width {
-        return Err(format!("{} field(s), the header has {width}", f.len()));
+        return Err(TraceError::BadRecord(format!(
+            "{} field(s), the header has {width}",
+            f.len()
+        )));
     }
     let [ts_col, in_col, out_col] = columns(format);
     let ts = &f[at[0]];
     let seconds = match format {
         Format::Azure => super::super::workload_trace::timestamp(&Value::String(ts.clone()))
             .map_err(|_| {
-                format!("{ts_col} {ts:?} is neither a date-time nor a number of seconds")
+                TraceError::BadRecord(format!(
+                    "{ts_col} {ts:?} is neither a date-time nor a number of seconds"
+                ))
             })?,
         _ => ts
             .parse::<f64>()
             .ok()
             .filter(|t| t.is_finite())
-            .ok_or(format!("{ts_col} {ts:?} is not a number of seconds"))?,
+            .ok_or_else(|| {
+                TraceError::BadRecord(format!("{ts_col} {ts:?} is not a number of seconds"))
+            })?,
     };
     let input = count(in_col, &f[at[1]])?;
     let output = count(out_col, &f[at[2]])?;
@@ -77,9 +85,9 @@ fn row(
         return Ok(None);
     }
     if input == 0 {
-        return Err(format!(
+        return Err(TraceError::BadRecord(format!(
             "{in_col} is 0: a request needs at least one prompt token"
-        ));
+        )));
     }
     let record = ReplayRecord {
         offset_s: 0.0,

@@ -20,6 +20,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::traces::error::TraceError;
+
 /// The trace formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -139,7 +141,10 @@ impl ReplayTrace {
 }
 
 /// Parses `--dataset-args` for `format`; the error names the key.
-pub fn parse_args(format: Format, map: Option<&Map<String, Value>>) -> Result<ReplayArgs, String> {
+pub fn parse_args(
+    format: Format,
+    map: Option<&Map<String, Value>>,
+) -> Result<ReplayArgs, TraceError> {
     let mut args = ReplayArgs {
         speed: 1.0,
         match_output_length: false,
@@ -149,15 +154,15 @@ pub fn parse_args(format: Format, map: Option<&Map<String, Value>>) -> Result<Re
         match key.as_str() {
             "speed" => match value.as_f64() {
                 Some(s) if s > 0.0 && s.is_finite() => args.speed = s,
-                _ => return Err(format!("--dataset-args speed {value}: speed must be > 0")),
+                _ => return Err(TraceError::DatasetArg(format!("--dataset-args speed {value}: speed must be > 0"))),
             },
             "match_output_length" => match value {
                 Value::Bool(b) => args.match_output_length = *b,
-                _ => return Err(format!("--dataset-args match_output_length {value}: must be true or false")),
+                _ => return Err(TraceError::DatasetArg(format!("--dataset-args match_output_length {value}: must be true or false"))),
             },
             "block_size" if format == Format::Mooncake => match value.as_u64() {
                 Some(n) if n >= 1 => args.block_size = n,
-                _ => return Err(format!("--dataset-args block_size {value}: must be an integer ≥ 1 (tokens per hash id)")),
+                _ => return Err(TraceError::DatasetArg(format!("--dataset-args block_size {value}: must be an integer ≥ 1 (tokens per hash id)"))),
             },
             other => {
                 let known = if format == Format::Mooncake {
@@ -165,10 +170,10 @@ pub fn parse_args(format: Format, map: Option<&Map<String, Value>>) -> Result<Re
                 } else {
                     "speed, match_output_length"
                 };
-                return Err(format!(
+                return Err(TraceError::DatasetArg(format!(
                     "--dataset-args: unknown key {other:?} for {}; known keys: {known}",
                     format.dataset()
-                ));
+                )));
             }
         }
     }
@@ -179,25 +184,21 @@ pub fn parse_args(format: Format, map: Option<&Map<String, Value>>) -> Result<Re
 pub(crate) type Parsed = (f64, ReplayRecord);
 
 /// Reads and validates the trace at `path`: every bad line is named (with the file) before anything runs.
-pub fn load(format: Format, path: &Path, args: ReplayArgs) -> Result<ReplayTrace, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "--dataset-path {}: cannot read the trace: {e}",
-            path.display()
-        )
+pub fn load(format: Format, path: &Path, args: ReplayArgs) -> Result<ReplayTrace, TraceError> {
+    let text = std::fs::read_to_string(path).map_err(|reason| TraceError::Unreadable {
+        path: path.to_path_buf(),
+        reason,
     })?;
     let (mut parsed, errors, skipped) = match format {
         Format::Mooncake => mooncake::parse(&text, args.block_size),
         Format::BurstGpt | Format::Azure => csv_trace::parse(format, &text),
     };
     if !errors.is_empty() {
-        return Err(format!(
-            "{} validation failed ({} error(s)) in {}:\n{}",
-            format.dataset(),
-            errors.len(),
-            path.display(),
-            errors.join("\n")
-        ));
+        return Err(TraceError::Invalid {
+            dataset: format.dataset(),
+            path: path.to_path_buf(),
+            lines: errors,
+        });
     }
     if skipped > 0 {
         tracing::info!(
@@ -206,11 +207,11 @@ pub fn load(format: Format, path: &Path, args: ReplayArgs) -> Result<ReplayTrace
         );
     }
     if parsed.is_empty() {
-        return Err(format!(
+        return Err(TraceError::Empty(format!(
             "{}: the trace has no requests ({})",
             format.dataset(),
             path.display()
-        ));
+        )));
     }
     if parsed.windows(2).any(|w| w[1].0 < w[0].0) {
         tracing::warn!(
@@ -293,7 +294,9 @@ mod tests {
             (a.speed, a.block_size, a.match_output_length),
             (2.0, 16, true)
         );
-        let e = parse_args(Format::BurstGpt, Some(&m)).unwrap_err();
+        let e = parse_args(Format::BurstGpt, Some(&m))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("\"block_size\"") && e.contains("burstgpt_trace"),
             "{e}"
@@ -301,6 +304,7 @@ mod tests {
         let bad: Map<String, Value> = serde_json::from_str(r#"{"speed": 0}"#).unwrap();
         assert!(parse_args(Format::Azure, Some(&bad))
             .unwrap_err()
+            .to_string()
             .contains("speed"));
     }
 }

@@ -7,11 +7,15 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::{Parsed, ReplayRecord};
+use crate::traces::error::TraceError;
 
-fn record(line: &str, block_size: u64, extra: &mut BTreeSet<String>) -> Result<Parsed, String> {
-    let v: Value = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+fn record(line: &str, block_size: u64, extra: &mut BTreeSet<String>) -> Result<Parsed, TraceError> {
+    let v: Value = serde_json::from_str(line)
+        .map_err(|e| TraceError::BadRecord(format!("invalid JSON: {e}")))?;
     let Value::Object(obj) = v else {
-        return Err(format!("expected a JSON object, got {v}"));
+        return Err(TraceError::BadRecord(format!(
+            "expected a JSON object, got {v}"
+        )));
     };
     for k in obj.keys() {
         if !matches!(
@@ -25,45 +29,59 @@ fn record(line: &str, block_size: u64, extra: &mut BTreeSet<String>) -> Result<P
         Some(t) => t
             .as_f64()
             .filter(|t| t.is_finite() && *t >= 0.0)
-            .ok_or(format!(
-                "timestamp must be a number of milliseconds ≥ 0, got {t}"
-            ))?,
-        None => return Err("missing \"timestamp\" (milliseconds)".into()),
+            .ok_or_else(|| {
+                TraceError::BadRecord(format!(
+                    "timestamp must be a number of milliseconds ≥ 0, got {t}"
+                ))
+            })?,
+        None => {
+            return Err(TraceError::BadRecord(
+                "missing \"timestamp\" (milliseconds)".to_string(),
+            ))
+        }
     };
     let input = match obj.get("input_length") {
-        Some(v) => v
-            .as_u64()
-            .filter(|n| *n >= 1)
-            .ok_or(format!("input_length must be an integer ≥ 1, got {v}"))?,
-        None => return Err("missing \"input_length\"".into()),
+        Some(v) => v.as_u64().filter(|n| *n >= 1).ok_or_else(|| {
+            TraceError::BadRecord(format!("input_length must be an integer ≥ 1, got {v}"))
+        })?,
+        None => {
+            return Err(TraceError::BadRecord(
+                "missing \"input_length\"".to_string(),
+            ))
+        }
     };
     let output = match obj.get("output_length") {
-        Some(v) => v
-            .as_u64()
-            .ok_or(format!("output_length must be an integer ≥ 0, got {v}"))?,
-        None => return Err("missing \"output_length\"".into()),
+        Some(v) => v.as_u64().ok_or_else(|| {
+            TraceError::BadRecord(format!("output_length must be an integer ≥ 0, got {v}"))
+        })?,
+        None => {
+            return Err(TraceError::BadRecord(
+                "missing \"output_length\"".to_string(),
+            ))
+        }
     };
     let hash_ids = match obj.get("hash_ids") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(ids)) => ids
             .iter()
             .map(|h| {
-                h.as_u64()
-                    .ok_or(format!("hash_ids: {h} is not an integer ≥ 0"))
+                h.as_u64().ok_or_else(|| {
+                    TraceError::BadRecord(format!("hash_ids: {h} is not an integer ≥ 0"))
+                })
             })
-            .collect::<Result<Vec<u64>, String>>()?,
+            .collect::<Result<Vec<u64>, TraceError>>()?,
         Some(other) => {
-            return Err(format!(
+            return Err(TraceError::BadRecord(format!(
                 "hash_ids must be an array of integers, got {other}"
-            ))
+            )))
         }
     };
     let blocks = input.div_ceil(block_size);
     if hash_ids.len() as u64 > blocks {
-        return Err(format!(
+        return Err(TraceError::BadRecord(format!(
             "{} hash_ids but input_length {input} fills only {blocks} block(s) of {block_size} tokens; set --dataset-args '{{\"block_size\": N}}' to the trace's block size",
             hash_ids.len()
-        ));
+        )));
     }
     let record = ReplayRecord {
         offset_s: 0.0,

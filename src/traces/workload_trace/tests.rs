@@ -16,6 +16,7 @@ fn timestamps_as_numbers_and_iso_times() {
     assert_eq!(timestamp(&json!("1970-01-02")).unwrap(), 86400.0);
     assert!(timestamp(&json!("yesterday"))
         .unwrap_err()
+        .to_string()
         .contains("yesterday"));
     assert!(timestamp(&json!(true)).is_err());
 }
@@ -26,7 +27,7 @@ fn records_are_validated_line_by_line_and_rewritten() {
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"body\": {}, \"timestamp\": 1}\nnot json\n\n{\"body\": {}}\n{\"body\": {}, \"timestamp\": 2, \"x\": 1}\n").unwrap();
     let args = parse_args(None).unwrap();
-    let e = load(&bad, &args).unwrap_err();
+    let e = load(&bad, &args).unwrap_err().to_string();
     assert!(e.contains("(3 error(s))"), "{e}");
     assert!(
         e.contains("line 2: invalid JSON")
@@ -60,7 +61,9 @@ fn records_are_validated_line_by_line_and_rewritten() {
     assert_eq!(reqs[1].body["model"], "A");
     assert_eq!(reqs[1].body["ignore_eos"], true);
     assert_eq!(reqs[1].request_id.as_deref(), Some("r2"));
-    let e = parse_args(Some(&serde_json::from_value(json!({"speed": 0})).unwrap())).unwrap_err();
+    let e = parse_args(Some(&serde_json::from_value(json!({"speed": 0})).unwrap()))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("speed"));
     let global = vec![("authorization".to_string(), "x".to_string())];
     let trace = vec![
@@ -76,12 +79,12 @@ fn records_are_validated_line_by_line_and_rewritten() {
 }
 
 /// Writes `lines` as a trace file and loads it with `dataset_args`.
-fn load_lines(lines: &[Value], dataset_args: Value) -> Result<Vec<TraceRequest>, String> {
+fn load_lines(lines: &[Value], dataset_args: Value) -> Result<Vec<TraceRequest>, TraceError> {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     load_text(&text, dataset_args)
 }
 
-fn load_text(text: &str, dataset_args: Value) -> Result<Vec<TraceRequest>, String> {
+fn load_text(text: &str, dataset_args: Value) -> Result<Vec<TraceRequest>, TraceError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.jsonl");
     std::fs::write(&path, text).unwrap();
@@ -191,10 +194,14 @@ fn evalscope_loading_models_and_offsets() {
 
 #[test]
 fn evalscope_validation_errors() {
-    let err = |lines: &[Value], args: Value| load_lines(lines, args).unwrap_err();
-    assert!(load_text("", Value::Null).unwrap_err().contains("empty"));
+    let err = |lines: &[Value], args: Value| load_lines(lines, args).unwrap_err().to_string();
+    assert!(load_text("", Value::Null)
+        .unwrap_err()
+        .to_string()
+        .contains("empty"));
     assert!(load_text("not json\n", Value::Null)
         .unwrap_err()
+        .to_string()
         .contains("line 1: invalid JSON"));
     assert!(err(&[json!({"timestamp": 0.0})], Value::Null).contains("line 1: missing \"body\""));
     let no_ts = json!({"body": {"model": "m", "messages": []}});
@@ -206,6 +213,7 @@ fn evalscope_validation_errors() {
     let text = format!("{}\nbad line\n", rec(json!(0.0)));
     assert!(load_text(&text, Value::Null)
         .unwrap_err()
+        .to_string()
         .contains("line 2"));
     assert!(err(&[rec(json!("not-a-date"))], Value::Null).contains("cannot parse timestamp"));
     let bad_body = json!({"body": "not valid json", "timestamp": 0.0});
@@ -282,7 +290,9 @@ fn evalscope_match_output_length() {
 
 #[test]
 fn bad_tools_in_a_body_name_the_line() {
-    let e = record(r#"{"body": {"tools": [{"type": "function"}]}, "timestamp": 1}"#).unwrap_err();
+    let e = record(r#"{"body": {"tools": [{"type": "function"}]}, "timestamp": 1}"#)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "\"tools\"[0] is not a function definition: no \"function\" object"
