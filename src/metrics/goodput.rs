@@ -6,6 +6,8 @@
 //! `tpot` is `time_per_output_token`, `itl` the request's largest gap between two output chunks (0 with
 //! fewer than two), `e2el` its `latency`; each in milliseconds, met when ≤ the objective.
 
+use crate::error::UsageError;
+
 /// One SLO metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SloMetric {
@@ -260,4 +262,3 @@ mod tests {
         assert_eq!(s.attainment_each_pct, vec![50.0, 50.0]);
     }
 }
-use crate::error::UsageError;
