@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=1.37.0
-if [ -x .venv-k8s/bin/kubernetes-validate ] && .venv-k8s/bin/pip show kubernetes-validate 2>/dev/null | grep -qx "Version: $VERSION"; then
+# (sed reads pip's whole output: `grep -q` would stop early, and pip's SIGPIPE fails the pipe under pipefail)
+if [ -x .venv-k8s/bin/kubernetes-validate ] && [ "$(.venv-k8s/bin/pip show kubernetes-validate 2>/dev/null | sed -n 's/^Version: //p')" = "$VERSION" ]; then
   exit 0
 fi
 python3 -m venv .venv-k8s
