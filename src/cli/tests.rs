@@ -358,6 +358,8 @@ fn evalscope_abbreviations_name_the_same_flag() {
                 "0" => vec!["llmperf", prefix],
                 _ => vec!["llmperf", prefix, v],
             };
+            // As the binary parses: evalscope's abbreviations written out first.
+            let argv = resolve_evalscope_prefixes(&cmd, argv.iter().map(Into::into).collect());
             let named = Cli::command()
                 .try_get_matches_from(&argv)
                 .ok()

@@ -113,8 +113,9 @@ impl Report {
     }
 }
 
-/// The arguments whose difference is worth a warning: what runs, on what, at which lengths.
-const SETUP_KEYS: [&str; 12] = [
+/// The arguments whose difference is worth a warning: what runs, on what, at which lengths, in which
+/// prefix-cache protocol (`--reset-prefix-cache`, `--target-cache-hit-rate`: docs/cache-control.md).
+const SETUP_KEYS: [&str; 14] = [
     "model",
     "api",
     "dataset",
@@ -127,6 +128,8 @@ const SETUP_KEYS: [&str; 12] = [
     "prefix_length",
     "tokenizer_path",
     "extra_args",
+    "reset_prefix_cache",
+    "target_cache_hit_rate",
 ];
 
 fn setup_warnings(base: &Point, new: &Point, out: &mut Vec<String>) {

@@ -365,3 +365,23 @@ fn completions_and_the_man_page_know_compare_and_its_flags() {
         "compare missing from the man page"
     );
 }
+
+#[test]
+fn runs_measured_in_different_cache_protocols_are_warned() {
+    let out = Run::new();
+    let base = sim_run(&out, "base", 10, 1, "--parallel 1 --number 10");
+    let new = sim_run(
+        &out,
+        "new",
+        10,
+        1,
+        "--parallel 1 --number 10 --mock-prefix-cache on --reset-prefix-cache each-run",
+    );
+    let o = compare(&[path(&base), path(&new), "--format", "markdown"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(r#"reset_prefix_cache differs: BASE (none) → NEW "each-run""#),
+        "{text}"
+    );
+}
