@@ -225,6 +225,11 @@ fn a_starved_client_warns_that_it_limited_the_run() {
         "{stderr}"
     );
     assert!(!stderr.contains("WARN: WARNING"), "{stderr}");
+    // The same holds for the load verdict's line (a starved client delivers less than --parallel).
+    assert!(
+        stderr.contains("- WARN: the load was not as configured"),
+        "{stderr}"
+    );
     let report = std::fs::read_to_string(root.join("performance_summary.txt")).unwrap();
     assert!(report.contains("Client Diagnostics"), "{report}");
     assert!(

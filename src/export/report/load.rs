@@ -50,7 +50,10 @@ pub(super) fn print_delivered_load(doc: &mut Doc, runs: &[&RunReport]) {
     doc.print_table(&table);
     let warnings: Vec<String> = with
         .iter()
-        .filter_map(|(r, l)| l.warning().map(|w| format!("! Run {}: {w}", run_label(r))))
+        .filter_map(|(r, l)| {
+            l.warning()
+                .map(|w| format!("! Run {}: WARNING: {w}", run_label(r)))
+        })
         .collect();
     if !warnings.is_empty() {
         doc.print("");

@@ -86,14 +86,15 @@ pub struct LoadVerdict {
 }
 
 impl LoadVerdict {
-    /// The WARN line of a run whose load was not as configured.
+    /// The WARN line of a run whose load was not as configured, without a level label (the log line's
+    /// level says it; the report's `! Run …: WARNING: …` line adds it).
     pub fn warning(&self) -> Option<String> {
         let reason = self
             .reason
             .as_ref()
             .filter(|_| self.as_configured == Some(false))?;
         Some(format!(
-            "WARNING: the load was not as configured ({reason}); the results describe the load delivered, \
+            "the load was not as configured ({reason}); the results describe the load delivered, \
              not the one asked for. See docs/load-verdict.md."
         ))
     }
