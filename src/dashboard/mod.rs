@@ -82,8 +82,7 @@ impl Dashboard {
         if !std::io::stderr().is_terminal() {
             return Err(DashboardError::NotATerminal);
         }
-        let term = terminal::enter()
-            .map_err(|e| DashboardError::Terminal(e.to_string()))?;
+        let term = terminal::enter().map_err(|e| DashboardError::Terminal(e.to_string()))?;
         let captured = Arc::new(Mutex::new(Captured::default()));
         let sink = captured.clone();
         crate::logging::divert_stderr(Some(Box::new(move |bytes| lock(&sink).push(bytes))));
