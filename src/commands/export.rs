@@ -69,7 +69,7 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
     let exports = runs
         .iter()
         .map(crate::vllm_bench::prepare)
-        .collect::<Result<Vec<_>, String>>()
+        .collect::<Result<Vec<_>, _>>()
         .map_err(Error::usage)?;
     if let Some(dir) = &args.outputs_dir {
         let mut names: Vec<(String, &std::path::Path)> = Vec::new();

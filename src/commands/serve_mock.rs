@@ -105,19 +105,22 @@ struct ServeMockArgs {
     request_id_header: String,
 }
 
-fn millis(flag: &str, v: f64) -> Result<Duration, String> {
+/// `v` milliseconds as a duration; a usage error naming `flag` when `v` is not a number ≥ 0.
+fn millis(flag: &str, v: f64) -> Result<Duration, Error> {
     if v >= 0.0 && v.is_finite() {
         Ok(Duration::from_secs_f64(v / 1000.0))
     } else {
-        Err(format!("{flag} {v}: must be a number of milliseconds ≥ 0"))
+        Err(Error::usage(format!(
+            "{flag} {v}: must be a number of milliseconds ≥ 0"
+        )))
     }
 }
 
 /// Runs `llmperf serve-mock` on its argv (`serve-mock` first) until a signal (or stdin's end).
 fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
     let args = ServeMockArgs::try_parse_from(argv)?;
-    let ttft = millis("--mock-ttft-ms", args.mock_ttft_ms).map_err(Error::usage)?;
-    let itl = millis("--mock-itl-ms", args.mock_itl_ms).map_err(Error::usage)?;
+    let ttft = millis("--mock-ttft-ms", args.mock_ttft_ms)?;
+    let itl = millis("--mock-itl-ms", args.mock_itl_ms)?;
     if args.mock_threads == 0 {
         return Err(Error::usage("--mock-threads must be at least 1"));
     }

@@ -11,6 +11,7 @@
 pub mod gate;
 pub mod metric;
 pub mod render;
+mod root_error;
 pub mod sample;
 pub mod side;
 pub mod verdict;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::root_error::RootError;
 use super::CompareError;
 use crate::plan::Load;
 use crate::run_folder::{find_runs, RunDir, RunRoot};
@@ -88,7 +89,7 @@ impl Side {
         let root = if RunDir::is_run(path) {
             None
         } else {
-            Some(find_root(path).map_err(bad)?)
+            Some(find_root(path).map_err(|e| bad(e.to_string()))?)
         };
         let mut side = Side {
             path: path.to_path_buf(),
@@ -146,7 +147,7 @@ impl Side {
 /// The run root at or under `path`: `path` itself when run folders sit directly in it, else the one root
 /// found up to three levels down (`outputs/<stamp>/<name>`); an error names the candidates when there are
 /// several, or says that there is none.
-fn find_root(path: &Path) -> Result<RunRoot, String> {
+fn find_root(path: &Path) -> Result<RunRoot, RootError> {
     if !find_runs(path, 1).is_empty() {
         return Ok(RunRoot::at(path));
     }
@@ -156,19 +157,9 @@ fn find_root(path: &Path) -> Result<RunRoot, String> {
         .collect();
     parents.dedup();
     match parents.as_slice() {
-        [] => Err(
-            "no run folder (a folder with a run's arguments) in it or up to three levels below"
-                .into(),
-        ),
+        [] => Err(RootError::NoRun),
         [one] => Ok(RunRoot::at(one)),
-        many => Err(format!(
-            "it holds {} run roots; name one: {}",
-            many.len(),
-            many.iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        many => Err(RootError::Several(many.to_vec())),
     }
 }
 

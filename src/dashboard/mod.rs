@@ -8,6 +8,7 @@
 //! do what they always do (stop sending, keep the rows, write the summary, exit 130; a second one exits
 //! at once). The terminal is restored on every way out ([`terminal`]).
 
+mod error;
 mod model;
 mod terminal;
 mod view;
@@ -20,6 +21,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+
+pub use error::DashboardError;
 
 use crate::live::Board;
 use crate::shutdown::Shutdown;
@@ -75,15 +78,11 @@ pub struct Dashboard {
 impl Dashboard {
     /// Takes over the terminal and starts drawing `board`. An error (stderr is not a terminal, or it
     /// cannot be set up) names `--ui dashboard`.
-    pub fn start(board: Arc<Board>, shutdown: &Shutdown) -> Result<Dashboard, String> {
+    pub fn start(board: Arc<Board>, shutdown: &Shutdown) -> Result<Dashboard, DashboardError> {
         if !std::io::stderr().is_terminal() {
-            return Err(
-                "--ui dashboard needs a terminal, and stderr is not one: use --ui simple (the default) when the output is redirected"
-                    .to_string(),
-            );
+            return Err(DashboardError::NotATerminal);
         }
-        let term = terminal::enter()
-            .map_err(|e| format!("--ui dashboard: cannot take over the terminal: {e}"))?;
+        let term = terminal::enter().map_err(|e| DashboardError::Terminal(e.to_string()))?;
         let captured = Arc::new(Mutex::new(Captured::default()));
         let sink = captured.clone();
         crate::logging::divert_stderr(Some(Box::new(move |bytes| lock(&sink).push(bytes))));
@@ -105,7 +104,7 @@ impl Dashboard {
             Ok(t) => dashboard.thread = Some(t),
             Err(e) => {
                 drop(dashboard);
-                return Err(format!("--ui dashboard: cannot start its thread: {e}"));
+                return Err(DashboardError::Thread(e.to_string()));
             }
         }
         Ok(dashboard)

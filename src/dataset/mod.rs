@@ -25,6 +25,7 @@ mod swe_smith_live;
 mod synthetic;
 mod text_lines;
 mod trie;
+mod trie_error;
 mod turn;
 mod webdataset;
 

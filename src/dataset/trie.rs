@@ -16,6 +16,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
 use super::random::Vocab;
+use super::trie_error::TrieTraceError;
 use super::turn::{Conversation, Turn};
 use crate::plan::DatasetKind;
 
@@ -45,18 +46,18 @@ fn conversation(
     trace: &Value,
     vocab: &Vocab,
     rng: &mut ChaCha8Rng,
-) -> Result<Conversation, String> {
-    let int = |k: &str| {
+) -> Result<Conversation, TrieTraceError> {
+    let int = |k: &'static str| {
         trace
             .get(k)
             .and_then(Value::as_u64)
-            .ok_or(format!("missing or bad {k:?}"))
+            .ok_or(TrieTraceError::Key(k))
     };
-    let list = |k: &str| {
+    let list = |k: &'static str| {
         trace
             .get(k)
             .and_then(Value::as_array)
-            .ok_or(format!("missing or bad {k:?}"))
+            .ok_or(TrieTraceError::Key(k))
     };
     let input = int("input_prompt_length")?;
     let n = int("num_turns")? as usize;
@@ -65,22 +66,25 @@ fn conversation(
     let latency = list("tool_call_latency")?;
     let last = int("final_assistant_response_length")?;
     if response.len() != n || tool_output.len() != n || latency.len() != n {
-        return Err(format!(
-            "trace length mismatch: num_turns={n}, len(assistant_response_length)={}, len(tool_call_output_length)={}, len(tool_call_latency)={}",
-            response.len(),
-            tool_output.len(),
-            latency.len()
-        ));
+        return Err(TrieTraceError::LengthMismatch {
+            turns: n,
+            responses: response.len(),
+            tool_outputs: tool_output.len(),
+            latencies: latency.len(),
+        });
     }
-    let cap = |i: usize| -> Result<u64, String> {
+    let entry = |list: &'static str, index: usize| TrieTraceError::Entry { list, index };
+    let cap = |i: usize| -> Result<u64, TrieTraceError> {
         if i >= n {
             return Ok(last);
         }
         response[i]
             .as_u64()
-            .ok_or(format!("bad assistant_response_length[{i}]"))
+            .ok_or(entry("assistant_response_length", i))
     };
-    let text = |len: u64, rng: &mut ChaCha8Rng| synth(vocab, len, rng).map_err(|e| e.to_string());
+    let text = |len: u64, rng: &mut ChaCha8Rng| {
+        synth(vocab, len, rng).map_err(|e| TrieTraceError::Synth(e.to_string()))
+    };
     let mut turns = vec![Turn {
         messages: vec![user(text(input, rng)?)],
         max_tokens: Some(cap(0)?),
@@ -90,11 +94,11 @@ fn conversation(
     for i in 0..n {
         let len = tool_output[i]
             .as_u64()
-            .ok_or(format!("bad tool_call_output_length[{i}]"))?;
+            .ok_or(entry("tool_call_output_length", i))?;
         let wait = latency[i]
             .as_f64()
             .filter(|s| *s >= 0.0)
-            .ok_or(format!("bad tool_call_latency[{i}]"))?;
+            .ok_or(entry("tool_call_latency", i))?;
         turns.push(Turn {
             messages: vec![user(text(len, rng)?)],
             max_tokens: Some(cap(i + 1)?),
@@ -122,7 +126,7 @@ pub fn conversations(
             continue;
         }
         let parsed = serde_json::from_str::<Value>(line)
-            .map_err(|e| e.to_string())
+            .map_err(|e| TrieTraceError::Json(e.to_string()))
             .and_then(|trace| conversation(&trace, vocab, &mut rng));
         match parsed {
             Ok(c) => out.push(c),

@@ -19,6 +19,7 @@ mod open_loop;
 pub mod proxy;
 pub mod request_id;
 pub mod schedule;
+pub mod setup_error;
 pub mod sse;
 pub mod timer;
 

@@ -14,6 +14,8 @@ use std::net::IpAddr;
 
 use base64::Engine as _;
 
+use crate::engine::setup_error::SetupError;
+
 /// The proxy for one endpoint.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Proxy {
@@ -105,7 +107,7 @@ pub fn is_loopback(host: &str) -> bool {
 }
 
 /// The proxy for `url` under `env`, or `None`. An unusable proxy URL is an error naming its variable.
-pub fn for_url(url: &reqwest::Url, env: &Env) -> Result<Option<Proxy>, String> {
+pub fn for_url(url: &reqwest::Url, env: &Env) -> Result<Option<Proxy>, SetupError> {
     let Some(host) = url.host_str() else {
         return Ok(None);
     };
@@ -127,8 +129,9 @@ pub fn for_url(url: &reqwest::Url, env: &Env) -> Result<Option<Proxy>, String> {
     } else {
         format!("http://{value}")
     };
-    let parsed = reqwest::Url::parse(&text).map_err(|e| {
-        format!("{var}: not a proxy URL ({e}); expected e.g. http://proxy.example:3128")
+    let parsed = reqwest::Url::parse(&text).map_err(|e| SetupError::ProxyUrl {
+        variable: var.to_string(),
+        reason: e.to_string(),
     })?;
     if parsed.scheme() != "http" {
         tracing::warn!(
@@ -138,7 +141,7 @@ pub fn for_url(url: &reqwest::Url, env: &Env) -> Result<Option<Proxy>, String> {
         return Ok(None);
     }
     let Some(proxy_host) = parsed.host_str() else {
-        return Err(format!("{var}: the proxy URL has no host"));
+        return Err(SetupError::ProxyHost(var.to_string()));
     };
     let authorization = (!parsed.username().is_empty()).then(|| {
         let user = percent_decode(parsed.username());
@@ -284,6 +287,7 @@ mod tests {
         let e = env(&[("HTTP_PROXY", "http://")]);
         assert!(for_url(&url("http://api.example/v1"), &e)
             .unwrap_err()
+            .to_string()
             .contains("HTTP_PROXY"));
     }
 }

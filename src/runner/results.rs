@@ -146,7 +146,7 @@ pub(super) async fn write(
 /// warning: the run's own files are written, and `llmperf export` can write this one later.
 fn save_vllm_bench(dir: &RunDir) {
     let written = crate::vllm_bench::prepare(dir)
-        .map_err(anyhow::Error::msg)
+        .map_err(anyhow::Error::new)
         .and_then(|export| export.write(None));
     match written {
         Ok(path) => tracing::info!("vLLM bench result saved to: {}", path.display()),

@@ -11,6 +11,7 @@ pub mod known;
 pub mod prom;
 pub mod report;
 pub mod scrape;
+mod scrape_error;
 
 use std::time::Duration;
 

@@ -18,6 +18,7 @@ use reqwest::Url;
 
 use super::analyze::series_key;
 use super::prom::{self, Exposition, Kind};
+use super::scrape_error::ScrapeError;
 use crate::clock;
 
 /// How long the baseline and the final scrape may take before they count as failed.
@@ -115,7 +116,7 @@ impl EndpointLog {
             }
             Err(e) => {
                 self.failures += 1;
-                self.last_error = Some(e);
+                self.last_error = Some(e.to_string());
                 false
             }
         }
@@ -127,22 +128,22 @@ fn fetch(
     client: &reqwest::blocking::Client,
     url: &Url,
     timeout: Duration,
-) -> Result<Exposition, String> {
+) -> Result<Exposition, ScrapeError> {
     let resp = client
         .get(url.clone())
         .timeout(timeout)
         .send()
-        .map_err(|e| crate::record::one_line(&format!("{e:#}")))?;
+        .map_err(|e| ScrapeError::Transport(crate::record::one_line(&format!("{e:#}"))))?;
     let status = resp.status();
     if !status.is_success() {
-        return Err(format!("HTTP {status}"));
+        return Err(ScrapeError::Status(status));
     }
-    let bytes = resp.bytes().map_err(|e| format!("reading the body: {e}"))?;
+    let bytes = resp.bytes().map_err(|e| ScrapeError::Body(e.to_string()))?;
     if bytes.len() > MAX_BODY_BYTES {
-        return Err(format!("body of {} bytes is too large", bytes.len()));
+        return Err(ScrapeError::TooLarge(bytes.len()));
     }
-    let text = std::str::from_utf8(&bytes).map_err(|_| "the body is not UTF-8".to_string())?;
-    prom::parse(text).map_err(|e| e.to_string())
+    let text = std::str::from_utf8(&bytes).map_err(|_| ScrapeError::NotUtf8)?;
+    prom::parse(text).map_err(|e| ScrapeError::Parse(e.to_string()))
 }
 
 /// A running scraper. Dropping it without [`Scraper::finish`] stops the thread without a final scrape.

@@ -14,6 +14,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal};
 
+use super::error::SimError;
+
 /// The noise setting: a coefficient of variation (0 = none) and the seed of the draws.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Jitter {
@@ -35,11 +37,9 @@ pub const MAX_CV: f64 = 10.0;
 impl Jitter {
     /// Noise with coefficient of variation `cv` (0 to [`MAX_CV`]), drawn from `seed`; the error says why
     /// `cv` is not one (for the flag's message).
-    pub fn new(cv: f64, seed: u64) -> Result<Jitter, String> {
+    pub fn new(cv: f64, seed: u64) -> Result<Jitter, SimError> {
         if !(cv.is_finite() && (0.0..=MAX_CV).contains(&cv)) {
-            return Err(format!(
-                "{cv}: must be a coefficient of variation from 0 (no jitter) to {MAX_CV}"
-            ));
+            return Err(SimError::JitterCv { cv, max: MAX_CV });
         }
         Ok(Jitter { cv, seed })
     }

@@ -101,6 +101,7 @@ mod bench;
 mod capacity;
 mod conn;
 pub mod control;
+pub mod error;
 pub mod fault;
 mod generate;
 mod instance;
@@ -135,6 +136,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
 pub use control::ControlCall;
+pub use error::SimError;
 pub use fault::{Fault, FaultRule};
 pub use jitter::Jitter;
 pub use metrics::MetricsFault;

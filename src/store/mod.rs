@@ -21,6 +21,7 @@
 mod b64;
 #[cfg(test)]
 mod compat_tests;
+mod error;
 mod fast_pickle;
 mod memo;
 mod pickle;
@@ -43,6 +44,7 @@ use rusqlite::{params, Connection};
 
 use crate::pyjson;
 use crate::record::RequestRecord;
+pub use error::StoreError;
 
 /// Pending rows are committed at least this often, so a crash loses at most this much.
 const MAX_COMMIT_DELAY: Duration = Duration::from_secs(1);
@@ -92,7 +94,7 @@ enum Msg {
     /// Several, in order (one wake-up of the writer for many rows).
     Rows(Vec<RequestRecord>),
     /// Commit what is pending and answer once it is on disk.
-    Flush(mpsc::SyncSender<Result<(), String>>),
+    Flush(mpsc::SyncSender<Result<(), StoreError>>),
 }
 
 /// The the run's database writer, owned by the run's aggregator. [`Store::insert`] never waits;
@@ -103,7 +105,7 @@ pub struct Store {
     /// Rows queued but not yet inserted.
     backlog: Arc<AtomicUsize>,
     tx: Option<mpsc::Sender<Msg>>,
-    thread: Option<JoinHandle<Result<u64, String>>>,
+    thread: Option<JoinHandle<Result<u64, StoreError>>>,
     /// The commit a second signal runs before the process exits, registered for as long as the writer
     /// runs ([`Store::commit_on_exit`]).
     exit_hook: Option<(crate::shutdown::Shutdown, u64)>,
@@ -298,7 +300,7 @@ struct Writer {
     txn_since: Option<Instant>,
     committed_rows: u64,
     /// The first error met; later rows are still attempted, and the error is reported at flush/finish.
-    first_error: Option<String>,
+    first_error: Option<StoreError>,
     encoder: pickle::Encoder,
     /// Shared with [`Store::backlog`].
     backlog: Arc<AtomicUsize>,
@@ -323,7 +325,7 @@ impl Writer {
         }
     }
 
-    fn run(mut self, rx: mpsc::Receiver<Msg>) -> Result<u64, String> {
+    fn run(mut self, rx: mpsc::Receiver<Msg>) -> Result<u64, StoreError> {
         loop {
             let msg = match self.txn_since {
                 None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
@@ -341,10 +343,7 @@ impl Writer {
                 Ok(Msg::Flush(reply)) => {
                     self.commit_or_retry(false);
                     let answer = if self.txn_since.is_some() {
-                        Err(
-                            "commit postponed: the database is locked by another process"
-                                .to_owned(),
-                        )
+                        Err(StoreError::CommitPostponed)
                     } else {
                         self.first_error.clone().map_or(Ok(()), Err)
                     };
@@ -373,7 +372,8 @@ impl Writer {
     fn note(&mut self, result: rusqlite::Result<()>) {
         if let Err(e) = result {
             tracing::error!("the run's database: {e}");
-            self.first_error.get_or_insert_with(|| e.to_string());
+            self.first_error
+                .get_or_insert_with(|| StoreError::Sqlite(Arc::new(e)));
         }
     }
 

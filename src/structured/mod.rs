@@ -14,10 +14,12 @@
 //!   or `{"type": "json_schema", "json_schema": {"name": …, "schema"?: <JSON Schema>, "strict"?: …}}`.
 
 mod schema;
+mod schema_error;
 
 use serde_json::{Map, Value};
 
 pub use schema::Schema;
+pub use schema_error::SchemaError;
 
 /// Why a body's `tools`, `tool_choice` or `response_format` cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -177,7 +179,7 @@ fn read_tools(v: &Value) -> Result<Vec<ToolSpec>, SpecError> {
                 Some(Schema::compile(p).map_err(|why| SpecError::Parameters {
                     index,
                     name: name.clone(),
-                    why,
+                    why: why.to_string(),
                 })?)
             }
             Some(_) => return Err(not("\"parameters\" must be a JSON Schema object")),

@@ -8,6 +8,8 @@ use std::error::Error;
 
 use serde_json::Value;
 
+use super::schema_error::SchemaError;
+
 /// Where a schema sits for `$ref` resolution (never fetched: only references inside it resolve).
 const LOCATION: &str = "urn:llmperf:schema";
 
@@ -39,28 +41,28 @@ fn one_line(e: impl std::fmt::Display) -> String {
 
 impl Schema {
     /// Compiles `schema`; the error says why it is not valid JSON Schema.
-    pub fn compile(schema: &Value) -> Result<Schema, String> {
+    pub fn compile(schema: &Value) -> Result<Schema, SchemaError> {
         let mut compiler = boon::Compiler::new();
         compiler.set_default_draft(boon::Draft::V2020_12);
         compiler.use_loader(Box::new(NoLoader));
         compiler
             .add_resource(LOCATION, schema.clone())
-            .map_err(one_line)?;
+            .map_err(|e| SchemaError::Invalid(one_line(e)))?;
         let mut schemas = boon::Schemas::new();
-        let index = compiler
-            .compile(LOCATION, &mut schemas)
-            .map_err(|e| match e {
+        let index = compiler.compile(LOCATION, &mut schemas).map_err(|e| {
+            SchemaError::Invalid(match e {
                 boon::CompileError::ValidationError { src, .. } => one_line(format!("{src:#}")),
                 other => one_line(other),
-            })?;
+            })
+        })?;
         Ok(Schema { schemas, index })
     }
 
     /// Validates `instance`; the error names the first place that does not conform.
-    pub fn check(&self, instance: &Value) -> Result<(), String> {
+    pub fn check(&self, instance: &Value) -> Result<(), SchemaError> {
         self.schemas
             .validate(instance, self.index)
-            .map_err(|e| one_line(format!("{e:#}")))
+            .map_err(|e| SchemaError::Mismatch(one_line(format!("{e:#}"))))
     }
 }
 
@@ -100,7 +102,7 @@ mod tests {
             json!({"$ref": "https://example.com/s.json"}),
             json!({"$ref": "file:///etc/passwd"}),
         ] {
-            let e = Schema::compile(&bad).unwrap_err();
+            let e = Schema::compile(&bad).unwrap_err().to_string();
             assert!(!e.contains('\n') && !e.is_empty(), "{bad}: {e}");
         }
     }
@@ -112,7 +114,7 @@ mod tests {
             "required": ["a", "b"]}),
         )
         .unwrap();
-        let e = s.check(&json!({"a": "x"})).unwrap_err();
+        let e = s.check(&json!({"a": "x"})).unwrap_err().to_string();
         assert!(!e.contains('\n'), "{e}");
     }
 }

@@ -9,6 +9,7 @@
 //! (population) and percentiles are numpy's, percentiles by linear interpolation (evalscope: nearest
 //! rank); `max_output_tokens_per_s` counts chunks per wall-clock second, as vLLM does.
 
+mod error;
 pub mod stats;
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 
 use crate::run_folder::{RunDir, StoredRow};
+pub use error::VllmBenchError;
 
 /// The percentiles written for every metric: vLLM's `--metric-percentiles 50,90,95,99`.
 pub const PERCENTILES: [f64; 4] = [50.0, 90.0, 95.0, 99.0];
@@ -92,16 +94,14 @@ pub struct RunInfo {
 
 impl RunInfo {
     /// The settings recorded in a run's arguments; an error for runs vLLM's format does not describe.
-    pub fn from_args(args: &Map<String, Value>, date: String) -> Result<RunInfo, String> {
+    pub fn from_args(args: &Map<String, Value>, date: String) -> Result<RunInfo, VllmBenchError> {
         let text = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("");
         let api = text("api");
         if ["embed", "rerank"]
             .iter()
             .any(|w| api.to_lowercase().contains(w))
         {
-            return Err(format!(
-                "--api {api}: vLLM's generation result format describes text generation runs only"
-            ));
+            return Err(VllmBenchError::NotGeneration(api.to_string()));
         }
         let url = text("url");
         let path = url.split(['?', '#']).next().unwrap_or("");
@@ -318,19 +318,28 @@ pub struct Export {
 
 /// Reads run `dir` and computes its result; an error names the run (no arguments file, no database, a
 /// run of another kind).
-pub fn prepare(dir: &RunDir) -> Result<Export, String> {
-    let name = dir.path().display();
+pub fn prepare(dir: &RunDir) -> Result<Export, VllmBenchError> {
+    let name = || dir.path().display().to_string();
     let args = dir
         .read_args()
-        .ok_or_else(|| format!("{name}: the run's arguments file cannot be read"))?;
+        .ok_or_else(|| VllmBenchError::NoArgs(name()))?;
     let modified = std::fs::metadata(dir.database())
         .and_then(|m| m.modified())
-        .map_err(|e| format!("{name}: no database ({e})"))?;
+        .map_err(|e| VllmBenchError::NoDatabase {
+            run: name(),
+            reason: e.to_string(),
+        })?;
     let date = chrono::DateTime::<chrono::Local>::from(modified)
         .format("%Y%m%d-%H%M%S")
         .to_string();
-    let info = RunInfo::from_args(&args, date).map_err(|e| format!("{name}: {e}"))?;
-    let rows = dir.read_rows().map_err(|e| format!("{name}: {e:#}"))?;
+    let info = RunInfo::from_args(&args, date).map_err(|e| VllmBenchError::Run {
+        run: name(),
+        error: Box::new(e),
+    })?;
+    let rows = dir.read_rows().map_err(|e| VllmBenchError::Rows {
+        run: name(),
+        reason: format!("{e:#}"),
+    })?;
     let requests: Vec<VllmRequest> = rows.iter().map(VllmRequest::from_row).collect();
     let result = result(&info, &requests, duration_s(&rows));
     Ok(Export {

@@ -141,7 +141,7 @@ fn settings_come_from_the_run_arguments() {
     assert_eq!(i.file_name(), "openai-20.0qps-Qwen3-0.6B-d.json");
     let err =
         RunInfo::from_args(&args(json!({"api": "openai_embedding"})), "d".into()).unwrap_err();
-    assert!(err.contains("--api openai_embedding"), "{err}");
+    assert!(err.to_string().contains("--api openai_embedding"), "{err}");
 }
 
 /// Every key `vllm bench serve --save-result --percentile-metrics ttft,tpot,itl,e2el

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::hooks::Hooks;
+use super::setup_error::SetupError;
 pub use decode::{parse_head, BodyDecoder, Framing, Head, ProtocolError};
 pub use stream::ConnectError;
 use stream::{Stream, Tls};
@@ -56,24 +57,20 @@ impl Endpoint {
         headers: &[(String, String)],
         connect_timeout: Option<Duration>,
         read_timeout: Option<Duration>,
-    ) -> Result<Endpoint, String> {
+    ) -> Result<Endpoint, SetupError> {
         let tls = match url.scheme() {
             "http" => false,
             "https" => true,
-            other => {
-                return Err(format!(
-                    "unsupported URL scheme {other:?} (use http or https)"
-                ))
-            }
+            other => return Err(SetupError::Scheme(other.to_string())),
         };
         let host = match url.host_str() {
             // IPv6 literals come bracketed.
             Some(h) => h.trim_start_matches('[').trim_end_matches(']').to_string(),
-            None => return Err(format!("{url} has no host")),
+            None => return Err(SetupError::NoHost(url.to_string())),
         };
         let port = url
             .port_or_known_default()
-            .ok_or_else(|| format!("{url} has no port"))?;
+            .ok_or_else(|| SetupError::NoPort(url.to_string()))?;
         let host_header = match (url.host_str(), url.port()) {
             (Some(h), Some(p)) => format!("{h}:{p}"),
             (Some(h), None) => h.to_string(),

@@ -18,6 +18,7 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer, ServerName};
 
 use crate::engine::proxy::Proxy;
+use crate::engine::setup_error::SetupError;
 use crate::sys::rx_stamp;
 
 /// Largest `CONNECT` reply head accepted from a proxy.
@@ -196,29 +197,32 @@ pub struct Tls {
 impl Tls {
     /// A TLS client for `host`, trusting the bundled Mozilla roots and the certificates in the PEM file
     /// named by `SSL_CERT_FILE`, if set.
-    pub fn new(host: &str) -> Result<Tls, String> {
+    pub fn new(host: &str) -> Result<Tls, SetupError> {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         if let Some(path) = std::env::var_os("SSL_CERT_FILE") {
-            let certs = CertificateDer::pem_file_iter(&path)
-                .map_err(|e| format!("SSL_CERT_FILE {}: {e}", path.to_string_lossy()))?;
+            let cert_file = |e: &dyn std::fmt::Display| SetupError::CertFile {
+                path: path.to_string_lossy().into_owned(),
+                reason: e.to_string(),
+            };
+            let certs = CertificateDer::pem_file_iter(&path).map_err(|e| cert_file(&e))?;
             for cert in certs {
-                let cert =
-                    cert.map_err(|e| format!("SSL_CERT_FILE {}: {e}", path.to_string_lossy()))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("SSL_CERT_FILE {}: {e}", path.to_string_lossy()))?;
+                let cert = cert.map_err(|e| cert_file(&e))?;
+                roots.add(cert).map_err(|e| cert_file(&e))?;
             }
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS setup: {e}"))?
+            .map_err(|e| SetupError::Tls(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let server_name = ServerName::try_from(host.to_string())
-            .map_err(|e| format!("{host} is not a valid TLS server name: {e}"))?;
+        let server_name =
+            ServerName::try_from(host.to_string()).map_err(|e| SetupError::ServerName {
+                host: host.to_string(),
+                reason: e.to_string(),
+            })?;
         Ok(Tls {
             connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
             server_name,

@@ -3,6 +3,7 @@
 //! longest operator first, a bare number read in the metric's report unit, an `s`/`ms` suffix converted
 //! into it, and the target rendered as evalscope renders it (`500 ms`).
 
+use super::criterion_error::CriterionError;
 use crate::pyjson::float_repr;
 use crate::text::format::unit_for_key;
 
@@ -157,7 +158,7 @@ fn split_threshold(text: &str) -> Option<(f64, &str)> {
 }
 
 /// Parses one criterion for metric field `field`; the error is evalscope's message.
-pub fn parse(value: &str, field: &str) -> Result<Criterion, String> {
+pub fn parse(value: &str, field: &str) -> Result<Criterion, CriterionError> {
     let text: String = value
         .trim()
         .replace('≤', "<=")
@@ -177,11 +178,9 @@ pub fn parse(value: &str, field: &str) -> Result<Criterion, String> {
     } else if let Some(r) = text.strip_prefix('>') {
         (Op::Gt, r)
     } else {
-        return Err(format!(
-            "Invalid SLA param format: {text}. Expected format: \"<=0.02\", \">=0.5\", etc."
-        ));
+        return Err(CriterionError::Format(text));
     };
-    let invalid = || format!("Invalid target value in SLA param: {text}");
+    let invalid = || CriterionError::Target(text.clone());
     let (mut number, suffix) = split_threshold(rest).ok_or_else(invalid)?;
     if !number.is_finite() {
         return Err(invalid());
@@ -191,9 +190,11 @@ pub fn parse(value: &str, field: &str) -> Result<Criterion, String> {
         match (seconds_per(suffix), seconds_per(unit)) {
             (Some(from), Some(to)) => number *= from / to,
             _ => {
-                return Err(format!(
-                    "Unit '{suffix}' does not match the unit of this metric ('{unit}'): {text}"
-                ))
+                return Err(CriterionError::Unit {
+                    suffix: suffix.to_string(),
+                    unit: unit.to_string(),
+                    text: text.clone(),
+                })
             }
         }
     }
@@ -282,12 +283,15 @@ mod tests {
         );
         assert!(parse("=5", "TTFT (ms)")
             .unwrap_err()
+            .to_string()
             .contains("Invalid SLA param format"));
         assert!(parse("<=abc", "TTFT (ms)")
             .unwrap_err()
+            .to_string()
             .contains("Invalid target value"));
         assert!(parse("<=5tok/s", "TTFT (ms)")
             .unwrap_err()
+            .to_string()
             .contains("does not match"));
         assert!(parse("<=1e999", "TTFT (ms)").is_err());
     }

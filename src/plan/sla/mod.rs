@@ -4,6 +4,7 @@
 //! search itself is [`crate::sla`].
 
 pub mod criterion;
+mod criterion_error;
 
 use serde_json::Value;
 

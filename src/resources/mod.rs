@@ -9,6 +9,9 @@
 
 use std::time::Duration;
 
+mod error;
+pub use error::ResourceError;
+
 /// CPU time used by this process so far (user + system, every thread, including threads that have ended).
 pub fn process_cpu() -> Duration {
     rusage().map_or(Duration::ZERO, |r| r.cpu)
@@ -242,7 +245,7 @@ pub const FD_HEADROOM: u64 = 64;
 /// Raises the soft open-file limit to the hard limit when `needed` descriptors exceed it. Returns the limit
 /// now in force, or an error text naming the limit when even the hard limit is too small (or it could not
 /// be raised).
-pub fn ensure_file_limit(needed: u64) -> Result<FileLimit, String> {
+pub fn ensure_file_limit(needed: u64) -> Result<FileLimit, ResourceError> {
     let Some(mut rl) = get_file_limit() else {
         return Ok(file_limit());
     };
@@ -263,14 +266,12 @@ pub fn ensure_file_limit(needed: u64) -> Result<FileLimit, String> {
     if now.soft.is_none_or(|s| s >= needed) {
         return Ok(now);
     }
-    let show = |v: Option<u64>| v.map_or("unlimited".to_string(), |v| v.to_string());
-    Err(format!(
-        "this run needs about {needed} open files (sockets for the requests in flight, plus {FD_HEADROOM}), \
-         but the open-file limit (RLIMIT_NOFILE) is {} and its hard limit is {}: lower --parallel, or raise \
-         the limit (e.g. `ulimit -n {needed}`, or `ulimit -Hn` as root / limits.conf)",
-        show(now.soft),
-        show(now.hard)
-    ))
+    Err(ResourceError::FileLimit {
+        needed,
+        headroom: FD_HEADROOM,
+        soft: now.soft,
+        hard: now.hard,
+    })
 }
 
 #[cfg(test)]

@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::Error;
 
+mod error;
+pub use error::LocalServerError;
+
 /// The evalscope API name that asks for a local server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LocalApi {
@@ -110,30 +113,22 @@ fn on_path(program: &str) -> bool {
 }
 
 /// Which server `settings` starts, or why none can be.
-pub fn choose(settings: &LocalSettings) -> Result<ServerKind, String> {
+pub fn choose(settings: &LocalSettings) -> Result<ServerKind, LocalServerError> {
     if has_vllm() {
         return Ok(ServerKind::Vllm);
     }
     if settings.api == LocalApi::LocalVllm {
-        return Err(format!(
-            "--api local_vllm: vLLM is not installed for {py}: `{py} -m vllm.entrypoints.openai.api_server` cannot be found (pip install vllm, or set LLMPERF_PYTHON to a Python that has it)",
-            py = python()
-        ));
+        return Err(LocalServerError::NoVllm { python: python() });
     }
     let gguf = settings.model.ends_with(".gguf") && Path::new(&settings.model).is_file();
     if gguf && on_path("llama-server") {
         return Ok(ServerKind::LlamaCpp);
     }
-    Err(format!(
-        "--api local: no local server for --model {}: vLLM is not installed for {} (pip install vllm, or set LLMPERF_PYTHON to a Python that has it), and {}",
-        settings.model,
-        python(),
-        if gguf {
-            "llama.cpp's llama-server is not on PATH"
-        } else {
-            "the model is not a .gguf file for llama.cpp's llama-server"
-        }
-    ))
+    Err(LocalServerError::NoServer {
+        model: settings.model.clone(),
+        python: python(),
+        gguf,
+    })
 }
 
 fn attn(settings: &LocalSettings) -> Option<(Option<&'static str>, &'static str)> {
