@@ -42,31 +42,7 @@ pub(super) async fn write(
     {
         tracing::warn!("{warning}");
     }
-    if let Some(built) = &ctx.prompts.replay {
-        let n = (spec.number as usize).min(built.input_tokens.len());
-        let keys = observers.replay.keys(
-            acc.send_lag_percentiles(),
-            &built.input_tokens[..n],
-            &built.implied_cached_tokens[..n],
-        );
-        tracing::info!(
-            "Trace replay fidelity: {}",
-            keys.iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        summary.extras.appended.extend(keys);
-    }
-    summary
-        .extras
-        .appended
-        .extend(observers.reasoning.summary_keys());
-    summary
-        .extras
-        .appended
-        .extend(observers.tool_calls.summary_keys());
-    summary.extras.appended.extend(control.0.summary_keys());
+    append_observer_keys(ctx, spec, &acc, &observers, &control.0, &mut summary);
     if let Some(server) = crate::server_metrics::finish_for_run(scrape, &mut summary).await {
         if let Err(e) = dir.write_server_metrics(&server) {
             tracing::warn!("--server-metrics: {e:#}");
@@ -140,6 +116,43 @@ pub(super) async fn write(
         dir,
         trace,
     })
+}
+
+/// llmperf's keys appended after evalscope's: a replayed trace's fidelity (also logged), reasoning, tool
+/// calls and the server-control record.
+fn append_observer_keys(
+    ctx: &SweepContext<'_>,
+    spec: &RunSpec,
+    acc: &crate::metrics::Accumulator,
+    observers: &super::aggregate::Observers,
+    control: &crate::server_control::RunControl,
+    summary: &mut crate::metrics::BenchmarkSummary,
+) {
+    if let Some(built) = &ctx.prompts.replay {
+        let n = (spec.number as usize).min(built.input_tokens.len());
+        let keys = observers.replay.keys(
+            acc.send_lag_percentiles(),
+            &built.input_tokens[..n],
+            &built.implied_cached_tokens[..n],
+        );
+        tracing::info!(
+            "Trace replay fidelity: {}",
+            keys.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        summary.extras.appended.extend(keys);
+    }
+    summary
+        .extras
+        .appended
+        .extend(observers.reasoning.summary_keys());
+    summary
+        .extras
+        .appended
+        .extend(observers.tool_calls.summary_keys());
+    summary.extras.appended.extend(control.summary_keys());
 }
 
 /// `--save-format vllm-bench`: `vllm bench serve`'s result file, from the rows just stored. A failure is a
