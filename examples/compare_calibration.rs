@@ -11,7 +11,9 @@
 //!    compared by `llmperf compare --format json --fail-on p99_ttft:+10%`: coverage at 0 %, +10 %, +20 %,
 //!    power at +25 %, false alarms at 0 % (A/A) and +5 %. Pair i's NEW runs of every change share one BASE run
 //!    (seeded by i), so each change's pairs are independent of each other; every run has its own seed. The
-//!    runs are this program re-run as `llmperf` (`--as-llmperf`), so no other binary is needed.
+//!    runs are this program re-run as `llmperf` (`--as-llmperf`), so no other binary is needed; each run's
+//!    simulator is `llmperf serve-mock` in a process of its own (so the simulator's timers never share the
+//!    client's runtime or CPU), unless `--in-process` asks for `--api mock`.
 //!
 //! Run (release): `cargo run --release --example compare_calibration` — or `-- --pairs N --number R
 //! --parallel P --ttft-ms T --cv C --model-pairs M --sizes N… [--model-only | --e2e-only]`.
@@ -63,6 +65,9 @@ struct Args {
     /// Part 2 only.
     #[arg(long)]
     e2e_only: bool,
+    /// Part 2: the simulator in the client's process (`--api mock`) instead of `serve-mock` in its own.
+    #[arg(long)]
+    in_process: bool,
 }
 
 /// Coverage and gate tallies of one change.
@@ -175,9 +180,17 @@ fn llmperf(args: &[String]) -> (i32, Vec<u8>) {
 
 /// One run of the simulator into `dir/name`; panics when it fails.
 fn sim_run(args: &Args, dir: &Path, name: &str, ttft_ms: f64, seed: u64) {
-    let a: Vec<String> = [
-        "--api",
-        "mock",
+    let sim_flags: Vec<String> = vec![
+        "--mock-itl-ms".into(),
+        "1".into(),
+        "--mock-ttft-ms".into(),
+        format!("{ttft_ms}"),
+        "--mock-jitter-cv".into(),
+        format!("{}", args.cv),
+        "--seed".into(),
+        seed.to_string(),
+    ];
+    let common: Vec<String> = [
         "--model",
         "m",
         "--prompt",
@@ -185,8 +198,6 @@ fn sim_run(args: &Args, dir: &Path, name: &str, ttft_ms: f64, seed: u64) {
         "--max-tokens",
         "1",
         "--stream",
-        "--mock-itl-ms",
-        "1",
         "--no-timestamp",
         "--sleep-interval",
         "0",
@@ -194,10 +205,6 @@ fn sim_run(args: &Args, dir: &Path, name: &str, ttft_ms: f64, seed: u64) {
     .iter()
     .map(|s| s.to_string())
     .chain([
-        "--mock-ttft-ms".into(),
-        format!("{ttft_ms}"),
-        "--mock-jitter-cv".into(),
-        format!("{}", args.cv),
         "--seed".into(),
         seed.to_string(),
         "--parallel".into(),
@@ -210,8 +217,59 @@ fn sim_run(args: &Args, dir: &Path, name: &str, ttft_ms: f64, seed: u64) {
         name.into(),
     ])
     .collect();
+    if args.in_process {
+        let mut a: Vec<String> = vec!["--api".into(), "mock".into()];
+        a.extend(common);
+        a.extend(sim_flags);
+        let (code, _) = llmperf(&a);
+        assert_eq!(code, 0, "llmperf {a:?} failed");
+        return;
+    }
+    let sim = SimProcess::start(&sim_flags);
+    let mut a: Vec<String> = vec![
+        "--api".into(),
+        "openai".into(),
+        "--url".into(),
+        format!("{}/chat/completions", sim.url),
+    ];
+    a.extend(common);
     let (code, _) = llmperf(&a);
+    drop(sim);
     assert_eq!(code, 0, "llmperf {a:?} failed");
+}
+
+/// `llmperf serve-mock` in a process of its own, stopped (stdin closed, then waited for) when dropped.
+struct SimProcess {
+    child: std::process::Child,
+    url: String,
+}
+
+impl SimProcess {
+    fn start(flags: &[String]) -> SimProcess {
+        use std::io::BufRead;
+        let mut child = Command::new(std::env::current_exe().expect("own path"))
+            .args(["--as-llmperf", "serve-mock", "--until-stdin-closes"])
+            .args(flags)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("serve-mock starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut line)
+            .expect("serve-mock prints its URL");
+        SimProcess {
+            child,
+            url: line.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
 }
 
 /// A relative interval read from compare's JSON (an end it cannot bound as ±∞).
@@ -249,8 +307,17 @@ fn part_e2e(args: &Args) {
     let mut tallies = [Tally::default(); CHANGES.len()];
     let started = Instant::now();
     println!(
-        "Part 2, end to end: {} pairs per change, {} requests per run at --parallel {}, simulator TTFT {} ms × (1 + change), --mock-jitter-cv {}",
-        args.pairs, args.number, args.parallel, args.ttft_ms, args.cv
+        "Part 2, end to end: {} pairs per change, {} requests per run at --parallel {}, simulator TTFT {} ms × (1 + change), --mock-jitter-cv {}, simulator {}",
+        args.pairs,
+        args.number,
+        args.parallel,
+        args.ttft_ms,
+        args.cv,
+        if args.in_process {
+            "in the client's process (--api mock)"
+        } else {
+            "in its own process (serve-mock)"
+        }
     );
     for i in 0..args.pairs {
         let base = tmp.path().join("base");
