@@ -20,6 +20,9 @@
 mod extras;
 mod llm;
 mod load;
+mod phases;
+
+pub(crate) use phases::phase_cell;
 mod trace;
 
 use crate::metrics::{
@@ -139,6 +142,7 @@ pub fn performance_summary(info: &ReportInfo, runs: &[RunReport]) -> String {
     }
     extras::print_llmperf_extras(&mut doc, &sorted);
     load::print_delivered_load(&mut doc, &sorted);
+    phases::print_phases(&mut doc, &sorted);
     doc.0
 }
 
