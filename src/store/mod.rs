@@ -16,7 +16,9 @@
 //! (NULL otherwise); `response_messages` is
 //! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). The tool-call columns
 //! (`tool_call_count` … `validation_error`, [`crate::record::StructuredOutcome`]) are NULL except for
-//! successful requests that offered tools or asked for JSON. Warmup records are never stored.
+//! successful requests that offered tools or asked for JSON. The `phase_*` columns, last, are the
+//! request's connection phases in seconds ([`crate::record::phases`]; dns/connect/tls NULL where the
+//! connection was reused). Warmup records are never stored.
 
 mod b64;
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //!    stays a byte-identical prefix): a `Failures` table (`Conc. | Rate | Kind | Count`), one
 //!    `! Run … was interrupted …` line per interrupted run, a `Client Diagnostics` table (client CPU, send
 //!    lag, whether the client limited the run) and one `! Run …: WARNING: the client itself limited this
-//!    run …` line per run it limited.
+//!    run …` line per run it limited; then the `Delivered Load` and `Connection Phases` tables.
 //!
 //! The LLM tables are [`llm`] (`llm_sections`, in print order) and [`trace`]; llmperf's extras are
 //! [`extras`]; the embedding table and the frame (panel, basic information) are here.
