@@ -187,3 +187,22 @@ fn plain_http_has_no_tls_phase_and_non_stream_ends_before_the_latency() {
     assert_summary_recounts(&s, &rows);
     assert!(s.get("Phase TLS Mean (ms)").is_none());
 }
+
+#[test]
+fn an_open_loops_requests_written_before_their_task_ran_keep_their_phases_in_order() {
+    // The open loop writes a request on an idle connection from its timer thread; the task that reads the
+    // answer runs later. Its write is stamped where it happened, so the phases still end before TTFT.
+    let sim = timed_sim(5, 1);
+    let run = Run::against(&sim)
+        .flags("--prompt x --open-loop --rate 100 --number 40 --max-tokens 2 --stream --seed 3")
+        .flags("--no-test-connection");
+    run.ok();
+    let rows = phase_rows(&run.single_run().db());
+    assert_eq!(rows.len(), 40);
+    assert_in_order_before_ttft(&rows);
+    let opened = rows.iter().filter(|r| r.phases[1].is_some()).count();
+    assert!(
+        opened >= 1 && opened < rows.len(),
+        "connections were reused: {opened}"
+    );
+}
