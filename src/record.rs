@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use crate::clock;
 
+pub mod phases;
+
+pub use phases::{ConnMarks, PhaseMarks, Phases};
+
 /// Why a request failed, grouped for the summary ("failures by kind"). The labels are stable: they are
 /// written to the `failure_kind` column, the run's summary file and the reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -143,6 +147,8 @@ pub struct RequestRecord {
     /// receive stamp to read); zero where the kernel gives no stamps. Not a timing error — chunks are
     /// timed at arrival — but a measure of how far behind the client was.
     pub read_lag: Duration,
+    /// When the request got past each connection phase ([`phases`]; durations via [`RequestRecord::phases`]).
+    pub phase_marks: PhaseMarks,
     /// Its place in a conversation (`--multi-turn` only).
     pub turn: Option<TurnTag>,
     /// The request id: a replayed trace's or an AgentX call's own, else the one llmperf sent in its
@@ -186,6 +192,7 @@ impl RequestRecord {
             response_spans: Vec::new(),
             intended_prompt_tokens: None,
             read_lag: Duration::ZERO,
+            phase_marks: PhaseMarks::default(),
             turn: None,
             request_id: None,
             endpoint: None,
@@ -260,6 +267,11 @@ impl RequestRecord {
             Some(t) => t.saturating_duration_since(self.sent_at).as_secs_f64(),
             None => 0.0,
         }
+    }
+
+    /// The connection phases, seconds laid end to end from the send (the `phase_*` columns).
+    pub fn phases(&self) -> Phases {
+        self.phase_marks.durations(self.sent_at)
     }
 
     /// Gaps between consecutive output chunks, seconds (`inter_chunk_latency`).

@@ -203,6 +203,7 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
     let mut summary = replayed.acc.summary();
     let percentiles = replayed.acc.percentiles();
     summary.extras.load = load_verdict(&dir, &spec, &args);
+    summary.extras.phases = crate::metrics::phases::summarize(&dir.database());
     // After every other key (the report shows them too).
     summary.extras.appended.extend([
         ("Shards".to_string(), json!(set.count)),

@@ -10,6 +10,7 @@ pub mod load;
 mod nearest_rank;
 mod pd;
 mod percentile;
+pub mod phases;
 pub mod replay;
 mod samples;
 mod spill;

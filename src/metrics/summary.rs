@@ -173,6 +173,10 @@ pub struct SummaryExtras {
     /// Further keys written last, in order (reasoning accounting, `--server-metrics`).
     #[serde(flatten, serialize_with = "object")]
     pub appended: Vec<(String, Value)>,
+    /// The connection phases of the stored requests ([`super::phases`]; absent when no row has any),
+    /// after every other key.
+    #[serde(flatten)]
+    pub phases: Option<super::phases::PhaseSummary>,
 }
 
 fn is_false(b: &bool) -> bool {

@@ -54,6 +54,7 @@ pub(super) async fn write(
         client_limits(&summary),
         acc.warmup_spans().to_vec(),
     );
+    summary.extras.phases = crate::metrics::phases::summarize(&dir.database());
     let percentiles = acc.percentiles();
     let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();
     if spilled_bytes > 0 {

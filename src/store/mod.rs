@@ -16,7 +16,9 @@
 //! (NULL otherwise); `response_messages` is
 //! `base64(pickle.dumps(list_of_payloads))` (see `store/pickle.rs`). The tool-call columns
 //! (`tool_call_count` … `validation_error`, [`crate::record::StructuredOutcome`]) are NULL except for
-//! successful requests that offered tools or asked for JSON. Warmup records are never stored.
+//! successful requests that offered tools or asked for JSON. The `phase_*` columns, last, are the
+//! request's connection phases in seconds ([`crate::record::phases`]; dns/connect/tls NULL where the
+//! connection was reused). Warmup records are never stored.
 
 mod b64;
 #[cfg(test)]
@@ -29,6 +31,7 @@ mod pickle;
 mod pickle_tests;
 #[cfg(test)]
 mod pickle_vm;
+mod schema;
 #[cfg(test)]
 mod tests;
 
@@ -45,6 +48,7 @@ use rusqlite::{params, Connection};
 use crate::pyjson;
 use crate::record::RequestRecord;
 pub use error::StoreError;
+use schema::{EVALSCOPE_COLUMNS, EXTRA_COLUMNS, INSERT_SQL, TOOLS_SQL};
 
 /// Pending rows are committed at least this often, so a crash loses at most this much.
 const MAX_COMMIT_DELAY: Duration = Duration::from_secs(1);
@@ -57,35 +61,6 @@ const PAGE_CACHE_KIB: i64 = 8_192;
 
 /// How long a commit waits for another process's lock before it is postponed.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// evalscope's columns (`utils/db_util.py`), in its order and with its types.
-const EVALSCOPE_COLUMNS: &str = "request TEXT, start_time REAL, inter_token_latencies TEXT, success INTEGER, \
-     response_messages TEXT, completed_time REAL, latency REAL, first_chunk_latency REAL, prompt_tokens INTEGER, \
-     completion_tokens INTEGER, max_gpu_memory_cost REAL, time_per_output_token REAL, request_id TEXT, \
-     is_stream INTEGER";
-
-/// llmperf's extra columns, appended after evalscope's.
-const EXTRA_COLUMNS: &str =
-    "status_code INTEGER, error TEXT, scheduled_time REAL, send_time REAL, \
-     chunk_times TEXT, cached_tokens INTEGER, failure_kind TEXT, intended_prompt_tokens INTEGER, \
-     reasoning_tokens INTEGER, answer_tokens INTEGER, first_reasoning_latency REAL, first_answer_latency REAL, \
-     conversation_id INTEGER, turn_index INTEGER, tool_call_count INTEGER, valid_tool_calls INTEGER, \
-     invalid_tool_calls INTEGER, first_tool_call_latency REAL, tool_call_tokens INTEGER, tool_calls TEXT, \
-     schema_valid INTEGER, truncated INTEGER, validation_error TEXT, endpoint TEXT";
-
-const INSERT_SQL: &str = "INSERT INTO result (request, start_time, inter_token_latencies, success, \
-     response_messages, completed_time, latency, first_chunk_latency, prompt_tokens, completion_tokens, \
-     max_gpu_memory_cost, time_per_output_token, request_id, is_stream, status_code, error, scheduled_time, \
-     send_time, chunk_times, cached_tokens, failure_kind, intended_prompt_tokens, reasoning_tokens, \
-     answer_tokens, first_reasoning_latency, first_answer_latency, conversation_id, turn_index, endpoint) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
-     ?23, ?24, ?25, ?26, ?27, ?28, ?29)";
-
-/// The tool-call columns of the row just inserted: set only for a request that offered tools or asked for
-/// JSON, so any other row costs exactly the insert above (its tool-call columns stay NULL).
-const TOOLS_SQL: &str = "UPDATE result SET tool_call_count = ?1, valid_tool_calls = ?2, \
-     invalid_tool_calls = ?3, first_tool_call_latency = ?4, tool_call_tokens = ?5, tool_calls = ?6, \
-     schema_valid = ?7, truncated = ?8, validation_error = ?9 WHERE rowid = ?10";
 
 /// What the caller sends to the writer thread.
 enum Msg {
@@ -432,6 +407,7 @@ impl Writer {
         let when_ok = |v: f64| ok.then_some(v);
         // Base64 is ASCII: bound as TEXT without another UTF-8 pass.
         let messages = ToSqlOutput::Borrowed(ValueRef::Text(self.encoder.encode(r.responses())));
+        let phases = r.phases().values();
         let mut stmt = self.conn.prepare_cached(INSERT_SQL)?;
         stmt.execute(params![
             &*r.request,
@@ -463,6 +439,12 @@ impl Writer {
             r.turn.and_then(|t| i64::try_from(t.conversation).ok()),
             r.turn.map(|t| t.turn_index),
             r.endpoint_url.as_deref(),
+            phases[0],
+            phases[1],
+            phases[2],
+            phases[3],
+            phases[4],
+            phases[5],
         ])?;
         if let Some(o) = r.structured.as_deref() {
             // Call counts only where the request had tools (or calls came anyway).

@@ -194,7 +194,13 @@ fn writes_evalscope_rows_then_extras() {
             "schema_valid",
             "truncated",
             "validation_error",
-            "endpoint"
+            "endpoint",
+            "phase_dns",
+            "phase_connect",
+            "phase_tls",
+            "phase_write",
+            "phase_headers",
+            "phase_first_byte"
         ]
     );
 

@@ -87,4 +87,12 @@ fn a_server_closing_after_each_stream_loses_no_request() {
         9,
         "connection test + 8 requests, each served once"
     );
+    // Each request found its pooled connection closed and was resent on a new one: its phases are the
+    // new connection's (timed from the resend), never the stale attempt's.
+    let phases = crate::phases::phase_rows(&run.db());
+    assert!(
+        phases.iter().all(|r| r.phases[1].is_some()),
+        "every resend opened a connection"
+    );
+    crate::phases::assert_in_order_before_ttft(&phases);
 }

@@ -185,6 +185,15 @@ fn https_goes_through_a_connect_tunnel() {
     assert_eq!(sim.requests().len(), 4);
     let rows = run.run_dir("parallel_2_number_3").rows();
     assert!(rows.iter().all(|r| r.success));
+    // Connection phases through the tunnel: every tunnel but the connection test's (reused by a stored
+    // request) is one stored request's phase_connect (to the proxy + CONNECT), followed by its TLS phase.
+    let phases = crate::phases::phase_rows(&run.run_dir("parallel_2_number_3").db());
+    let opened: Vec<_> = phases.iter().filter(|r| r.phases[1].is_some()).collect();
+    assert_eq!(opened.len(), heads.len() - 1);
+    assert!(opened
+        .iter()
+        .all(|r| r.phases[1] > Some(0.0) && r.phases[2] > Some(0.0)));
+    crate::phases::assert_in_order_before_ttft(&phases);
 }
 
 #[test]

@@ -277,6 +277,27 @@ pub fn assert_merged_root(root: &Path, run: &str) {
     assert!(args.get("llmperf_shard").is_none());
 }
 
+/// The connection phase columns travel with the rows into the merged database, and the merged summary's
+/// phase keys count the union of the shards' rows.
+fn assert_phases_merged(shard_out: &Path, merged: &Path) {
+    let shard_rows: Vec<_> = (0..4)
+        .flat_map(|k| {
+            let run = find_dir(shard_out, &format!("m_shard{k}of4")).join("parallel_4_number_40");
+            crate::phases::phase_rows(&run.join("benchmark_data.db"))
+        })
+        .collect();
+    let merged_rows = crate::phases::phase_rows(&merged.join("benchmark_data.db"));
+    let written =
+        |rows: &[crate::phases::PhaseRow]| -> f64 { rows.iter().filter_map(|r| r.phases[3]).sum() };
+    assert_eq!(merged_rows.len(), shard_rows.len());
+    assert!(merged_rows.iter().all(|r| r.phases[3].is_some()));
+    assert!((written(&merged_rows) - written(&shard_rows)).abs() < 1e-9);
+    let new = shard_rows.iter().filter(|r| r.phases[1].is_some()).count();
+    let s = json_file(&merged.join("benchmark_summary.json"));
+    assert_eq!(s["New Connections"], new, "{s}");
+    crate::phases::assert_in_order_before_ttft(&merged_rows);
+}
+
 #[test]
 fn four_closed_loop_shards_merge_into_the_single_process_result() {
     let sim = sim();
@@ -320,6 +341,7 @@ fn four_closed_loop_shards_merge_into_the_single_process_result() {
         find_dir(&again, "parallel_4_number_40")
     });
     assert_merged_root(&merged_root, "parallel_4_number_40");
+    assert_phases_merged(&shard_out, &merged);
     let text = std::fs::read_to_string(merged_root.join("performance_summary.txt")).unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains(text.lines().nth(1).unwrap()));
 

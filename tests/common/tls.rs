@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::net::{TcpListener, TcpStream};
@@ -24,6 +25,17 @@ pub fn tls_terminator(
     certs_dir: &Path,
     backend: SocketAddr,
 ) -> (SocketAddr, tokio::runtime::Runtime) {
+    let (addr, rt, _) = counting_tls_terminator(certs_dir, backend);
+    (addr, rt)
+}
+
+/// [`tls_terminator`], also counting the TLS handshakes it completed.
+pub fn counting_tls_terminator(
+    certs_dir: &Path,
+    backend: SocketAddr,
+) -> (SocketAddr, tokio::runtime::Runtime, Arc<AtomicUsize>) {
+    let handshakes = Arc::new(AtomicUsize::new(0));
+    let counter = handshakes.clone();
     let certs: Vec<CertificateDer<'static>> =
         CertificateDer::pem_file_iter(certs_dir.join("server.pem"))
             .unwrap()
@@ -51,10 +63,12 @@ pub fn tls_terminator(
                 continue;
             };
             let acceptor = acceptor.clone();
+            let counter = counter.clone();
             tokio::spawn(async move {
                 let Ok(mut tls) = acceptor.accept(tcp).await else {
                     return;
                 };
+                counter.fetch_add(1, Ordering::SeqCst);
                 let Ok(mut up) = TcpStream::connect(backend).await else {
                     return;
                 };
@@ -62,5 +76,5 @@ pub fn tls_terminator(
             });
         }
     });
-    (addr, rt)
+    (addr, rt, handshakes)
 }

@@ -13,10 +13,10 @@
 //! `http://` requests in absolute form to the proxy, `https://` through a `CONNECT` tunnel.
 
 mod decode;
+mod pool;
 mod stream;
 
 use std::io;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,8 +24,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::hooks::Hooks;
 use super::setup_error::SetupError;
 pub use decode::{parse_head, BodyDecoder, Framing, Head, ProtocolError};
+pub use pool::Pool;
 pub use stream::ConnectError;
 use stream::{Stream, Tls};
+
+use crate::record::ConnMarks;
 
 /// First size of a connection's read buffer (it grows for long lines or big bodies).
 const READ_BUF_BYTES: usize = 4096;
@@ -209,10 +212,14 @@ pub struct Conn {
     read_lag: Duration,
     /// Test hooks (a delay before every read).
     hooks: Hooks,
+    /// When this new connection got past each step, until its first request takes them.
+    opened: Option<ConnMarks>,
+    /// When the current response's first body byte arrived.
+    body_at: Option<Instant>,
 }
 
 impl Conn {
-    fn new(stream: Stream, hooks: Hooks) -> Conn {
+    fn new(stream: Stream, hooks: Hooks, opened: ConnMarks) -> Conn {
         Conn {
             stream,
             buf: vec![0; READ_BUF_BYTES],
@@ -223,7 +230,29 @@ impl Conn {
             got_bytes: false,
             read_lag: Duration::ZERO,
             hooks,
+            opened: Some(opened),
+            body_at: None,
         }
+    }
+
+    /// The connection's own phase marks, for its first request only (`None` afterwards).
+    pub fn take_opened(&mut self) -> Option<ConnMarks> {
+        self.opened.take()
+    }
+
+    /// When the bytes of the most recent read arrived (the kernel's stamp, else when the read returned).
+    pub fn last_arrival(&self) -> Instant {
+        self.last_read
+    }
+
+    /// When the current response's first body byte arrived, if one did.
+    pub fn body_arrival(&self) -> Option<Instant> {
+        self.body_at
+    }
+
+    /// Whether the whole prepared request went out with the first `written` bytes.
+    pub fn all_written(&self, written: usize) -> bool {
+        written >= self.out.len()
     }
 
     /// Whether any response byte arrived for the current request (a reused connection that fails before
@@ -286,6 +315,7 @@ impl Conn {
     pub fn prepare(&mut self, endpoint: &Endpoint, extra: &[u8], body: &[u8]) {
         self.got_bytes = false;
         self.read_lag = Duration::ZERO;
+        self.body_at = None;
         self.out.clear();
         if extra.is_empty() {
             self.out.extend_from_slice(&endpoint.head_prefix);
@@ -387,6 +417,7 @@ impl Conn {
         loop {
             if self.start < self.end {
                 let at = self.last_read;
+                self.body_at.get_or_insert(at);
                 let used = decoder
                     .decode(&self.buf[self.start..self.end], &mut |d| on_data(d, at))
                     .map_err(Error::Protocol)?;
@@ -403,65 +434,6 @@ impl Conn {
                     Err(Error::Closed)
                 };
             }
-        }
-    }
-}
-
-/// Idle connections to one endpoint, reused most-recent first.
-pub struct Pool {
-    endpoint: Arc<Endpoint>,
-    idle: Mutex<Vec<Conn>>,
-    max_idle: usize,
-}
-
-impl Pool {
-    /// A pool keeping at most `max_idle` idle connections.
-    pub fn new(endpoint: Endpoint, max_idle: usize) -> Pool {
-        Pool {
-            endpoint: Arc::new(endpoint),
-            idle: Mutex::new(Vec::new()),
-            max_idle: max_idle.max(1),
-        }
-    }
-
-    /// The endpoint.
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
-    /// An idle connection (`true`: reused) or a new one.
-    pub async fn checkout(&self) -> Result<(Conn, bool), Error> {
-        if let Some(conn) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-            return Ok((conn, true));
-        }
-        self.connect().await.map(|c| (c, false))
-    }
-
-    /// An idle connection, if one is waiting (never connects).
-    pub fn try_idle(&self) -> Option<Conn> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()
-    }
-
-    /// A new connection.
-    pub async fn connect(&self) -> Result<Conn, Error> {
-        let e = &self.endpoint;
-        let stream = stream::connect(
-            &e.host,
-            e.port,
-            e.tls.as_ref(),
-            e.connect_timeout,
-            e.proxy.as_ref(),
-        )
-        .await
-        .map_err(Error::Connect)?;
-        Ok(Conn::new(stream, e.hooks))
-    }
-
-    /// Returns a connection whose last response was read completely.
-    pub fn checkin(&self, conn: Conn) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < self.max_idle {
-            idle.push(conn);
         }
     }
 }

@@ -4,6 +4,7 @@
 //! time stamps where the platform has them ([`super::rx_stamp`]).
 
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -19,6 +20,7 @@ use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer, ServerName
 
 use crate::engine::proxy::Proxy;
 use crate::engine::setup_error::SetupError;
+use crate::record::ConnMarks;
 use crate::sys::rx_stamp;
 
 /// Largest `CONNECT` reply head accepted from a proxy.
@@ -241,28 +243,40 @@ pub enum ConnectError {
 
 /// Connects to `host:port` (and runs the TLS handshake when `tls` is given) within `timeout`; through
 /// `proxy` when given: to the proxy, with a `CONNECT` tunnel to `host:port` before the TLS handshake.
+/// Returns the stream and when it got past each step (resolution, TCP + tunnel, TLS).
 pub async fn connect(
     host: &str,
     port: u16,
     tls: Option<&Tls>,
     timeout: Option<Duration>,
     proxy: Option<&Proxy>,
-) -> Result<Stream, ConnectError> {
+) -> Result<(Stream, ConnMarks), ConnectError> {
     let attempt = async {
-        let tcp = match proxy {
-            Some(p) => TcpStream::connect((p.host.as_str(), p.port)).await,
-            None => TcpStream::connect((host, port)).await,
-        }?;
+        let (to_host, to_port) = match proxy {
+            Some(p) => (p.host.as_str(), p.port),
+            None => (host, port),
+        };
+        let addrs = tokio::net::lookup_host((to_host, to_port)).await?;
+        let resolved = Instant::now();
+        let tcp = connect_first(addrs).await?;
         tcp.set_nodelay(true)?;
         let mut tcp = Tcp::new(tcp);
         match tls {
-            None => Ok(Stream::Plain(tcp)),
+            None => {
+                let connected = Instant::now();
+                Ok((Stream::Plain(tcp), marks(resolved, connected, None)))
+            }
             Some(tls) => {
                 if let Some(p) = proxy {
                     tunnel(&mut tcp, host, port, p).await?;
                 }
+                let connected = Instant::now();
                 let s = tls.connector.connect(tls.server_name.clone(), tcp).await?;
-                Ok(Stream::Tls(Box::new(s)))
+                let done = Instant::now();
+                Ok((
+                    Stream::Tls(Box::new(s)),
+                    marks(resolved, connected, Some(done)),
+                ))
             }
         }
     };
@@ -273,4 +287,30 @@ pub async fn connect(
             Err(_) => Err(ConnectError::Timeout(t)),
         },
     }
+}
+
+fn marks(resolved: Instant, connected: Instant, tls_done: Option<Instant>) -> ConnMarks {
+    ConnMarks {
+        resolved,
+        connected,
+        tls_done,
+    }
+}
+
+/// Connects to the resolved addresses in order (as `TcpStream::connect` does): the first that accepts, or
+/// the last error.
+async fn connect_first(addrs: impl Iterator<Item = SocketAddr>) -> io::Result<TcpStream> {
+    let mut last = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(tcp) => return Ok(tcp),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any address",
+        )
+    }))
 }

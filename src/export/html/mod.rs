@@ -11,6 +11,7 @@ mod breakdown;
 mod data;
 mod goodput;
 mod page;
+mod phases;
 mod sections;
 mod server;
 mod svg;

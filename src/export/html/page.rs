@@ -88,7 +88,7 @@ pub fn render(h: &HtmlHeader, views: &[RunView]) -> String {
     if h.interrupted {
         out.push_str(r#"<p class="banner" role="alert">Interrupted: the sweep was stopped by a signal. Results cover the requests completed before it; later runs did not happen.</p>"#);
     }
-    out.push_str(r##"<nav aria-label="Sections"><ul><li><a href="#info">Basic information</a></li><li><a href="#overview">Overview</a></li><li><a href="#throughput">Throughput</a></li><li><a href="#latency">Latency percentiles</a></li><li><a href="#workload">Workload throughput</a></li><li><a href="#runs">Runs</a></li><li><a href="#diagnostics">Client diagnostics</a></li><li><a href="#failures">Failures</a></li></ul></nav>"##);
+    out.push_str(r##"<nav aria-label="Sections"><ul><li><a href="#info">Basic information</a></li><li><a href="#overview">Overview</a></li><li><a href="#throughput">Throughput</a></li><li><a href="#latency">Latency percentiles</a></li><li><a href="#workload">Workload throughput</a></li><li><a href="#runs">Runs</a></li><li><a href="#phases">Connection phases</a></li><li><a href="#diagnostics">Client diagnostics</a></li><li><a href="#failures">Failures</a></li></ul></nav>"##);
     basic_info(&mut out, h, &runs);
     overview(&mut out, &runs);
     sweep_charts(&mut out, &runs);
@@ -98,6 +98,7 @@ pub fn render(h: &HtmlHeader, views: &[RunView]) -> String {
         run_section(&mut out, i, r);
     }
     out.push_str("</section>");
+    super::phases::phases(&mut out, &runs);
     diagnostics(&mut out, &runs);
     failures(&mut out, &runs);
     let _ = write!(

@@ -12,7 +12,7 @@
 //!    stays a byte-identical prefix): a `Failures` table (`Conc. | Rate | Kind | Count`), one
 //!    `! Run … was interrupted …` line per interrupted run, a `Client Diagnostics` table (client CPU, send
 //!    lag, whether the client limited the run) and one `! Run …: WARNING: the client itself limited this
-//!    run …` line per run it limited.
+//!    run …` line per run it limited; then the `Delivered Load` and `Connection Phases` tables.
 //!
 //! The LLM tables are [`llm`] (`llm_sections`, in print order) and [`trace`]; llmperf's extras are
 //! [`extras`]; the embedding table and the frame (panel, basic information) are here.
@@ -20,6 +20,9 @@
 mod extras;
 mod llm;
 mod load;
+mod phases;
+
+pub(crate) use phases::phase_cell;
 mod trace;
 
 use crate::metrics::{
@@ -139,6 +142,7 @@ pub fn performance_summary(info: &ReportInfo, runs: &[RunReport]) -> String {
     }
     extras::print_llmperf_extras(&mut doc, &sorted);
     load::print_delivered_load(&mut doc, &sorted);
+    phases::print_phases(&mut doc, &sorted);
     doc.0
 }
 

@@ -45,6 +45,7 @@ fn missing_keys_default_and_extras_follow_evalscope_keys() {
         input_token_error: None,
         goodput: None,
         load: None,
+        phases: None,
         appended: Vec::new(),
     };
     let s = BenchmarkSummary::from_message(&msg, extras);
@@ -180,6 +181,7 @@ fn every_llmperf_extra_follows_evalscope_keys_in_order() {
             good_requests: 3,
         }),
         load: None,
+        phases: None,
         appended: vec![("Server Avg TTFT (ms)".into(), Value::from(8.5))],
     };
     let s = BenchmarkSummary {
