@@ -494,6 +494,7 @@ impl Accumulator {
             wall_input_throughput,
             client: None,
             load: None,
+            plateau: None,
             goodput: self.goodput.as_ref().map(|g| g.summary(self.wall_time())),
             appended: Vec::new(),
             input_token_error: (self.input_error.n > 0).then(|| {
