@@ -37,6 +37,7 @@ mod outputs;
 mod parity;
 mod parquet_sets;
 mod pd_metrics;
+mod plateau;
 mod proxy;
 mod repeat;
 mod replay_traces;
