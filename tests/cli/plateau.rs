@@ -68,7 +68,7 @@ fn stats(db: &Path, column: &str, extra: &str, a: f64, b: f64) -> [f64; 3] {
 
 /// Every `Plateau …` metric equals the recount over the reported window (bounds within their rounding:
 /// the recount over the window grown and shrunk by [`EPS`] brackets the reported values).
-fn assert_recount(db: &Path, s: &Value) {
+pub fn assert_recount(db: &Path, s: &Value) {
     let (a, b) = window(db, s);
     let length = num(s, "Plateau End (s)") - num(s, "Plateau Start (s)");
     let inner = completed(db, a + EPS, b - EPS);
