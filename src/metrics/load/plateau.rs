@@ -203,17 +203,17 @@ pub fn window_of(
 /// The plateau of a run's stored rows under `rule`.
 pub fn plateau(rows: &[LoadRow], rule: &PlateauRule, warmup_spans: &[window::Span]) -> Plateau {
     let window = window_of(rows, rule, warmup_spans);
-    let rule_words = match (rule, &window) {
-        (_, Err(why)) => format!("no plateau: {why}"),
-        (PlateauRule::Open { ramp_s: Some(r) }, _) if *r > 0.0 => {
-            format!("open loop: from --ramp-up {r} s after the first send to the last send")
-        }
-        (PlateauRule::Open { .. }, _) => "open loop: from the first send to the last send".into(),
-        (PlateauRule::Closed { parallel, .. }, _) => format!(
+    let rule_words = match (&window, rule) {
+        (Err(why), _) => format!("no plateau: {why}"),
+        (Ok(_), PlateauRule::Closed { parallel, .. }) => format!(
             "closed loop: requests in flight ≥ 95 % of --parallel {parallel}, from the first time \
              reached to the last time it dropped below"
         ),
-        (PlateauRule::Unmeasured(_), _) => unreachable!("an unmeasured rule has no window"),
+        (Ok(_), PlateauRule::Open { ramp_s: Some(r) }) if *r > 0.0 => {
+            format!("open loop: from --ramp-up {r} s after the first send to the last send")
+        }
+        // Open loop without a ramp (an unmeasured rule has no window).
+        (Ok(_), _) => "open loop: from the first send to the last send".into(),
     };
     let Ok((a, b)) = window else {
         return Plateau {
