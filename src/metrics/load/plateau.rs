@@ -316,6 +316,36 @@ mod tests {
         assert_eq!((p.start_s, p.end_s), (Some(0.0), Some(3.0)));
     }
 
+    /// Two conversations of three turns with 1 s of think time between turns: with conversations counted,
+    /// both slots stay busy from the second conversation's first send to the first one's last reply.
+    #[test]
+    fn multi_turn_counts_conversations_in_flight_through_their_think_time() {
+        let turns = |id: i64, from: f64| {
+            (0..3).map(move |t| LoadRow {
+                conversation: Some(id),
+                ..ok(from + 2.0 * t as f64, from + 2.0 * t as f64 + 1.0, 0.1)
+            })
+        };
+        let rows: Vec<LoadRow> = turns(1, 0.0).chain(turns(2, 0.5)).collect();
+        let rule = |conversations| PlateauRule::Closed {
+            parallel: 2,
+            number: 6,
+            conversations,
+        };
+        let p = plateau(&rows, &rule(true), &[]);
+        assert_eq!((p.start_s, p.end_s), (Some(0.5), Some(5.0)));
+        let p = plateau(&rows, &rule(false), &[]);
+        // Counted as requests, the turns overlap from 0.5 s, 2.5 s and 4.5 s: the dips between fall inside
+        // the window (first reach to last drop). Turns that never overlap leave no plateau at all.
+        assert_eq!((p.start_s, p.end_s), (Some(0.5), Some(5.0)));
+        let apart: Vec<LoadRow> = turns(1, 0.0).chain(turns(2, 1.0)).collect();
+        assert!(plateau(&apart, &rule(false), &[])
+            .rule
+            .contains("never reached"));
+        let p = plateau(&apart, &rule(true), &[]);
+        assert_eq!((p.start_s, p.end_s), (Some(1.0), Some(5.0)));
+    }
+
     #[test]
     fn no_plateau_when_number_fits_in_one_wave_or_the_cap_is_never_reached() {
         let rows = vec![ok(0.0, 1.0, 0.1), ok(0.0, 1.0, 0.1)];
