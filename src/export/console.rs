@@ -127,6 +127,9 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
         if let Some(l) = &extras.load {
             load_rows(&mut rows, l);
         }
+        if let Some(p) = &extras.plateau {
+            plateau_rows(&mut rows, p);
+        }
         if let Some(g) = &extras.goodput {
             rows.push(("Goodput (req/s)".to_string(), fmt_num(g.goodput_rps, 4)));
             rows.push((
@@ -214,6 +217,40 @@ fn load_rows(rows: &mut Vec<(String, String)>, l: &crate::metrics::load::LoadVer
         None => "no rule applies",
     };
     rows.push(("Load as configured".into(), verdict.into()));
+}
+
+/// The plateau rows of the `── llmperf ──` section (docs/load-verdict.md): its window, or that there is
+/// none; its throughputs and latencies.
+fn plateau_rows(rows: &mut Vec<(String, String)>, p: &crate::metrics::load::Plateau) {
+    let (Some(a), Some(b)) = (p.start_s, p.end_s) else {
+        rows.push(("Plateau".into(), "none (see Plateau Rule)".into()));
+        return;
+    };
+    let cover = p
+        .coverage_pct
+        .map(|c| format!(" ({}% of the run)", fmt_num(c, 1)))
+        .unwrap_or_default();
+    rows.push((
+        "Plateau (s)".into(),
+        format!("{} – {}{cover}", fmt_num(a, 2), fmt_num(b, 2)),
+    ));
+    if let Some(r) = p.request_throughput {
+        rows.push(("Plateau req/s".into(), fmt_num(r, 4)));
+    }
+    if let Some(t) = p.output_throughput {
+        rows.push(("Plateau output tok/s".into(), fmt_num(t, 2)));
+    }
+    for (label, stats) in [
+        ("Plateau TTFT avg/p99 (s)", (p.ttft.avg_s, p.ttft.p99_s)),
+        (
+            "Plateau latency avg/p99 (s)",
+            (p.latency.avg_s, p.latency.p99_s),
+        ),
+    ] {
+        if let (Some(avg), Some(p99)) = stats {
+            rows.push((label.into(), pair(avg, p99, 4)));
+        }
+    }
 }
 
 /// `Percentile results:` and one row per percentile column (`Metric`, then `min` … `max`), each value

@@ -204,6 +204,7 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
     let percentiles = replayed.acc.percentiles();
     summary.extras.load = load_verdict(&dir, &spec, &args);
     summary.extras.phases = crate::metrics::phases::summarize(&dir.database());
+    summary.extras.plateau = plateau(&dir, &spec, &args);
     // After every other key (the report shows them too).
     summary.extras.appended.extend([
         ("Shards".to_string(), json!(set.count)),
@@ -308,20 +309,40 @@ pub fn merge(plan: &MergePlan) -> Result<()> {
     Ok(())
 }
 
+/// What a merged run sent, from its shards' arguments.
+fn sends(args: &Map<String, Value>) -> crate::runner::Sends {
+    use crate::runner::Sends;
+    if args.get("multi_turn") == Some(&Value::Bool(true)) {
+        Sends::Conversations
+    } else if args.get("scenario").is_some_and(|s| !s.is_null()) {
+        Sends::Sessions
+    } else {
+        Sends::Requests
+    }
+}
+
+/// The plateau of a merged run, over the union of its shards' rows (docs/load-verdict.md): `--ramp-up`
+/// from the arguments (`ramp_up`, written when set); no warmup spans (never stored).
+fn plateau(
+    dir: &RunDir,
+    spec: &crate::plan::RunSpec,
+    args: &Map<String, Value>,
+) -> Option<crate::metrics::load::Plateau> {
+    let ramp_s = args.get("ramp_up").and_then(Value::as_f64);
+    crate::runner::plateau(
+        dir,
+        crate::runner::plateau_rule(spec, sends(args), ramp_s),
+        &[],
+    )
+}
+
 /// The load verdict of a merged run, over the union of its shards' rows (docs/load-verdict.md).
 fn load_verdict(
     dir: &RunDir,
     spec: &crate::plan::RunSpec,
     args: &Map<String, Value>,
 ) -> Option<crate::metrics::load::LoadVerdict> {
-    use crate::runner::Sends;
-    let sends = if args.get("multi_turn") == Some(&Value::Bool(true)) {
-        Sends::Conversations
-    } else if args.get("scenario").is_some_and(|s| !s.is_null()) {
-        Sends::Sessions
-    } else {
-        Sends::Requests
-    };
+    let sends = sends(args);
     // The shards' warmup requests were never stored: a merged run counts its measured rows only.
     crate::runner::load_verdict(
         dir,

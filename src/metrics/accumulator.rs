@@ -495,6 +495,7 @@ impl Accumulator {
             client: None,
             load: None,
             phases: None,
+            plateau: None,
             goodput: self.goodput.as_ref().map(|g| g.summary(self.wall_time())),
             appended: Vec::new(),
             input_token_error: (self.input_error.n > 0).then(|| {

@@ -170,6 +170,9 @@ pub struct SummaryExtras {
     /// The delivered load and its verdict ([`super::load`]; absent when the run stored no rows to judge).
     #[serde(flatten)]
     pub load: Option<super::load::LoadVerdict>,
+    /// The plateau window and its `Plateau …` metrics ([`super::load::Plateau`]; absent with `load`).
+    #[serde(flatten)]
+    pub plateau: Option<super::load::Plateau>,
     /// Further keys written last, in order (reasoning accounting, `--server-metrics`).
     #[serde(flatten, serialize_with = "object")]
     pub appended: Vec<(String, Value)>,

@@ -35,6 +35,10 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     if burstiness != 1.0 && spec.load.schedule_rate().is_some() {
         put("burstiness", json!(burstiness));
     }
+    // `--ramp-up`, so that `llmperf merge` finds a merged open loop's plateau (docs/load-verdict.md).
+    if let Some(ramp) = plan.server_side.arrival.ramp_up_s {
+        put("ramp_up", json!(ramp));
+    }
     m
 }
 

@@ -2,7 +2,9 @@
 //! over the rows it stored ([`crate::metrics::load`]); used for each run of a sweep and SLA search, and
 //! for a merged run (over the union of its shards' rows).
 
-use crate::metrics::load::{judge, read_rows, LoadInputs, LoadRule, LoadVerdict};
+use crate::metrics::load::{
+    judge, read_rows, LoadInputs, LoadRule, LoadVerdict, Plateau, PlateauRule,
+};
 use crate::plan::{Load, RunSpec};
 use crate::run_folder::RunDir;
 
@@ -74,4 +76,39 @@ pub fn verdict(
         tracing::warn!("{w}");
     }
     Some(v)
+}
+
+/// The plateau rule for a run of `spec` sending `sends` (docs/load-verdict.md); `ramp_s`: `--ramp-up`.
+pub fn plateau_rule(spec: &RunSpec, sends: Sends, ramp_s: Option<f64>) -> PlateauRule {
+    match (sends, spec.load) {
+        (Sends::ShardShare, _) => PlateauRule::Unmeasured(
+            "one shard's share of the load: `llmperf merge` measures the whole run",
+        ),
+        (Sends::Sessions, _) => PlateauRule::Unmeasured(
+            "agent sessions release their requests along their dependency graphs",
+        ),
+        (_, Load::Trace { .. }) => {
+            PlateauRule::Unmeasured("trace replay: the trace's own arrival times are the load")
+        }
+        (Sends::Conversations, Load::Open { .. }) => PlateauRule::Unmeasured(
+            "a multi-turn open loop sends later turns after their answers, not on the schedule",
+        ),
+        (_, Load::Closed { parallel, .. }) => PlateauRule::Closed {
+            parallel: parallel.get() as u64,
+            number: spec.number,
+            conversations: sends == Sends::Conversations,
+        },
+        (_, Load::Open { .. }) => PlateauRule::Open { ramp_s },
+    }
+}
+
+/// The plateau over the rows stored in `dir` (`None`, with a warning, when they cannot be read).
+pub fn plateau(dir: &RunDir, rule: PlateauRule, warmup_spans: &[(f64, f64)]) -> Option<Plateau> {
+    match read_rows(&dir.database()) {
+        Ok(rows) => Some(crate::metrics::load::plateau(&rows, &rule, warmup_spans)),
+        Err(e) => {
+            tracing::warn!("plateau: {e:#}");
+            None
+        }
+    }
 }

@@ -37,6 +37,7 @@ use crate::visualizer::{Visualizer, VisualizerKind};
 pub use context::RunResult;
 use context::SweepContext;
 pub use dry_run::dry_run;
+pub(crate) use load_check::{plateau, plateau_rule};
 pub(crate) use load_check::{rule as load_rule, verdict as load_verdict, Sends};
 pub(crate) use results::write_speed_table;
 use single::run_single;

@@ -55,6 +55,8 @@ pub(super) async fn write(
         acc.warmup_spans().to_vec(),
     );
     summary.extras.phases = crate::metrics::phases::summarize(&dir.database());
+    summary.extras.plateau =
+        super::load_check::plateau(&dir, plateau_rule(ctx, spec), acc.warmup_spans());
     let percentiles = acc.percentiles();
     let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();
     if spilled_bytes > 0 {
@@ -198,14 +200,24 @@ fn log_input_check(summary: &crate::metrics::BenchmarkSummary) {
 
 /// The load rule of run `spec` of this sweep.
 fn load_rule(ctx: &SweepContext<'_>, spec: &RunSpec) -> crate::metrics::load::LoadRule {
+    super::load_check::rule(spec, sends(ctx))
+}
+
+/// The plateau rule of run `spec` of this sweep.
+fn plateau_rule(ctx: &SweepContext<'_>, spec: &RunSpec) -> crate::metrics::load::PlateauRule {
+    let ramp_s = ctx.plan.server_side.arrival.ramp_up_s;
+    super::load_check::plateau_rule(spec, sends(ctx), ramp_s)
+}
+
+/// What this sweep's runs send, as far as their load rule goes.
+fn sends(ctx: &SweepContext<'_>) -> super::load_check::Sends {
     use super::load_check::Sends;
-    let sends = match &ctx.plan.workload {
+    match &ctx.plan.workload {
         _ if ctx.plan.sharding.as_ref().is_some_and(|s| s.is_split()) => Sends::ShardShare,
         crate::plan::Workload::MultiTurn(_) => Sends::Conversations,
         crate::plan::Workload::AgentGraph(_) => Sends::Sessions,
         _ => Sends::Requests,
-    };
-    super::load_check::rule(spec, sends)
+    }
 }
 
 /// Why the client's self-diagnostics say it limited the run.

@@ -38,6 +38,7 @@ mod parity;
 mod parquet_sets;
 mod pd_metrics;
 mod phases;
+mod plateau;
 mod proxy;
 mod repeat;
 mod replay_traces;

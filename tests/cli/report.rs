@@ -92,7 +92,13 @@ document.getElementById('f').addEventListener('load', () => {
     });
     const resources = w.performance.getEntriesByType('resource').map(e => e.name);
     const regions = Array.from(doc.querySelectorAll('.table-wrap')).map(d => d.tabIndex);
-    out.textContent = JSON.stringify({charts, resources, regions,
+    const banners = Array.from(doc.querySelectorAll('p.load-banner')).map(b => b.textContent);
+    const bands = Array.from(doc.querySelectorAll('svg.chart rect.plateau')).map(r => {
+      const box = r.getBoundingClientRect();
+      return {chart: r.closest('svg').dataset.chart, width: box.width, height: box.height,
+              fill: w.getComputedStyle(r).fill};
+    });
+    out.textContent = JSON.stringify({charts, resources, regions, banners, bands,
       tables: doc.querySelectorAll('table').length, title: doc.title});
   } catch (e) { out.textContent = 'ERROR ' + e; }
 });
@@ -262,5 +268,41 @@ fn a_run_of_milliseconds_gets_distinct_ticks() {
         distinct.sort();
         distinct.dedup();
         assert_eq!(distinct.len(), labels.len(), "{chart}: {labels:?}");
+    }
+}
+
+/// A run whose load was not as configured (the client-work test hook holds its open loop back): the
+/// rendered page shows one banner naming the run and its reason, and its charts shade the plateau window.
+#[test]
+fn the_html_report_shows_the_load_banner_and_the_plateau_band_in_a_browser() {
+    let sim = fast_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let run = Run::against(&sim)
+        .flags("--prompt a --open-loop --rate 500 --number 40 --max-tokens 1 --no-test-connection")
+        .env("LLMPERF_INJECT_CLIENT_WORK_US", "20000");
+    let s = run.ok_dir("rate_500.0_number_40").summary();
+    assert_eq!(s["Load As Configured"], false, "{s}");
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let (v, console) = probe(&chromium, dir.path(), &run.root().join("perf_report.html"));
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let banners = v["banners"].as_array().unwrap();
+    assert_eq!(banners.len(), 1, "{v}");
+    let banner = banners[0].as_str().unwrap();
+    assert!(banner.contains("rate_500.0_number_40"), "{banner}");
+    assert!(
+        banner.contains(s["Load Verdict Reason"].as_str().unwrap()),
+        "{banner}"
+    );
+    let bands = v["bands"].as_array().unwrap();
+    for chart in ["timeline-0", "tok-rate-0"] {
+        let band = bands
+            .iter()
+            .find(|b| b["chart"] == chart)
+            .unwrap_or_else(|| panic!("no band on {chart}: {v}"));
+        assert!(band["width"].as_f64().unwrap() > 1.0, "{band}");
+        assert!(band["height"].as_f64().unwrap() > 1.0, "{band}");
+        assert_ne!(band["fill"], "none", "{band}");
     }
 }

@@ -328,6 +328,12 @@ fn four_closed_loop_shards_merge_into_the_single_process_result() {
         );
         assert!(rec["started_at"].is_string() && rec["wall_minus_monotonic_s"].is_f64());
         assert_eq!(rows(&run.join("benchmark_data.db")).len(), 10);
+        let own = json_file(&run.join("benchmark_summary.json"));
+        assert!(own["Plateau Start (s)"].is_null(), "{own}");
+        assert!(own["Plateau Rule"]
+            .as_str()
+            .unwrap()
+            .contains("llmperf merge"));
     }
     let out = merge(&[&shard_out], &merged_out, &[]);
     ok(&out);
@@ -335,6 +341,13 @@ fn four_closed_loop_shards_merge_into_the_single_process_result() {
     let merged_root = merged_out.join("m");
     let merged = merged_root.join("parallel_4_number_40");
     assert_same_result(&single, &merged);
+    // The plateau is recomputed from the union of the shards' rows (each shard alone has none).
+    let summary = json_file(&merged.join("benchmark_summary.json"));
+    crate::plateau::assert_recount(&merged.join("benchmark_data.db"), &summary);
+    assert!(summary["Plateau Rule"]
+        .as_str()
+        .unwrap()
+        .starts_with("closed loop"));
     assert_percentiles_within_noise(&single, &merged, || {
         let again = tmp.path().join("single_again");
         ok(&llmperf(&again, &args));
@@ -381,6 +394,12 @@ fn four_open_loop_shards_fire_at_the_global_offsets() {
     let single = find_dir(&single_out, run);
     let merged = merged_out.join("m").join(run);
     let (a, b) = assert_same_result(&single, &merged);
+    let summary = json_file(&merged.join("benchmark_summary.json"));
+    crate::plateau::assert_recount(&merged.join("benchmark_data.db"), &summary);
+    assert!(summary["Plateau Rule"]
+        .as_str()
+        .unwrap()
+        .starts_with("open loop"));
     assert_percentiles_within_noise(&single, &merged, || {
         let again = tmp.path().join("single_again");
         ok(&llmperf(&again, &args));

@@ -88,6 +88,7 @@ pub fn render(h: &HtmlHeader, views: &[RunView]) -> String {
     if h.interrupted {
         out.push_str(r#"<p class="banner" role="alert">Interrupted: the sweep was stopped by a signal. Results cover the requests completed before it; later runs did not happen.</p>"#);
     }
+    load_banners(&mut out, &runs);
     out.push_str(r##"<nav aria-label="Sections"><ul><li><a href="#info">Basic information</a></li><li><a href="#overview">Overview</a></li><li><a href="#throughput">Throughput</a></li><li><a href="#latency">Latency percentiles</a></li><li><a href="#workload">Workload throughput</a></li><li><a href="#runs">Runs</a></li><li><a href="#phases">Connection phases</a></li><li><a href="#diagnostics">Client diagnostics</a></li><li><a href="#failures">Failures</a></li></ul></nav>"##);
     basic_info(&mut out, h, &runs);
     overview(&mut out, &runs);
@@ -205,6 +206,33 @@ fn sweep_charts(out: &mut String, runs: &[&RunView]) {
     out.push_str("</details></section>");
 }
 
+/// A run's plateau window from its summary (`Plateau Start (s)`, `Plateau End (s)`), if it has one.
+fn plateau_band(r: &RunView) -> Option<(f64, f64)> {
+    let at = |k: &str| r.summary.get(k).and_then(serde_json::Value::as_f64);
+    Some((at("Plateau Start (s)")?, at("Plateau End (s)")?))
+}
+
+/// One banner per run whose `Load As Configured` is false, with its reason (docs/load-verdict.md).
+fn load_banners(out: &mut String, runs: &[&RunView]) {
+    for (i, r) in runs.iter().enumerate() {
+        if r.summary.get("Load As Configured") != Some(&serde_json::Value::Bool(false)) {
+            continue;
+        }
+        let reason = r
+            .summary
+            .get("Load Verdict Reason")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("no reason recorded");
+        let _ = write!(
+            out,
+            r##"<p class="banner load-banner" role="alert">Run <a href="#run-{i}">{} ({})</a>: the load was not as configured — {}. Its results describe the load delivered, not the one asked for.</p>"##,
+            esc(&r.name),
+            esc(&run_title(r)),
+            esc(reason)
+        );
+    }
+}
+
 fn run_section(out: &mut String, i: usize, r: &RunView) {
     let _ = write!(
         out,
@@ -241,22 +269,32 @@ fn run_section(out: &mut String, i: usize, r: &RunView) {
     } else {
         format!("all {} requests", d.n_requests)
     };
+    let band = plateau_band(r);
     let tl = timeline::timeline_chart(
         &format!("timeline-{i}"),
         "Request timeline",
         &d.spans,
         &note,
+        band,
     );
+    let shaded = if band.is_some() {
+        "; the shaded band is the plateau window (docs/load-verdict.md)"
+    } else {
+        ""
+    };
     figure(
         out,
         &tl,
-        &format!("Each line is one request: sent → first token → done; failures in red; {note}."),
+        &format!(
+            "Each line is one request: sent → first token → done; failures in red; {note}{shaded}."
+        ),
     );
     let rate = timeline::time_chart(
         &format!("tok-rate-{i}"),
         "Output tokens per second",
         "tok/s",
         &d.tok_rate,
+        band,
     );
     figure(out, &rate, "Output tokens per second over the run (each reply's tokens spread from its first token to its end).");
     if let Some(turns) = super::turns::turn_ttft_chart(&format!("turn-ttft-{i}"), &d.turn_ttft) {

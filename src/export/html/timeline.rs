@@ -21,9 +21,32 @@ pub struct Span {
     pub ok: bool,
 }
 
+/// The plateau window (docs/load-verdict.md) as a shaded band over the plot, `x` mapping seconds to the
+/// chart's x; nothing without a window.
+fn plateau_band(band: Option<(f64, f64)>, x: impl Fn(f64) -> f64) -> String {
+    let Some((a, b)) = band.filter(|(a, b)| b > a) else {
+        return String::new();
+    };
+    format!(
+        r#"<rect class="plateau" x="{}" y="{}" width="{}" height="{}"><title>plateau: {} s to {} s</title></rect>"#,
+        n(x(a)),
+        n(TOP),
+        n((x(b) - x(a)).max(0.5)),
+        n(plot_h()),
+        label_num(a),
+        label_num(b)
+    )
+}
+
 /// The request timeline: one row per (sampled) request, ordered by start; waiting for the first token,
-/// then generating, or failed.
-pub fn timeline_chart(id: &str, title: &str, spans: &[Span], note: &str) -> String {
+/// then generating, or failed. `band`: the plateau window (seconds since the first request), shaded.
+pub fn timeline_chart(
+    id: &str,
+    title: &str,
+    spans: &[Span],
+    note: &str,
+    band: Option<(f64, f64)>,
+) -> String {
     let x_label = "seconds since the run's first request";
     if spans.is_empty() {
         return empty_chart(id, title, x_label, "requests");
@@ -50,6 +73,7 @@ pub fn timeline_chart(id: &str, title: &str, spans: &[Span], note: &str) -> Stri
         );
     }
     out.push_str("</g>");
+    out.push_str(&plateau_band(band, x));
     let row_h = plot_h() / spans.len() as f64;
     let stroke = row_h.clamp(0.6, 6.0);
     let (mut wait, mut gen, mut fail) = (String::new(), String::new(), String::new());
@@ -94,8 +118,15 @@ pub fn timeline_chart(id: &str, title: &str, spans: &[Span], note: &str) -> Stri
     out
 }
 
-/// A line over time: `(seconds since the run's start, value)` points, evenly spaced.
-pub fn time_chart(id: &str, title: &str, y_label: &str, points: &[(f64, f64)]) -> String {
+/// A line over time: `(seconds since the run's start, value)` points, evenly spaced; `band`: the plateau
+/// window, shaded.
+pub fn time_chart(
+    id: &str,
+    title: &str,
+    y_label: &str,
+    points: &[(f64, f64)],
+    band: Option<(f64, f64)>,
+) -> String {
     let x_label = "seconds since the run's first request";
     if points.is_empty() {
         return empty_chart(id, title, x_label, y_label);
@@ -131,7 +162,8 @@ pub fn time_chart(id: &str, title: &str, y_label: &str, points: &[(f64, f64)]) -
         n(x(points[0].0))
     );
     let marks = format!(
-        r#"<path class="area s0" d="{area}"/><path class="line s0" d="{line}"><title>{}</title></path>"#,
+        r#"{}<path class="area s0" d="{area}"/><path class="line s0" d="{line}"><title>{}</title></path>"#,
+        plateau_band(band, x),
         esc(&desc)
     );
     f.close(&marks)

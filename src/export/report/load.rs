@@ -1,10 +1,10 @@
 //! The end-of-sweep text report's `Delivered Load` table (one row per run judged, after the client
 //! diagnostics) and one `! Run …: WARNING …` line per run whose load was not as configured
-//! (docs/load-verdict.md).
+//! (docs/load-verdict.md), and the `Plateau` table (each run's plateau window and its metrics).
 
 use super::extras::run_label;
 use super::{conc_rate, report_table, Doc, RunReport};
-use crate::metrics::load::LoadVerdict;
+use crate::metrics::load::{LoadVerdict, Plateau};
 use crate::text::format::fmt_num;
 use crate::text::table::{Align, Column};
 
@@ -61,4 +61,46 @@ pub(super) fn print_delivered_load(doc: &mut Doc, runs: &[&RunReport]) {
             doc.print(&line);
         }
     }
+}
+
+/// The `Plateau` table: one row per run with a plateau window (its start, end, coverage and metrics over
+/// it); nothing when no run has one.
+pub(super) fn print_plateau(doc: &mut Doc, runs: &[&RunReport]) {
+    let with: Vec<(&&RunReport, &Plateau)> = runs
+        .iter()
+        .filter_map(|r| r.summary.extras.plateau.as_ref().map(|p| (r, p)))
+        .filter(|(_, p)| p.start_s.is_some())
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    let columns = [
+        "Conc.",
+        "Rate",
+        "Start s",
+        "End s",
+        "Coverage %",
+        "Req/s",
+        "Output tok/s",
+        "TTFT p99 s",
+        "Latency p99 s",
+    ]
+    .map(|h| Column::new(h, Align::Right));
+    let mut table = report_table("Plateau", columns.to_vec());
+    let opt = |v: Option<f64>, digits| v.map_or("-".to_string(), |v| fmt_num(v, digits));
+    for (r, p) in &with {
+        let (conc, rate) = conc_rate(r);
+        table.push(vec![
+            conc,
+            rate,
+            opt(p.start_s, 2),
+            opt(p.end_s, 2),
+            opt(p.coverage_pct, 1),
+            opt(p.request_throughput, 2),
+            opt(p.output_throughput, 2),
+            opt(p.ttft.p99_s, 4),
+            opt(p.latency.p99_s, 3),
+        ]);
+    }
+    doc.print_table(&table);
 }

@@ -143,6 +143,7 @@ pub fn performance_summary(info: &ReportInfo, runs: &[RunReport]) -> String {
     extras::print_llmperf_extras(&mut doc, &sorted);
     load::print_delivered_load(&mut doc, &sorted);
     phases::print_phases(&mut doc, &sorted);
+    load::print_plateau(&mut doc, &sorted);
     doc.0
 }
 

@@ -5,10 +5,12 @@
 //! tolerance, the rule applied and, when false, the reason in words. Computed from the run's stored rows
 //! (its database), so a merged run's verdict comes from the union of its shards' rows.
 
+mod plateau;
 mod rows;
 mod window;
 
-pub use rows::{read_rows, LoadRow};
+pub use plateau::{plateau, Plateau, PlateauRule};
+pub use rows::{read_rows, LoadRow, RowMetrics};
 
 use serde::Serialize;
 

@@ -19,6 +19,27 @@ pub struct LoadRow {
     pub failure_kind: Option<String>,
     /// `conversation_id` (multi-turn).
     pub conversation: Option<i64>,
+    /// The columns the plateau's metrics need ([`super::plateau`]).
+    pub metrics: RowMetrics,
+}
+
+/// A stored request's outcome columns, for the plateau's headline metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RowMetrics {
+    /// `success`.
+    pub success: bool,
+    /// `is_stream`.
+    pub stream: bool,
+    /// `prompt_tokens` (0 when NULL).
+    pub prompt_tokens: u64,
+    /// `completion_tokens` (0 when NULL).
+    pub completion_tokens: u64,
+    /// `first_chunk_latency`: TTFT, seconds.
+    pub ttft_s: Option<f64>,
+    /// `time_per_output_token`: TPOT, seconds (evalscope's per-request definition).
+    pub tpot_s: Option<f64>,
+    /// `latency`, seconds.
+    pub latency_s: Option<f64>,
 }
 
 /// Every row of the database at `db`, in storage order.
@@ -26,7 +47,8 @@ pub fn read_rows(db: &Path) -> Result<Vec<LoadRow>> {
     let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("opening {}", db.display()))?;
     let mut stmt = conn.prepare(
-        "SELECT scheduled_time, start_time, completed_time, failure_kind, conversation_id FROM result",
+        "SELECT scheduled_time, start_time, completed_time, failure_kind, conversation_id, success, is_stream, \
+         prompt_tokens, completion_tokens, first_chunk_latency, time_per_output_token, latency FROM result",
     )?;
     let rows = stmt
         .query_map([], |r| {
@@ -36,6 +58,15 @@ pub fn read_rows(db: &Path) -> Result<Vec<LoadRow>> {
                 end_s: r.get::<_, Option<f64>>(2)?.unwrap_or(f64::NAN),
                 failure_kind: r.get(3)?,
                 conversation: r.get(4)?,
+                metrics: RowMetrics {
+                    success: r.get::<_, Option<i64>>(5)?.unwrap_or(0) != 0,
+                    stream: r.get::<_, Option<i64>>(6)?.unwrap_or(0) != 0,
+                    prompt_tokens: r.get::<_, Option<i64>>(7)?.unwrap_or(0).max(0) as u64,
+                    completion_tokens: r.get::<_, Option<i64>>(8)?.unwrap_or(0).max(0) as u64,
+                    ttft_s: r.get(9)?,
+                    tpot_s: r.get(10)?,
+                    latency_s: r.get(11)?,
+                },
             })
         })?
         .filter(|r| r.as_ref().map_or(true, |r| r.start_s.is_finite()))

@@ -46,6 +46,7 @@ fn missing_keys_default_and_extras_follow_evalscope_keys() {
         goodput: None,
         load: None,
         phases: None,
+        plateau: None,
         appended: Vec::new(),
     };
     let s = BenchmarkSummary::from_message(&msg, extras);
@@ -182,6 +183,10 @@ fn every_llmperf_extra_follows_evalscope_keys_in_order() {
         }),
         load: None,
         phases: None,
+        plateau: Some(crate::metrics::load::Plateau {
+            rule: "no plateau: trace replay".into(),
+            ..Default::default()
+        }),
         appended: vec![("Server Avg TTFT (ms)".into(), Value::from(8.5))],
     };
     let s = BenchmarkSummary {
@@ -224,6 +229,23 @@ fn every_llmperf_extra_follows_evalscope_keys_in_order() {
         "Goodput (req/s)",
         "SLO Attainment (%)",
         "TTFT SLO Attainment (%)",
+        "Plateau Start (s)",
+        "Plateau End (s)",
+        "Plateau Coverage (%)",
+        "Plateau Requests",
+        "Plateau Request Throughput (req/s)",
+        "Plateau Output Throughput (tok/s)",
+        "Plateau Total Throughput (tok/s)",
+        "Plateau Avg TTFT (s)",
+        "Plateau P50 TTFT (s)",
+        "Plateau P99 TTFT (s)",
+        "Plateau Avg TPOT (s)",
+        "Plateau P50 TPOT (s)",
+        "Plateau P99 TPOT (s)",
+        "Plateau Avg Latency (s)",
+        "Plateau P50 Latency (s)",
+        "Plateau P99 Latency (s)",
+        "Plateau Rule",
         "Server Avg TTFT (ms)",
     ]);
     assert_eq!(names, want);
