@@ -25,6 +25,9 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         if mock.invalid_output_rate > 0.0 {
             put("mock_invalid_output_rate", json!(mock.invalid_output_rate));
         }
+        if mock.max_connections > 0 {
+            put("mock_max_connections", json!(mock.max_connections));
+        }
         if let Some(on) = plan.server_side.mock_prefix_cache {
             put("mock_prefix_cache", json!(if on { "on" } else { "off" }));
         }

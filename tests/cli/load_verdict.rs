@@ -52,24 +52,25 @@ fn assert_after_evalscope_keys(s: &Value) {
 
 #[test]
 fn a_full_closed_loop_delivers_its_concurrency() {
-    // 200 ms per request: the client's own turnaround (reading a response, sending the next) is a small
-    // share of it even on a busy machine. No warmup, so the recount from the stored rows is exact.
-    let sim = timed_sim(200, 1);
+    // One second per request, four rounds of 16: the client's turnaround between a response's last event
+    // and the next send on the freed slot (about 1–3 ms in a debug build on a shared 2-core machine) and
+    // the first round's stagger (up to ~20 ms) stay far under the 2 % the issue asks. No warmup, so the
+    // recount from the stored rows is exact.
+    let sim = timed_sim(1000, 1);
     let run = Run::at(&sim, "/v1/chat/completions")
-        .flags("--prompt x --parallel 16 --number 96 --max-tokens 2")
+        .flags("--prompt x --parallel 16 --number 64 --max-tokens 2")
         .flags(r#"--extra-args '{"ignore_eos": true}'"#);
     let output = run.output();
     assert!(output.status.success(), "{}", stderr(&output));
-    let dir = run.run_dir("parallel_16_number_96");
+    let dir = run.run_dir("parallel_16_number_64");
     let s = dir.summary();
     let (delivered, max, _) = recount(&dir.rows());
     assert!(
         (num(&s, "Delivered Concurrency") - delivered).abs() < 1e-3,
         "{s}"
     );
-    // Within the 5 % tolerance (the client's turnaround between a response's last byte and the next send
-    // is the only gap: measured 15.58 here on a shared 2-core machine).
-    assert!((15.2..=16.0).contains(&delivered), "delivered {delivered}");
+    // Within 2 % of --parallel (the issue's bound; the verdict's tolerance is 5 %).
+    assert!((15.68..=16.0).contains(&delivered), "delivered {delivered}");
     assert_eq!(s["Max In Flight"], max);
     assert_eq!(max, 16);
     assert_eq!(s["Load As Configured"], true, "{s}");
@@ -197,4 +198,53 @@ fn a_paced_closed_loop_keeps_its_intended_times() {
     assert_eq!(s["Load As Configured"], true, "{s}");
     assert!(num(&s, "Rate Error (%)") < -50.0, "{s}");
     assert_eq!(s["Max In Flight"], 1);
+}
+
+#[test]
+fn a_server_that_refuses_connections_beyond_a_limit_is_named() {
+    // The simulator takes 4 connections; the other 4 slots' connections are reset before any byte.
+    let run = Run::new()
+        .flags("--api mock --model m --mock-max-connections 4 --mock-ttft-ms 100 --mock-itl-ms 1")
+        .flags("--prompt a --parallel 8 --number 24 --max-tokens 2");
+    let _ = run.output();
+    let dir = run.run_dir("parallel_8_number_24");
+    assert_eq!(dir.rows().len(), 24, "every request stored");
+    let count = |filter: &str| -> usize {
+        let db = rusqlite::Connection::open(dir.db()).unwrap();
+        let sql = format!("SELECT count(*) FROM result WHERE {filter}");
+        db.query_row(&sql, [], |r| r.get(0)).unwrap()
+    };
+    // A refused connection fails on connecting (`connect`: reset while the client's connect completed) or
+    // on the request (`reset` / `disconnect` before any response byte: no status).
+    let unreachable = count("failure_kind = 'connect'");
+    let dropped = count("status_code IS NULL AND failure_kind IN ('reset', 'disconnect')");
+    assert!(unreachable + dropped > 0, "some connections refused");
+    assert_eq!(
+        count("success = 0"),
+        unreachable + dropped,
+        "every failure is a refused connection"
+    );
+    let mut parts = Vec::new();
+    if unreachable > 0 {
+        parts.push(format!("{unreachable} of 24 requests could not connect"));
+    }
+    if dropped > 0 {
+        parts.push(format!(
+            "{dropped} of 24 requests had their connection reset or closed before any response byte"
+        ));
+    }
+    let s = dir.summary();
+    assert_eq!(s["Load As Configured"], false, "{s}");
+    assert_eq!(
+        s["Load Verdict Reason"],
+        format!("server refused connections: {}", parts.join(", "))
+    );
+    assert_eq!(dir.args()["mock_max_connections"], 4);
+    // Within the limit: every connection is served and the load is as configured.
+    let within = Run::new()
+        .flags("--api mock --model m --mock-max-connections 4 --mock-ttft-ms 100 --mock-itl-ms 1")
+        .flags("--prompt a --parallel 4 --number 12 --max-tokens 2");
+    let s = within.ok_dir("parallel_4_number_12").summary();
+    assert_eq!(s["Load As Configured"], true, "{s}");
+    assert_eq!(s["Max In Flight"], 4);
 }

@@ -165,20 +165,15 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
         v.rule = "no request was sent: no rule applies".into();
         return v;
     }
-    let refused = rows
-        .iter()
-        .filter(|r| r.failure_kind.as_deref() == Some("connect"))
-        .count();
+    let (unreachable, dropped) = refusals(rows);
     let (rule, shortfall) = apply(rows, inputs, max_in_flight, delivered, window, tol);
     v.rule = rule;
     let client = (!inputs.client_limits.is_empty())
         .then(|| format!("client-limited: {}", inputs.client_limits.join("; ")));
     v.as_configured = shortfall.as_ref().map(|s| s.is_none());
-    if refused > 0 {
+    if unreachable + dropped > 0 {
         v.as_configured = Some(false);
-        v.reason = Some(format!(
-            "server refused connections: {refused} of {n} requests could not connect"
-        ));
+        v.reason = Some(refused_reason(unreachable, dropped, n));
     } else if let Some(Some(short)) = shortfall {
         v.reason = Some(match client {
             Some(c) => format!("{short}; {c}"),
@@ -186,6 +181,39 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
         });
     }
     v
+}
+
+/// Requests the server refused: `(could not connect, reset or closed before any response byte)`. The
+/// second are `reset` / `disconnect` failures without a status: the client retries a reused connection
+/// that fails before answering on a new one, so such a failure is always on a connection opened for the
+/// request, which the server accepted and dropped unanswered (a connection limit, an accept-queue
+/// overflow, a proxy in front of it).
+fn refusals(rows: &[LoadRow]) -> (usize, usize) {
+    let unreachable = rows
+        .iter()
+        .filter(|r| r.failure_kind.as_deref() == Some("connect"))
+        .count();
+    let dropped = rows
+        .iter()
+        .filter(|r| {
+            r.status.is_none() && matches!(r.failure_kind.as_deref(), Some("reset" | "disconnect"))
+        })
+        .count();
+    (unreachable, dropped)
+}
+
+/// The reason of a run in which the server refused connections.
+fn refused_reason(unreachable: usize, dropped: usize, n: usize) -> String {
+    let mut parts = Vec::new();
+    if unreachable > 0 {
+        parts.push(format!("{unreachable} of {n} requests could not connect"));
+    }
+    if dropped > 0 {
+        parts.push(format!(
+            "{dropped} of {n} requests had their connection reset or closed before any response byte"
+        ));
+    }
+    format!("server refused connections: {}", parts.join(", "))
 }
 
 /// Each request's (or, `conversations`, each conversation's) time in flight.

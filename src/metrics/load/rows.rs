@@ -19,6 +19,8 @@ pub struct LoadRow {
     pub failure_kind: Option<String>,
     /// `conversation_id` (multi-turn).
     pub conversation: Option<i64>,
+    /// `status_code`: `None` when no response head was read.
+    pub status: Option<i64>,
 }
 
 /// Every row of the database at `db`, in storage order.
@@ -26,7 +28,8 @@ pub fn read_rows(db: &Path) -> Result<Vec<LoadRow>> {
     let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("opening {}", db.display()))?;
     let mut stmt = conn.prepare(
-        "SELECT scheduled_time, start_time, completed_time, failure_kind, conversation_id FROM result",
+        "SELECT scheduled_time, start_time, completed_time, failure_kind, conversation_id, status_code \
+         FROM result",
     )?;
     let rows = stmt
         .query_map([], |r| {
@@ -36,6 +39,7 @@ pub fn read_rows(db: &Path) -> Result<Vec<LoadRow>> {
                 end_s: r.get::<_, Option<f64>>(2)?.unwrap_or(f64::NAN),
                 failure_kind: r.get(3)?,
                 conversation: r.get(4)?,
+                status: r.get(5)?,
             })
         })?
         .filter(|r| r.as_ref().map_or(true, |r| r.start_s.is_finite()))
