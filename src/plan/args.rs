@@ -38,6 +38,10 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     if burstiness != 1.0 && spec.load.schedule_rate().is_some() {
         put("burstiness", json!(burstiness));
     }
+    // `--ramp-up`, for the load verdict of a merged run; written only when set.
+    if let Some(d) = plan.server_side.arrival.ramp_up_s.filter(|d| *d > 0.0) {
+        put("ramp_up", json!(d));
+    }
     m
 }
 

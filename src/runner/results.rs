@@ -204,7 +204,8 @@ fn load_rule(ctx: &SweepContext<'_>, spec: &RunSpec) -> crate::metrics::load::Lo
         crate::plan::Workload::AgentGraph(_) => Sends::Sessions,
         _ => Sends::Requests,
     };
-    super::load_check::rule(spec, sends)
+    let ramp_up_s = ctx.plan.server_side.arrival.ramp_up_s.filter(|d| *d > 0.0);
+    super::load_check::rule(spec, sends, ramp_up_s)
 }
 
 /// Why the client's self-diagnostics say it limited the run.

@@ -248,3 +248,76 @@ fn a_server_that_refuses_connections_beyond_a_limit_is_named() {
     assert_eq!(s["Load As Configured"], true, "{s}");
     assert_eq!(s["Max In Flight"], 4);
 }
+
+/// Seconds from the first stored send until `level` requests were first in flight, from the rows alone.
+fn reached_from_rows(rows: &[Row], level: usize) -> f64 {
+    let first = rows.iter().map(|r| r.start_time).fold(f64::MAX, f64::min);
+    let mut starts: Vec<f64> = rows.iter().map(|r| r.start_time).collect();
+    starts.sort_by(f64::total_cmp);
+    let at = starts
+        .iter()
+        .find(|&&t| {
+            rows.iter()
+                .filter(|r| r.start_time <= t && r.completed_time > t)
+                .count()
+                >= level
+        })
+        .expect("the level was reached");
+    at - first
+}
+
+#[test]
+fn the_time_the_load_took_to_reach_its_level_counts_the_warmup() {
+    let sim = timed_sim(500, 1);
+    // No warmup: the first time all 8 slots were busy, recounted from the rows.
+    let run = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt x --parallel 8 --number 16 --max-tokens 2");
+    let dir = run.ok_dir("parallel_8_number_16");
+    let s = dir.summary();
+    let reached = reached_from_rows(&dir.rows(), 8);
+    assert!(
+        (num(&s, "Load Reached After (s)") - reached).abs() < 1e-3,
+        "{s}"
+    );
+    assert!(
+        reached < 0.25,
+        "the first round fills the slots at once: {reached}"
+    );
+    // Four warmup requests hold four of the 8 slots from the first send: the load is at its level at once,
+    // although the stored (measured) rows alone reach 8 in flight only when the warmup has ended.
+    let warm = Run::at(&sim, "/v1/chat/completions")
+        .flags("--prompt x --parallel 8 --number 16 --max-tokens 2 --warmup-num 4");
+    let dir = warm.ok_dir("parallel_8_number_16");
+    let s = dir.summary();
+    let measured_only = reached_from_rows(&dir.rows(), 8);
+    assert!(
+        measured_only >= 0.4,
+        "the warmup held slots: {measured_only}"
+    );
+    let with_warmup = num(&s, "Load Reached After (s)");
+    assert!(with_warmup < 0.25, "{s}");
+    assert_eq!(s["Load As Configured"], true, "{s}");
+}
+
+#[test]
+fn an_open_loop_reaches_its_rate_at_the_end_of_its_ramp() {
+    let sim = fast_sim();
+    let ramp = Run::against(&sim)
+        .flags("--prompt a --open-loop --rate 40 --number 40 --ramp-up 1 --max-tokens 1 --seed 2")
+        .flags("--no-test-connection");
+    let s = ramp.ok_dir("rate_40.0_number_40").summary();
+    assert_eq!(num(&s, "Load Reached After (s)"), 1.0, "{s}");
+    assert!(
+        s["Load Rule"]
+            .as_str()
+            .unwrap()
+            .contains("drawn arrival schedule"),
+        "{s}"
+    );
+    assert_eq!(s["Load As Configured"], true, "{s}");
+    let flat = Run::against(&sim)
+        .flags("--prompt a --open-loop --rate 40 --number 20 --max-tokens 1 --seed 2")
+        .flags("--no-test-connection");
+    let s = flat.ok_dir("rate_40.0_number_20").summary();
+    assert_eq!(num(&s, "Load Reached After (s)"), 0.0, "{s}");
+}

@@ -34,12 +34,16 @@ pub enum LoadRule {
         parallel: u64,
         /// `--rate`.
         rate: f64,
+        /// `--ramp-up` (seconds), if any.
+        ramp_up_s: Option<f64>,
     },
     /// Open loop at `--rate` (Poisson or `--arrival`, `--ramp-up` included): the send times against the
     /// drawn schedule.
     Open {
         /// `--rate`.
         rate: f64,
+        /// `--ramp-up` (seconds), if any.
+        ramp_up_s: Option<f64>,
     },
     /// A trace's own arrival times: the send times against the trace's.
     Trace,
@@ -83,6 +87,12 @@ pub struct LoadVerdict {
         skip_serializing_if = "Option::is_none"
     )]
     pub reason: Option<String>,
+    /// Seconds from the first send (warmup included) until the load reached the configured level: closed
+    /// loop, the first time in flight ≥ 95 % of `--parallel` (of `--number` when fewer); a rate (open
+    /// loop, paced closed loop), the end of `--ramp-up` or 0; `null` where no rule applies or the level
+    /// was never reached.
+    #[serde(rename = "Load Reached After (s)")]
+    pub reached_after_s: Option<f64>,
 }
 
 impl LoadVerdict {
@@ -146,7 +156,7 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
         .then(|| window::mean_over(&steps, first, last))
         .flatten();
     let configured_rate = match inputs.rule {
-        LoadRule::Paced { rate, .. } | LoadRule::Open { rate } => Some(rate),
+        LoadRule::Paced { rate, .. } | LoadRule::Open { rate, .. } => Some(rate),
         _ => None,
     };
     let mut v = LoadVerdict {
@@ -160,6 +170,7 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
         tolerance_pct: LOAD_TOLERANCE_PCT,
         rule: String::new(),
         reason: None,
+        reached_after_s: reached_after(&inputs.rule, &steps).map(|s| round(s, 4)),
     };
     if n == 0 {
         v.rule = "no request was sent: no rule applies".into();
@@ -320,6 +331,24 @@ fn schedule_shortfall(rows: &[LoadRow], window_s: f64, tol: f64) -> Option<Optio
              req/s"
         )
     }))
+}
+
+/// `Load Reached After (s)` over the in-flight steps (warmup included): see [`LoadVerdict`].
+fn reached_after(rule: &LoadRule, steps: &[(f64, i64)]) -> Option<f64> {
+    match *rule {
+        LoadRule::Closed {
+            parallel, number, ..
+        } => {
+            let first = steps.first()?.0;
+            let level = 0.95 * parallel.min(number) as f64;
+            let (start, _) = window::span_at_or_above(steps, level)?;
+            Some(start - first)
+        }
+        LoadRule::Open { ramp_up_s, .. } | LoadRule::Paced { ramp_up_s, .. } => {
+            Some(ramp_up_s.unwrap_or(0.0))
+        }
+        LoadRule::Trace | LoadRule::Unjudged(_) => None,
+    }
 }
 
 /// Closed loop: seconds from the first send until `parallel` requests were first in flight (95 %).

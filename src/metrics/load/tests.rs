@@ -100,7 +100,10 @@ fn a_connection_dropped_before_any_response_byte_is_refused() {
 #[test]
 fn an_open_loop_is_judged_against_its_schedule() {
     let open = LoadInputs {
-        rule: LoadRule::Open { rate: 10.0 },
+        rule: LoadRule::Open {
+            rate: 10.0,
+            ramp_up_s: None,
+        },
         client_limits: vec![],
         warmup_spans: vec![],
     };
