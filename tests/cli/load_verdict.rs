@@ -321,3 +321,22 @@ fn an_open_loop_reaches_its_rate_at_the_end_of_its_ramp() {
     let s = flat.ok_dir("rate_40.0_number_20").summary();
     assert_eq!(num(&s, "Load Reached After (s)"), 0.0, "{s}");
 }
+
+#[test]
+fn an_open_loop_warmup_keeps_the_rate() {
+    // Four warmup requests at --rate 10: they reach the simulator about 0.1 s apart, not in one burst.
+    let sim = fast_sim();
+    Run::against(&sim)
+        .flags("--prompt a --open-loop --rate 10 --number 4 --warmup-num 4 --max-tokens 1 --seed 1")
+        .flags("--no-test-connection")
+        .ok_dir("rate_10.0_number_4");
+    let mut arrivals: Vec<f64> = sim.truth().iter().map(|t| t.received_s).collect();
+    arrivals.sort_by(f64::total_cmp);
+    assert_eq!(arrivals.len(), 8, "4 warmup and 4 measured requests");
+    // The first four are the warmup (a barrier separates the phases): three gaps of 0.1 s.
+    let warmup_span = arrivals[3] - arrivals[0];
+    assert!(
+        warmup_span >= 0.25,
+        "warmup sent in a burst: {warmup_span} s"
+    );
+}
