@@ -273,10 +273,19 @@ fn apply(
                 )
             })),
         ),
-        LoadRule::Closed { parallel, .. } => {
+        LoadRule::Closed {
+            parallel,
+            conversations,
+            ..
+        } => {
             let floor = parallel as f64 * (1.0 - tol);
+            let counted = if conversations {
+                " (conversations in flight)"
+            } else {
+                ""
+            };
             let rule = format!(
-                "closed loop: Delivered Concurrency ≥ {}% of --parallel {parallel}",
+                "closed loop: Delivered Concurrency{counted} ≥ {}% of --parallel {parallel}",
                 100.0 - pct
             );
             let Some(d) = delivered else {
