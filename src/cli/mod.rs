@@ -15,6 +15,7 @@
 pub mod arrival;
 pub mod compat;
 mod evalscope_flags;
+pub mod mock_conn;
 mod mock_noise;
 pub mod mock_output;
 pub mod monitor;
@@ -454,6 +455,10 @@ pub struct Cli {
     /// `--mock-jitter-cv`.
     #[command(flatten)]
     pub mock_jitter: MockJitterArgs,
+
+    /// `--mock-max-connections`.
+    #[command(flatten)]
+    pub mock_conn: mock_conn::MockConnArgs,
 
     // ── evalscope compatibility ──────────────────────────────────────────────────────────────────────
     /// evalscope's engine-tuning flags.

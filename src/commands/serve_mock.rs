@@ -84,6 +84,10 @@ struct ServeMockArgs {
     #[command(flatten)]
     jitter: crate::cli::MockJitterArgs,
 
+    /// Refuse connections beyond N open at once with a reset (as `llmperf --mock-max-connections`).
+    #[command(flatten)]
+    conn: crate::cli::mock_conn::MockConnArgs,
+
     /// Seed of the `--mock-jitter-cv` draws (the same seed gives every request the same factors).
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -157,6 +161,7 @@ fn run(argv: Vec<std::ffi::OsString>) -> Result<(), Error> {
         prefix_cache: args.cache.mock_prefix_cache == Some(crate::cli::server_control::OnOff::On),
         request_log: args.mock_request_log.clone(),
         request_id_header: args.request_id_header.clone(),
+        max_connections: args.conn.mock_max_connections,
         ..SimConfig::default()
     };
     crate::clock::init();

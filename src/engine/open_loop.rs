@@ -1,5 +1,5 @@
-//! Open loop: the warmup requests run as a phase of their own first; then measured requests are sent on a
-//! Poisson schedule fixed in advance on an absolute timeline (`t0 + offset_i`, each request carrying its
+//! Open loop: the warmup requests run as a phase of their own first (one every 1/`--rate` s); then measured
+//! requests are sent on a Poisson schedule fixed in advance on an absolute timeline (`t0 + offset_i`, each request carrying its
 //! offset), whatever the number in flight. Each record keeps its intended send time, so latency can also be read from it.
 //!
 //! The schedule is kept by a dedicated OS thread, not a runtime task: a task woken by a timer waits behind
@@ -157,9 +157,21 @@ pub(super) async fn run(
 ) -> anyhow::Result<DispatchOutcome> {
     let mut outcome = DispatchOutcome::default();
 
-    // Warmup phase: all at once, then wait for every one.
+    // Warmup phase, paced at --rate (one every 1/rate s: warmup obeys the configured rate; the measured
+    // schedule's seeded draws are left as they are), then wait for every one.
     let mut warm = JoinSet::new();
-    for _ in 0..requests.warmup() {
+    let gap = dispatch
+        .load
+        .schedule_rate()
+        .map(|r| Duration::from_secs_f64(1.0 / r.per_s()));
+    let warm_t0 = tokio::time::Instant::now();
+    for k in 0..requests.warmup() {
+        if let Some(gap) = gap {
+            tokio::select! {
+                _ = tokio::time::sleep_until(warm_t0 + gap * k as u32) => {}
+                _ = shutdown.stopped() => break,
+            }
+        }
         let Some((index, request)) = requests.next().await else {
             break;
         };

@@ -217,6 +217,9 @@ fn load_rows(rows: &mut Vec<(String, String)>, l: &crate::metrics::load::LoadVer
         None => "no rule applies",
     };
     rows.push(("Load as configured".into(), verdict.into()));
+    if let Some(s) = l.reached_after_s {
+        rows.push(("Load reached after (s)".into(), fmt_num(s, 2)));
+    }
 }
 
 /// The plateau rows of the `── llmperf ──` section (docs/load-verdict.md): its window, or that there is

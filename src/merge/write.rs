@@ -346,7 +346,7 @@ fn load_verdict(
     // The shards' warmup requests were never stored: a merged run counts its measured rows only.
     crate::runner::load_verdict(
         dir,
-        crate::runner::load_rule(spec, sends),
+        crate::runner::load_rule(spec, sends, args.get("ramp_up").and_then(Value::as_f64)),
         Vec::new(),
         Vec::new(),
     )

@@ -25,6 +25,9 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
         if mock.invalid_output_rate > 0.0 {
             put("mock_invalid_output_rate", json!(mock.invalid_output_rate));
         }
+        if mock.max_connections > 0 {
+            put("mock_max_connections", json!(mock.max_connections));
+        }
         if let Some(on) = plan.server_side.mock_prefix_cache {
             put("mock_prefix_cache", json!(if on { "on" } else { "off" }));
         }
@@ -35,9 +38,9 @@ pub fn args_json(plan: &RunPlan, spec: &RunSpec, url: &str, run_dir: &str) -> Ma
     if burstiness != 1.0 && spec.load.schedule_rate().is_some() {
         put("burstiness", json!(burstiness));
     }
-    // `--ramp-up`, so that `llmperf merge` finds a merged open loop's plateau (docs/load-verdict.md).
-    if let Some(ramp) = plan.server_side.arrival.ramp_up_s {
-        put("ramp_up", json!(ramp));
+    // `--ramp-up`, for the load verdict of a merged run; written only when set.
+    if let Some(d) = plan.server_side.arrival.ramp_up_s.filter(|d| *d > 0.0) {
+        put("ramp_up", json!(d));
     }
     m
 }

@@ -97,6 +97,11 @@ pub(super) fn mock_settings(cli: &Cli, api: ApiKind) -> Result<Option<MockSettin
                 "--mock-fault configures the built-in simulator: add --api mock, or drop --mock-fault",
             );
         }
+        if cli.mock_conn.mock_max_connections > 0 {
+            return usage(
+                "--mock-max-connections configures the built-in simulator: add --api mock (or use `llmperf serve-mock --mock-max-connections`), or drop it",
+            );
+        }
         if cli.mock_jitter.mock_jitter_cv != 0.0 {
             return usage(
                 "--mock-jitter-cv configures the built-in simulator: add --api mock (or use `llmperf serve-mock --mock-jitter-cv`), or drop it",
@@ -128,5 +133,6 @@ pub(super) fn mock_settings(cli: &Cli, api: ApiKind) -> Result<Option<MockSettin
         decode_tok_per_s: cli.capacity.mock_decode_tok_per_s,
         jitter,
         invalid_output_rate: cli.mock_output.mock_invalid_output_rate,
+        max_connections: cli.mock_conn.mock_max_connections,
     }))
 }

@@ -485,6 +485,8 @@ pub struct MockSettings {
     pub jitter: crate::sim::Jitter,
     /// `--mock-invalid-output-rate` (0 = none).
     pub invalid_output_rate: f64,
+    /// `--mock-max-connections` (0 = no limit).
+    pub max_connections: u32,
 }
 
 /// The shape of a paced schedule (`--burstiness`, `--ramp-up`).

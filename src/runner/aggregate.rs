@@ -117,6 +117,8 @@ pub async fn aggregate(
             if counts {
                 progress.warmup_finished();
             }
+            // Only its send and end: the load verdict counts it in flight (it held a slot).
+            acc.add(&record);
             continue;
         }
         completion.apply(&mut record);

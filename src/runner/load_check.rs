@@ -21,8 +21,8 @@ pub enum Sends {
     ShardShare,
 }
 
-/// The rule for a run of `spec` sending `sends`.
-pub fn rule(spec: &RunSpec, sends: Sends) -> LoadRule {
+/// The rule for a run of `spec` sending `sends`; `ramp_up_s`: `--ramp-up`, if any.
+pub fn rule(spec: &RunSpec, sends: Sends, ramp_up_s: Option<f64>) -> LoadRule {
     match (sends, spec.load) {
         (Sends::ShardShare, _) => LoadRule::Unjudged(
             "one shard's share of the load: `llmperf merge` judges the whole run",
@@ -37,6 +37,7 @@ pub fn rule(spec: &RunSpec, sends: Sends) -> LoadRule {
             Some(rate) => LoadRule::Paced {
                 parallel: parallel.get() as u64,
                 rate: rate.per_s(),
+                ramp_up_s,
             },
             None => LoadRule::Closed {
                 parallel: parallel.get() as u64,
@@ -44,7 +45,10 @@ pub fn rule(spec: &RunSpec, sends: Sends) -> LoadRule {
                 conversations: sends == Sends::Conversations,
             },
         },
-        (_, Load::Open { rate }) => LoadRule::Open { rate: rate.per_s() },
+        (_, Load::Open { rate }) => LoadRule::Open {
+            rate: rate.per_s(),
+            ramp_up_s,
+        },
         (_, Load::Trace { .. }) => LoadRule::Trace,
     }
 }

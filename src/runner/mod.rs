@@ -80,6 +80,7 @@ fn start_simulator(plan: &RunPlan, items: &Prompts) -> Result<Option<SimServer>>
         reasoning_tokens: plan.server_side.mock_reasoning_tokens,
         jitter: mock.jitter,
         invalid_output_rate: mock.invalid_output_rate,
+        max_connections: mock.max_connections,
         request_log: plan.traffic.mock_request_log.clone(),
         request_id_header: (plan.traffic.request_id_header.as_deref())
             .unwrap_or(crate::sim::DEFAULT_REQUEST_ID_HEADER)

@@ -200,7 +200,8 @@ fn log_input_check(summary: &crate::metrics::BenchmarkSummary) {
 
 /// The load rule of run `spec` of this sweep.
 fn load_rule(ctx: &SweepContext<'_>, spec: &RunSpec) -> crate::metrics::load::LoadRule {
-    super::load_check::rule(spec, sends(ctx))
+    let ramp_up_s = ctx.plan.server_side.arrival.ramp_up_s.filter(|d| *d > 0.0);
+    super::load_check::rule(spec, sends(ctx), ramp_up_s)
 }
 
 /// The plateau rule of run `spec` of this sweep.

@@ -1,7 +1,8 @@
 //! The simulator's side of one TCP connection: a thin wrapper that can end the connection with a reset
 //! (RST, via `SO_LINGER` 0 at close) instead of a clean FIN, for the `reset` fault, and that — when the
 //! simulator records ground truth — reads with the kernel's receive stamps and publishes when the last
-//! bytes read arrived, so a request's truth can start at its arrival at the socket.
+//! bytes read arrived, so a request's truth can start at its arrival at the socket. [`OpenSlot`] counts
+//! the connections open at once against the simulator's connection limit.
 
 use std::io;
 use std::pin::Pin;
@@ -117,5 +118,26 @@ impl AsyncWrite for FaultConn {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// One open connection counted against the simulator's connection limit; dropping it frees the slot.
+pub(crate) struct OpenSlot(Arc<AtomicU64>);
+
+impl OpenSlot {
+    /// A slot in `open` if fewer than `max` connections are open (`max` 0: no limit), else `None`.
+    pub(crate) fn take(open: &Arc<AtomicU64>, max: u32) -> Option<OpenSlot> {
+        let now = open.fetch_add(1, Ordering::AcqRel);
+        if max > 0 && now >= u64::from(max) {
+            open.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(OpenSlot(open.clone()))
+    }
+}
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -14,7 +14,8 @@
 //! # Faults
 //! [`SimConfig::faults`], the `x-llmperf-fault` header or an `llmperf_fault` body field make a request
 //! misbehave: HTTP errors, resets, truncated or malformed streams, hangs, slow drips, huge lines, invalid
-//! UTF-8, wrong content types. See [`fault`].
+//! UTF-8, wrong content types. See [`fault`]. [`SimConfig::max_connections`] refuses connections beyond a
+//! limit: the server accepts them and closes them at once with a reset, before reading or writing a byte.
 //!
 //! # Routes
 //! * `POST /v1/chat/completions`, `POST /v1/completions` — stream (SSE) or not; see below.
@@ -194,6 +195,10 @@ pub struct SimConfig {
     pub request_log: Option<std::path::PathBuf>,
     /// The request id header whose value the request log records.
     pub request_id_header: String,
+    /// Connections open at once beyond which a new one is refused: accepted, then closed with a reset
+    /// (`SO_LINGER` 0) before a byte is read or written, as a server at its connection limit (or a proxy
+    /// in front of it) does. 0 = no limit (`--mock-max-connections`).
+    pub max_connections: u32,
 }
 
 impl Default for SimConfig {
@@ -217,6 +222,7 @@ impl Default for SimConfig {
             invalid_output_rate: 0.0,
             request_log: None,
             request_id_header: DEFAULT_REQUEST_ID_HEADER.to_string(),
+            max_connections: 0,
         }
     }
 }
@@ -234,6 +240,8 @@ pub(crate) struct Shared {
     metrics: Arc<metrics::SimMetrics>,
     control: control::ControlLog,
     request_log: Option<request_log::RequestLog>,
+    /// Connections open now (counted for [`SimConfig::max_connections`]).
+    open_connections: Arc<AtomicU64>,
 }
 
 impl Shared {
@@ -345,6 +353,7 @@ impl SimServer {
             prefix: prefix_cache::PrefixCache::default(),
             metrics: Arc::default(),
             control: control::ControlLog::default(),
+            open_connections: Arc::default(),
         });
         let (addr, stop, thread) = launch(&shared, SocketAddr::from((Ipv4Addr::LOCALHOST, port)))?;
         if let Some(log) = &shared.request_log {
@@ -486,9 +495,17 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
+        let Some(open) = conn::OpenSlot::take(&shared.open_connections, shared.cfg.max_connections)
+        else {
+            // Over the connection limit: refused with a reset before any byte (zero linger, then close).
+            let _ = stream.set_zero_linger();
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
         tokio::spawn(async move {
+            let _open = open;
             let reset = fault::ResetFlag::default();
             let conn = conn::FaultConn::new(stream, reset.clone(), shared.cfg.record_truth);
             let arrival = conn.arrival();

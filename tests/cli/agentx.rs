@@ -242,6 +242,14 @@ fn sessions_replay_on_their_graph_and_write_evalscopes_files() {
 
     // evalscope's files and keys.
     assert!(root.join("benchmark.log").is_file());
+    // Sessions release their requests along their graphs: no load rule applies.
+    let bench = json_file(&run_dir.join("benchmark_summary.json"));
+    assert!(bench["Load As Configured"].is_null(), "{bench}");
+    assert_eq!(
+        bench["Load Rule"],
+        "no rule applies: agent sessions release their requests along their dependency graphs"
+    );
+    assert!(bench["Load Reached After (s)"].is_null());
     let summary = json_file(&run_dir.join("agentx_summary.json"));
     let k = keys(&summary);
     assert_eq!(k[..SUMMARY_KEYS.len()], SUMMARY_KEYS);

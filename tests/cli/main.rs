@@ -28,6 +28,7 @@ mod jitter;
 mod keepalive;
 mod kubernetes;
 mod live_metrics;
+mod load_modes;
 mod load_verdict;
 mod log_noise;
 mod media;

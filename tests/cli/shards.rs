@@ -89,6 +89,42 @@ fn run_shards(out: &Path, args: &[&str], start_at: &str) {
     }
 }
 
+/// The merged run's load verdict is recomputed from the union of the shards' rows: its `Delivered
+/// Concurrency` and `Max In Flight` equal a recount from the merged rows, and the verdict follows the
+/// closed-loop rule on them.
+fn assert_merged_verdict_is_a_recount(merged: &Path, parallel: usize) {
+    let rows = rows(&merged.join("benchmark_data.db"));
+    let s = json_file(&merged.join("benchmark_summary.json"));
+    let first = rows.iter().map(|r| r.start_time).fold(f64::MAX, f64::min);
+    let last = rows.iter().map(|r| r.start_time).fold(f64::MIN, f64::max);
+    let area: f64 = rows
+        .iter()
+        .map(|r| (r.completed_time.min(last) - r.start_time.max(first)).max(0.0))
+        .sum();
+    let delivered = area / (last - first);
+    let max = rows
+        .iter()
+        .map(|a| {
+            rows.iter()
+                .filter(|b| b.start_time <= a.start_time && b.completed_time > a.start_time)
+                .count()
+        })
+        .max()
+        .unwrap();
+    let got = s["Delivered Concurrency"].as_f64().unwrap();
+    assert!((got - delivered).abs() < 1e-3, "{got} vs {delivered}");
+    assert_eq!(s["Max In Flight"], max);
+    assert_eq!(
+        s["Load Rule"],
+        format!("closed loop: Delivered Concurrency ≥ 95% of --parallel {parallel}")
+    );
+    assert_eq!(
+        s["Load As Configured"],
+        delivered >= 0.95 * parallel as f64,
+        "{s}"
+    );
+}
+
 fn merge(dirs: &[&Path], out: &Path, extra: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_llmperf"))
         .arg("merge")
@@ -334,12 +370,20 @@ fn four_closed_loop_shards_merge_into_the_single_process_result() {
             .as_str()
             .unwrap()
             .contains("llmperf merge"));
+        // A shard's share of the load is not judged on its own.
+        let s = json_file(&run.join("benchmark_summary.json"));
+        assert!(s["Load As Configured"].is_null(), "{s}");
+        assert!(s["Load Rule"]
+            .as_str()
+            .unwrap()
+            .contains("one shard's share"));
     }
     let out = merge(&[&shard_out], &merged_out, &[]);
     ok(&out);
     let single = find_dir(&single_out, "parallel_4_number_40");
     let merged_root = merged_out.join("m");
     let merged = merged_root.join("parallel_4_number_40");
+    assert_merged_verdict_is_a_recount(&merged, 4);
     assert_same_result(&single, &merged);
     // The plateau is recomputed from the union of the shards' rows (each shard alone has none).
     let summary = json_file(&merged.join("benchmark_summary.json"));

@@ -240,7 +240,10 @@ pub(super) fn body_requests_stream(body: &str) -> bool {
 }
 
 /// The kind of a transport error. The total timeout is enforced outside the HTTP client, so a timeout here
-/// is a connect timeout (`connect`) or a read timeout.
+/// is a connect timeout (`connect`) or a read timeout. A connection reset or closed before the response head
+/// keeps its kind (`reset`, `disconnect`; evalscope fails it the same way) and has no status: after
+/// `HttpClient::start`'s retry it was a connection opened for this request, which the server accepted
+/// and dropped unanswered, so the load verdict counts it as refused (docs/load-verdict.md).
 pub(super) fn classify(e: &http1::Error) -> FailureKind {
     match e {
         http1::Error::Connect(_) => FailureKind::Connect,

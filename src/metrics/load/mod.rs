@@ -36,12 +36,16 @@ pub enum LoadRule {
         parallel: u64,
         /// `--rate`.
         rate: f64,
+        /// `--ramp-up` (seconds), if any.
+        ramp_up_s: Option<f64>,
     },
     /// Open loop at `--rate` (Poisson or `--arrival`, `--ramp-up` included): the send times against the
     /// drawn schedule.
     Open {
         /// `--rate`.
         rate: f64,
+        /// `--ramp-up` (seconds), if any.
+        ramp_up_s: Option<f64>,
     },
     /// A trace's own arrival times: the send times against the trace's.
     Trace,
@@ -85,6 +89,12 @@ pub struct LoadVerdict {
         skip_serializing_if = "Option::is_none"
     )]
     pub reason: Option<String>,
+    /// Seconds from the first send (warmup included) until the load reached the configured level: closed
+    /// loop, the first time in flight ≥ 95 % of `--parallel` (of `--number` when fewer); a rate (open
+    /// loop, paced closed loop), the end of `--ramp-up` or 0; `null` where no rule applies or the level
+    /// was never reached.
+    #[serde(rename = "Load Reached After (s)")]
+    pub reached_after_s: Option<f64>,
 }
 
 impl LoadVerdict {
@@ -148,7 +158,7 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
         .then(|| window::mean_over(&steps, first, last))
         .flatten();
     let configured_rate = match inputs.rule {
-        LoadRule::Paced { rate, .. } | LoadRule::Open { rate } => Some(rate),
+        LoadRule::Paced { rate, .. } | LoadRule::Open { rate, .. } => Some(rate),
         _ => None,
     };
     let mut v = LoadVerdict {
@@ -162,25 +172,21 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
         tolerance_pct: LOAD_TOLERANCE_PCT,
         rule: String::new(),
         reason: None,
+        reached_after_s: reached_after(&inputs.rule, &steps).map(|s| round(s, 4)),
     };
     if n == 0 {
         v.rule = "no request was sent: no rule applies".into();
         return v;
     }
-    let refused = rows
-        .iter()
-        .filter(|r| r.failure_kind.as_deref() == Some("connect"))
-        .count();
+    let (unreachable, dropped) = refusals(rows);
     let (rule, shortfall) = apply(rows, inputs, max_in_flight, delivered, window, tol);
     v.rule = rule;
     let client = (!inputs.client_limits.is_empty())
         .then(|| format!("client-limited: {}", inputs.client_limits.join("; ")));
     v.as_configured = shortfall.as_ref().map(|s| s.is_none());
-    if refused > 0 {
+    if unreachable + dropped > 0 {
         v.as_configured = Some(false);
-        v.reason = Some(format!(
-            "server refused connections: {refused} of {n} requests could not connect"
-        ));
+        v.reason = Some(refused_reason(unreachable, dropped, n));
     } else if let Some(Some(short)) = shortfall {
         v.reason = Some(match client {
             Some(c) => format!("{short}; {c}"),
@@ -188,6 +194,39 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
         });
     }
     v
+}
+
+/// Requests the server refused: `(could not connect, reset or closed before any response byte)`. The
+/// second are `reset` / `disconnect` failures without a status: the client retries a reused connection
+/// that fails before answering on a new one, so such a failure is always on a connection opened for the
+/// request, which the server accepted and dropped unanswered (a connection limit, an accept-queue
+/// overflow, a proxy in front of it).
+fn refusals(rows: &[LoadRow]) -> (usize, usize) {
+    let unreachable = rows
+        .iter()
+        .filter(|r| r.failure_kind.as_deref() == Some("connect"))
+        .count();
+    let dropped = rows
+        .iter()
+        .filter(|r| {
+            r.status.is_none() && matches!(r.failure_kind.as_deref(), Some("reset" | "disconnect"))
+        })
+        .count();
+    (unreachable, dropped)
+}
+
+/// The reason of a run in which the server refused connections.
+fn refused_reason(unreachable: usize, dropped: usize, n: usize) -> String {
+    let mut parts = Vec::new();
+    if unreachable > 0 {
+        parts.push(format!("{unreachable} of {n} requests could not connect"));
+    }
+    if dropped > 0 {
+        parts.push(format!(
+            "{dropped} of {n} requests had their connection reset or closed before any response byte"
+        ));
+    }
+    format!("server refused connections: {}", parts.join(", "))
 }
 
 /// Each request's (or, `conversations`, each conversation's) time in flight.
@@ -236,10 +275,19 @@ fn apply(
                 )
             })),
         ),
-        LoadRule::Closed { parallel, .. } => {
+        LoadRule::Closed {
+            parallel,
+            conversations,
+            ..
+        } => {
             let floor = parallel as f64 * (1.0 - tol);
+            let counted = if conversations {
+                " (conversations in flight)"
+            } else {
+                ""
+            };
             let rule = format!(
-                "closed loop: Delivered Concurrency ≥ {}% of --parallel {parallel}",
+                "closed loop: Delivered Concurrency{counted} ≥ {}% of --parallel {parallel}",
                 100.0 - pct
             );
             let Some(d) = delivered else {
@@ -294,6 +342,24 @@ fn schedule_shortfall(rows: &[LoadRow], window_s: f64, tol: f64) -> Option<Optio
              req/s"
         )
     }))
+}
+
+/// `Load Reached After (s)` over the in-flight steps (warmup included): see [`LoadVerdict`].
+fn reached_after(rule: &LoadRule, steps: &[(f64, i64)]) -> Option<f64> {
+    match *rule {
+        LoadRule::Closed {
+            parallel, number, ..
+        } => {
+            let first = steps.first()?.0;
+            let level = 0.95 * parallel.min(number) as f64;
+            let (start, _) = window::span_at_or_above(steps, level)?;
+            Some(start - first)
+        }
+        LoadRule::Open { ramp_up_s, .. } | LoadRule::Paced { ramp_up_s, .. } => {
+            Some(ramp_up_s.unwrap_or(0.0))
+        }
+        LoadRule::Trace | LoadRule::Unjudged(_) => None,
+    }
 }
 
 /// Closed loop: seconds from the first send until `parallel` requests were first in flight (95 %).

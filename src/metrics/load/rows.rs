@@ -19,6 +19,8 @@ pub struct LoadRow {
     pub failure_kind: Option<String>,
     /// `conversation_id` (multi-turn).
     pub conversation: Option<i64>,
+    /// `status_code`: `None` when no response head was read.
+    pub status: Option<i64>,
     /// The columns the plateau's metrics need ([`super::plateau`]).
     pub metrics: RowMetrics,
 }
@@ -48,7 +50,8 @@ pub fn read_rows(db: &Path) -> Result<Vec<LoadRow>> {
         .with_context(|| format!("opening {}", db.display()))?;
     let mut stmt = conn.prepare(
         "SELECT scheduled_time, start_time, completed_time, failure_kind, conversation_id, success, is_stream, \
-         prompt_tokens, completion_tokens, first_chunk_latency, time_per_output_token, latency FROM result",
+         prompt_tokens, completion_tokens, first_chunk_latency, time_per_output_token, latency, status_code \
+         FROM result",
     )?;
     let rows = stmt
         .query_map([], |r| {
@@ -67,6 +70,7 @@ pub fn read_rows(db: &Path) -> Result<Vec<LoadRow>> {
                     tpot_s: r.get(10)?,
                     latency_s: r.get(11)?,
                 },
+                status: r.get(12)?,
             })
         })?
         .filter(|r| r.as_ref().map_or(true, |r| r.start_s.is_finite()))

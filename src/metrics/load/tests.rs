@@ -73,9 +73,37 @@ fn refused_connections_name_the_server() {
 }
 
 #[test]
+fn a_connection_dropped_before_any_response_byte_is_refused() {
+    let mut rows: Vec<LoadRow> = (0..5).map(|i| row(i as f64, i as f64 + 1.0)).collect();
+    rows[0].failure_kind = Some("reset".into());
+    rows[1].failure_kind = Some("disconnect".into());
+    rows[2].failure_kind = Some("connect".into());
+    // A reset mid-response (a status was read) is not a refusal.
+    rows[3].failure_kind = Some("reset".into());
+    rows[3].status = Some(200);
+    let v = judge(&rows, &closed(1, 5));
+    assert_eq!(v.as_configured, Some(false));
+    assert_eq!(
+        v.reason.as_deref(),
+        Some(
+            "server refused connections: 1 of 5 requests could not connect, 2 of 5 requests had their \
+             connection reset or closed before any response byte"
+        )
+    );
+    rows.truncate(2);
+    rows.extend((2..5).map(|i| row(i as f64, i as f64 + 1.0)));
+    rows[0].status = Some(503);
+    rows[1].failure_kind = None;
+    assert_eq!(judge(&rows, &closed(1, 5)).as_configured, Some(true));
+}
+
+#[test]
 fn an_open_loop_is_judged_against_its_schedule() {
     let open = LoadInputs {
-        rule: LoadRule::Open { rate: 10.0 },
+        rule: LoadRule::Open {
+            rate: 10.0,
+            ramp_up_s: None,
+        },
         client_limits: vec![],
         warmup_spans: vec![],
     };
