@@ -12,7 +12,8 @@
 //! failure kind (its HTTP status and the start of its error text).
 
 use crate::metrics::{
-    BenchmarkSummary, ClientDiagnostics, PercentileTable, WorkloadThroughput, PERCENTILE_LABELS,
+    BenchmarkSummary, ClientDiagnostics, PercentileTable, SummaryExtras, WorkloadThroughput,
+    PERCENTILE_LABELS,
 };
 
 use crate::text::format::{fmt_num, unit_for_key, Unit};
@@ -107,37 +108,7 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
         }
     }
 
-    let extras = &s.extras;
-    if extras.interrupted
-        || !extras.failures_by_kind.is_empty()
-        || extras.client.is_some()
-        || extras.goodput.is_some()
-        || extras.load.is_some()
-    {
-        section(&mut rows, "llmperf");
-        if extras.interrupted {
-            rows.push(("Interrupted".to_string(), "yes".to_string()));
-        }
-        for (kind, count) in &extras.failures_by_kind {
-            rows.push((format!("Failures ({kind})"), count.to_string()));
-        }
-        if let Some(c) = &extras.client {
-            client_rows(&mut rows, c);
-        }
-        if let Some(l) = &extras.load {
-            load_rows(&mut rows, l);
-        }
-        if let Some(p) = &extras.plateau {
-            plateau_rows(&mut rows, p);
-        }
-        if let Some(g) = &extras.goodput {
-            rows.push(("Goodput (req/s)".to_string(), fmt_num(g.goodput_rps, 4)));
-            rows.push((
-                "SLO attainment".to_string(),
-                format!("{}%", fmt_num(g.attainment_pct, 2)),
-            ));
-        }
-    }
+    llmperf_rows(&mut rows, &s.extras);
 
     let mut table = SimpleOutline::new(
         vec!["Metric".into(), "Value".into()],
@@ -147,10 +118,45 @@ pub fn summary_table(s: &BenchmarkSummary) -> String {
         table.push(vec![k, v]);
     }
     let mut text = format!("Benchmarking summary:\n{}", table.render());
-    for e in &extras.first_errors {
+    for e in &s.extras.first_errors {
         text.push_str(&format!("\nFirst {} error: {}", e.kind, e.line()));
     }
     text
+}
+
+/// The `── llmperf ──` section: what llmperf adds to evalscope's table (interruption, failures by kind, the
+/// client's diagnostics, the load verdict and plateau, goodput); nothing when there is none of them.
+fn llmperf_rows(rows: &mut Vec<(String, String)>, extras: &SummaryExtras) {
+    if extras.interrupted
+        || !extras.failures_by_kind.is_empty()
+        || extras.client.is_some()
+        || extras.goodput.is_some()
+        || extras.load.is_some()
+    {
+        rows.push(("── llmperf ──".to_string(), String::new()));
+        if extras.interrupted {
+            rows.push(("Interrupted".to_string(), "yes".to_string()));
+        }
+        for (kind, count) in &extras.failures_by_kind {
+            rows.push((format!("Failures ({kind})"), count.to_string()));
+        }
+        if let Some(c) = &extras.client {
+            client_rows(rows, c);
+        }
+        if let Some(l) = &extras.load {
+            load_rows(rows, l);
+        }
+        if let Some(p) = &extras.plateau {
+            plateau_rows(rows, p);
+        }
+        if let Some(g) = &extras.goodput {
+            rows.push(("Goodput (req/s)".to_string(), fmt_num(g.goodput_rps, 4)));
+            rows.push((
+                "SLO attainment".to_string(),
+                format!("{}%", fmt_num(g.attainment_pct, 2)),
+            ));
+        }
+    }
 }
 
 /// `a / b`, each with `digits` decimals at most.
@@ -303,7 +309,6 @@ pub fn workload_table(w: &WorkloadThroughput) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::SummaryExtras;
 
     #[test]
     fn llmperf_extras_only_when_present() {

@@ -202,9 +202,8 @@ fn merge_run(plan: &MergePlan, run: &str) -> Result<(RunResult, Map<String, Valu
 
     let mut summary = replayed.acc.summary();
     let percentiles = replayed.acc.percentiles();
-    summary.extras.load = load_verdict(&dir, &spec, &args);
+    (summary.extras.load, summary.extras.plateau) = load_verdict(&dir, &spec, &args);
     summary.extras.phases = crate::metrics::phases::summarize(&dir.database());
-    summary.extras.plateau = plateau(&dir, &spec, &args);
     // After every other key (the report shows them too).
     summary.extras.appended.extend([
         ("Shards".to_string(), json!(set.count)),
@@ -321,33 +320,21 @@ fn sends(args: &Map<String, Value>) -> crate::runner::Sends {
     }
 }
 
-/// The plateau of a merged run, over the union of its shards' rows (docs/load-verdict.md): `--ramp-up`
-/// from the arguments (`ramp_up`, written when set); no warmup spans (never stored).
-fn plateau(
-    dir: &RunDir,
-    spec: &crate::plan::RunSpec,
-    args: &Map<String, Value>,
-) -> Option<crate::metrics::load::Plateau> {
-    let ramp_s = args.get("ramp_up").and_then(Value::as_f64);
-    crate::runner::plateau(
-        dir,
-        crate::runner::plateau_rule(spec, sends(args), ramp_s),
-        &[],
-    )
-}
-
-/// The load verdict of a merged run, over the union of its shards' rows (docs/load-verdict.md).
+/// The load verdict and the plateau of a merged run, over the union of its shards' rows
+/// (docs/load-verdict.md): `--ramp-up` from the arguments (`ramp_up`, written when set); the shards' warmup
+/// requests were never stored, so a merged run counts its measured rows only.
 fn load_verdict(
     dir: &RunDir,
     spec: &crate::plan::RunSpec,
     args: &Map<String, Value>,
-) -> Option<crate::metrics::load::LoadVerdict> {
-    let sends = sends(args);
-    // The shards' warmup requests were never stored: a merged run counts its measured rows only.
-    crate::runner::load_verdict(
-        dir,
-        crate::runner::load_rule(spec, sends, args.get("ramp_up").and_then(Value::as_f64)),
-        Vec::new(),
-        Vec::new(),
-    )
+) -> (
+    Option<crate::metrics::load::LoadVerdict>,
+    Option<crate::metrics::load::Plateau>,
+) {
+    let ramp_s = args.get("ramp_up").and_then(Value::as_f64);
+    let rules = (
+        crate::runner::load_rule(spec, sends(args), ramp_s),
+        crate::runner::plateau_rule(spec, sends(args), ramp_s),
+    );
+    crate::runner::judge_run(dir, rules, Vec::new(), &[])
 }

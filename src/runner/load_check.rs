@@ -53,33 +53,36 @@ pub fn rule(spec: &RunSpec, sends: Sends, ramp_up_s: Option<f64>) -> LoadRule {
     }
 }
 
-/// The verdict over the rows stored in `dir` (`None`, with a warning, when they cannot be read).
-/// `warmup_spans`: the warmup requests' send and end times (they share the cap).
-pub fn verdict(
+/// The load verdict and the plateau of the run in `dir`, over its stored rows, read once (both `None`, with a
+/// warning, when they cannot be read). `warmup_spans`: the warmup requests' send and end times (they share
+/// the cap).
+pub fn judge_run(
     dir: &RunDir,
-    rule: LoadRule,
+    rules: (LoadRule, PlateauRule),
     client_limits: Vec<String>,
-    warmup_spans: Vec<(f64, f64)>,
-) -> Option<LoadVerdict> {
+    warmup_spans: &[(f64, f64)],
+) -> (Option<LoadVerdict>, Option<Plateau>) {
     let rows = match read_rows(&dir.database()) {
         Ok(rows) => rows,
         Err(e) => {
-            tracing::warn!("load verdict: {e:#}");
-            return None;
+            tracing::warn!("load verdict and plateau: {e:#}");
+            return (None, None);
         }
     };
+    let (rule, plateau_rule) = rules;
+    let plateau = crate::metrics::load::plateau(&rows, &plateau_rule, warmup_spans);
     let v = judge(
         &rows,
         &LoadInputs {
             rule,
             client_limits,
-            warmup_spans,
+            warmup_spans: warmup_spans.to_vec(),
         },
     );
     if let Some(w) = v.warning() {
         tracing::warn!("{w}");
     }
-    Some(v)
+    (Some(v), Some(plateau))
 }
 
 /// The plateau rule for a run of `spec` sending `sends` (docs/load-verdict.md); `ramp_s`: `--ramp-up`.
@@ -103,16 +106,5 @@ pub fn plateau_rule(spec: &RunSpec, sends: Sends, ramp_s: Option<f64>) -> Platea
             conversations: sends == Sends::Conversations,
         },
         (_, Load::Open { .. }) => PlateauRule::Open { ramp_s },
-    }
-}
-
-/// The plateau over the rows stored in `dir` (`None`, with a warning, when they cannot be read).
-pub fn plateau(dir: &RunDir, rule: PlateauRule, warmup_spans: &[(f64, f64)]) -> Option<Plateau> {
-    match read_rows(&dir.database()) {
-        Ok(rows) => Some(crate::metrics::load::plateau(&rows, &rule, warmup_spans)),
-        Err(e) => {
-            tracing::warn!("plateau: {e:#}");
-            None
-        }
     }
 }

@@ -48,15 +48,13 @@ pub(super) async fn write(
             tracing::warn!("--server-metrics: {e:#}");
         }
     }
-    summary.extras.load = super::load_check::verdict(
+    (summary.extras.load, summary.extras.plateau) = super::load_check::judge_run(
         &dir,
-        load_rule(ctx, spec),
+        (load_rule(ctx, spec), plateau_rule(ctx, spec)),
         client_limits(&summary),
-        acc.warmup_spans().to_vec(),
+        acc.warmup_spans(),
     );
     summary.extras.phases = crate::metrics::phases::summarize(&dir.database());
-    summary.extras.plateau =
-        super::load_check::plateau(&dir, plateau_rule(ctx, spec), acc.warmup_spans());
     let percentiles = acc.percentiles();
     let spilled_bytes = acc.spilled_bytes() + observers.timeline.spilled_bytes();
     if spilled_bytes > 0 {
