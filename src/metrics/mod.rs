@@ -14,6 +14,7 @@ pub mod phases;
 pub mod replay;
 mod samples;
 mod spill;
+pub(crate) mod sql_stats;
 mod summary;
 pub mod trace;
 mod workload;

@@ -5,12 +5,13 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use rusqlite::{Connection, OpenFlags};
+use anyhow::Result;
+use rusqlite::Connection;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use super::nearest_rank::nearest_rank;
+use super::sql_stats::{column_stats, open_for_scans, open_read_only};
 use crate::pyjson;
 use crate::record::phases::{Phases, PHASE_NAMES};
 
@@ -88,17 +89,11 @@ impl Serialize for PhaseSummary {
     }
 }
 
-/// The phases of every row of the database at `db` (empty for a database from before the phases).
+/// The phases of every row of the database at `db` (empty for a database from before the phases), in
+/// memory: the reference for [`summarize_db`].
 pub fn read_phases(db: &Path) -> Result<Vec<Phases>> {
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .with_context(|| format!("opening {}", db.display()))?;
-    let columns: Vec<String> = conn
-        .prepare("SELECT * FROM result LIMIT 0")?
-        .column_names()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
-    if !columns.iter().any(|c| c == "phase_connect") {
+    let conn = open_read_only(db)?;
+    if !has_phases(&conn)? {
         return Ok(Vec::new());
     }
     let names: Vec<String> = PHASE_NAMES
@@ -118,10 +113,48 @@ pub fn read_phases(db: &Path) -> Result<Vec<Phases>> {
     Ok(rows)
 }
 
+/// Whether the database's `result` table has the phase columns.
+fn has_phases(conn: &Connection) -> rusqlite::Result<bool> {
+    let stmt = conn.prepare("SELECT * FROM result LIMIT 0")?;
+    let found = stmt.column_names().contains(&"phase_connect");
+    Ok(found)
+}
+
+/// The phase summary of the rows in `conn`, each phase's statistics streamed in order out of SQLite
+/// (memory does not grow with the rows): equal to [`PhaseSummary::of`] over [`read_phases`]'s rows.
+pub fn summarize_db(conn: &Connection) -> rusqlite::Result<Option<PhaseSummary>> {
+    if !has_phases(conn)? {
+        return Ok(None);
+    }
+    let mut stats = Vec::new();
+    for (name, label) in PHASE_NAMES.iter() {
+        let column = format!("phase_{name}");
+        let Some(s) = column_stats(conn, &column, "1", &[], &[99])? else {
+            continue;
+        };
+        stats.push(PhaseStat {
+            label,
+            n: s.n,
+            mean_ms: pyjson::round(s.mean * 1e3, 4),
+            p99_ms: pyjson::round(s.percentiles[0] * 1e3, 4),
+        });
+    }
+    if stats.is_empty() {
+        return Ok(None);
+    }
+    let new_connections: i64 =
+        conn.query_row("SELECT COUNT(phase_connect) FROM result", [], |r| r.get(0))?;
+    Ok(Some(PhaseSummary {
+        new_connections: new_connections as u64,
+        stats,
+    }))
+}
+
 /// The phase summary of the run whose database is `db` (`None`, with a warning, when it cannot be read).
 pub fn summarize(db: &Path) -> Option<PhaseSummary> {
-    match read_phases(db) {
-        Ok(rows) => PhaseSummary::of(&rows),
+    let summary = open_for_scans(db).and_then(|conn| summarize_db(&conn).map_err(Into::into));
+    match summary {
+        Ok(s) => s,
         Err(e) => {
             tracing::warn!("connection phases: {e:#}");
             None
@@ -184,5 +217,49 @@ mod tests {
     fn no_phases_no_summary() {
         assert_eq!(PhaseSummary::of(&[]), None);
         assert_eq!(PhaseSummary::of(&[Phases::default()]), None);
+    }
+
+    /// The streamed summary over a database equals the in-memory one over its rows read back: random
+    /// phases, NULL where a connection was reused, and a database from before the phases.
+    #[test]
+    fn the_streamed_summary_equals_the_in_memory_one() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
+        let dir = tempfile::tempdir().unwrap();
+        for case in 0..40 {
+            let path = dir.path().join(format!("{case}.db"));
+            crate::store::Store::create(&path, 100)
+                .unwrap()
+                .finish()
+                .unwrap();
+            let conn = Connection::open(&path).unwrap();
+            for _ in 0..rng.random_range(0..150) {
+                let new = rng.random_bool(0.2);
+                let mut v = |on: bool| on.then(|| rng.random_range(0.0..0.01));
+                let values = [
+                    v(new),
+                    v(new),
+                    v(new && case % 2 == 0),
+                    v(true),
+                    v(true),
+                    v(true),
+                ];
+                conn.execute(
+                    "INSERT INTO result (phase_dns, phase_connect, phase_tls, phase_write, phase_headers, \
+                     phase_first_byte) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    rusqlite::params_from_iter(values),
+                )
+                .unwrap();
+            }
+            let want = PhaseSummary::of(&read_phases(&path).unwrap());
+            assert_eq!(summarize_db(&conn).unwrap(), want, "case {case}");
+            assert_eq!(summarize(&path), want, "case {case}");
+        }
+        let old = dir.path().join("old.db");
+        Connection::open(&old)
+            .unwrap()
+            .execute_batch("CREATE TABLE result (start_time REAL)")
+            .unwrap();
+        assert_eq!(summarize(&old), None);
     }
 }

@@ -165,22 +165,19 @@ pub(super) fn measured_hit_rate(
     db: &std::path::Path,
     expected: f64,
 ) -> Result<(f64, Option<f64>, u64)> {
-    let conn = rusqlite::Connection::open(db)?;
-    let mut stmt = conn.prepare(
-        "SELECT prompt_tokens, cached_tokens FROM result WHERE success ORDER BY start_time",
+    // Streamed out of the database (a sorted scan, not every row in memory).
+    let conn = crate::metrics::sql_stats::open_for_scans(db)?;
+    let succeeded: i64 = conn.query_row("SELECT COUNT(*) FROM result WHERE success", [], |r| {
+        r.get(0)
+    })?;
+    let (prompt, cached, n): (i64, i64, i64) = conn.query_row(
+        "SELECT COALESCE(SUM(p), 0), COALESCE(SUM(c), 0), COUNT(*) FROM (SELECT prompt_tokens AS p, \
+         cached_tokens AS c FROM result WHERE success ORDER BY start_time LIMIT -1 OFFSET ?1) \
+         WHERE p IS NOT NULL AND c IS NOT NULL",
+        [succeeded / 10],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
-    let rows: Vec<(Option<i64>, Option<i64>)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    let skip = rows.len() / 10;
-    let (mut prompt, mut cached, mut n) = (0i64, 0i64, 0u64);
-    for (p, c) in rows.into_iter().skip(skip) {
-        if let (Some(p), Some(c)) = (p, c) {
-            prompt += p;
-            cached += c;
-            n += 1;
-        }
-    }
+    let n = n as u64;
     let measured = (prompt > 0).then(|| cached as f64 / prompt as f64);
     if let Some(m) = measured {
         tracing::info!(

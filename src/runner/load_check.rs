@@ -2,9 +2,7 @@
 //! over the rows it stored ([`crate::metrics::load`]); used for each run of a sweep and SLA search, and
 //! for a merged run (over the union of its shards' rows).
 
-use crate::metrics::load::{
-    judge, read_rows, LoadInputs, LoadRule, LoadVerdict, Plateau, PlateauRule,
-};
+use crate::metrics::load::{judge_db, LoadInputs, LoadRule, LoadVerdict, Plateau, PlateauRule};
 use crate::plan::{Load, RunSpec};
 use crate::run_folder::RunDir;
 
@@ -62,27 +60,26 @@ pub fn judge_run(
     client_limits: Vec<String>,
     warmup_spans: &[(f64, f64)],
 ) -> (Option<LoadVerdict>, Option<Plateau>) {
-    let rows = match read_rows(&dir.database()) {
-        Ok(rows) => rows,
+    let (rule, plateau_rule) = rules;
+    let inputs = LoadInputs {
+        rule,
+        client_limits,
+        warmup_spans: warmup_spans.to_vec(),
+    };
+    let judged = crate::metrics::sql_stats::open_for_scans(&dir.database())
+        .and_then(|conn| judge_db(&conn, &inputs, &plateau_rule).map_err(Into::into));
+    match judged {
+        Ok((v, plateau)) => {
+            if let Some(w) = v.warning() {
+                tracing::warn!("{w}");
+            }
+            (Some(v), Some(plateau))
+        }
         Err(e) => {
             tracing::warn!("load verdict and plateau: {e:#}");
-            return (None, None);
+            (None, None)
         }
-    };
-    let (rule, plateau_rule) = rules;
-    let plateau = crate::metrics::load::plateau(&rows, &plateau_rule, warmup_spans);
-    let v = judge(
-        &rows,
-        &LoadInputs {
-            rule,
-            client_limits,
-            warmup_spans: warmup_spans.to_vec(),
-        },
-    );
-    if let Some(w) = v.warning() {
-        tracing::warn!("{w}");
     }
-    (Some(v), Some(plateau))
 }
 
 /// The plateau rule for a run of `spec` sending `sends` (docs/load-verdict.md); `ramp_s`: `--ramp-up`.

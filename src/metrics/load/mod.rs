@@ -5,10 +5,14 @@
 //! tolerance, the rule applied and, when false, the reason in words. Computed from the run's stored rows
 //! (its database), so a merged run's verdict comes from the union of its shards' rows.
 
+mod db;
+mod facts;
 mod plateau;
 mod rows;
+mod sweep;
 mod window;
 
+pub use facts::{LoadFacts, Wanted};
 pub use plateau::{plateau, Plateau, PlateauRule};
 pub use rows::{read_rows, LoadRow, RowMetrics};
 
@@ -128,16 +132,34 @@ pub struct LoadInputs {
     pub warmup_spans: Vec<(f64, f64)>,
 }
 
-/// The verdict over a run's stored rows.
+/// The verdict over a run's stored rows in memory: the reference for [`judge_db`].
 pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
+    let wanted = Wanted::of(&inputs.rule, &PlateauRule::Unmeasured(""));
+    judge_facts(
+        &LoadFacts::of_rows(rows, &inputs.warmup_spans, &wanted),
+        inputs,
+    )
+}
+
+/// The verdict and the plateau of the run whose database is `conn`, streamed out of it (memory does not
+/// grow with the run's rows; [`db`]).
+pub fn judge_db(
+    conn: &rusqlite::Connection,
+    inputs: &LoadInputs,
+    plateau_rule: &PlateauRule,
+) -> rusqlite::Result<(LoadVerdict, Plateau)> {
+    let wanted = Wanted::of(&inputs.rule, plateau_rule);
+    let facts = db::facts(conn, &inputs.warmup_spans, &wanted)?;
+    let plateau = plateau::plateau_of(&facts, plateau_rule, |w| db::plateau_window(conn, w))?;
+    Ok((judge_facts(&facts, inputs), plateau))
+}
+
+/// The verdict over what a run's rows showed.
+pub fn judge_facts(facts: &LoadFacts, inputs: &LoadInputs) -> LoadVerdict {
     let tol = LOAD_TOLERANCE_PCT / 100.0;
-    let first = rows.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
-    let last = rows
-        .iter()
-        .map(|r| r.start_s)
-        .fold(f64::NEG_INFINITY, f64::max);
+    let (first, last) = facts.send_window();
     let window = last - first;
-    let n = rows.len();
+    let n = facts.n;
     let achieved = (n >= 2 && window > 0.0).then(|| (n - 1) as f64 / window);
     let conversations = matches!(
         inputs.rule,
@@ -146,17 +168,13 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
             ..
         }
     );
-    let mut in_flight = spans(rows, conversations);
-    in_flight.extend_from_slice(&inputs.warmup_spans);
-    let steps = window::steps(&in_flight);
-    let max_in_flight = window::max_in_flight(&steps);
+    let in_flight = facts.in_flight(conversations);
+    let max_in_flight = in_flight.max;
     let closed = matches!(
         inputs.rule,
         LoadRule::Closed { .. } | LoadRule::Paced { .. }
     );
-    let delivered = closed
-        .then(|| window::mean_over(&steps, first, last))
-        .flatten();
+    let delivered = closed.then_some(in_flight.mean).flatten();
     let configured_rate = match inputs.rule {
         LoadRule::Paced { rate, .. } | LoadRule::Open { rate, .. } => Some(rate),
         _ => None,
@@ -172,14 +190,14 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
         tolerance_pct: LOAD_TOLERANCE_PCT,
         rule: String::new(),
         reason: None,
-        reached_after_s: reached_after(&inputs.rule, &steps).map(|s| round(s, 4)),
+        reached_after_s: reached_after(&inputs.rule, in_flight).map(|s| round(s, 4)),
     };
     if n == 0 {
         v.rule = "no request was sent: no rule applies".into();
         return v;
     }
-    let (unreachable, dropped) = refusals(rows);
-    let (rule, shortfall) = apply(rows, inputs, max_in_flight, delivered, window, tol);
+    let (unreachable, dropped) = (facts.unreachable, facts.dropped);
+    let (rule, shortfall) = apply(facts, inputs, max_in_flight, delivered, window, tol);
     v.rule = rule;
     let client = (!inputs.client_limits.is_empty())
         .then(|| format!("client-limited: {}", inputs.client_limits.join("; ")));
@@ -196,26 +214,12 @@ pub fn judge(rows: &[LoadRow], inputs: &LoadInputs) -> LoadVerdict {
     v
 }
 
-/// Requests the server refused: `(could not connect, reset or closed before any response byte)`. The
-/// second are `reset` / `disconnect` failures without a status: the client retries a reused connection
-/// that fails before answering on a new one, so such a failure is always on a connection opened for the
-/// request, which the server accepted and dropped unanswered (a connection limit, an accept-queue
-/// overflow, a proxy in front of it).
-fn refusals(rows: &[LoadRow]) -> (usize, usize) {
-    let unreachable = rows
-        .iter()
-        .filter(|r| r.failure_kind.as_deref() == Some("connect"))
-        .count();
-    let dropped = rows
-        .iter()
-        .filter(|r| {
-            r.status.is_none() && matches!(r.failure_kind.as_deref(), Some("reset" | "disconnect"))
-        })
-        .count();
-    (unreachable, dropped)
-}
-
-/// The reason of a run in which the server refused connections.
+/// The reason of a run in which the server refused connections: `unreachable` requests could not
+/// connect, `dropped` had their connection reset or closed before any response byte. The second are
+/// `reset` / `disconnect` failures without a status: the client retries a reused connection that fails
+/// before answering on a new one, so such a failure is always on a connection opened for the request,
+/// which the server accepted and dropped unanswered (a connection limit, an accept-queue overflow, a proxy
+/// in front of it).
 fn refused_reason(unreachable: usize, dropped: usize, n: usize) -> String {
     let mut parts = Vec::new();
     if unreachable > 0 {
@@ -229,31 +233,10 @@ fn refused_reason(unreachable: usize, dropped: usize, n: usize) -> String {
     format!("server refused connections: {}", parts.join(", "))
 }
 
-/// Each request's (or, `conversations`, each conversation's) time in flight.
-fn spans(rows: &[LoadRow], conversations: bool) -> Vec<window::Span> {
-    if !conversations {
-        return rows.iter().map(|r| (r.start_s, r.end_s)).collect();
-    }
-    let mut by_id: std::collections::BTreeMap<i64, window::Span> = Default::default();
-    let mut single = Vec::new();
-    for r in rows {
-        match r.conversation {
-            Some(id) => {
-                let e = by_id.entry(id).or_insert((r.start_s, r.end_s));
-                e.0 = e.0.min(r.start_s);
-                e.1 = e.1.max(r.end_s);
-            }
-            None => single.push((r.start_s, r.end_s)),
-        }
-    }
-    single.extend(by_id.into_values());
-    single
-}
-
 /// The rule in words and its outcome: `None` where it does not apply, `Some(None)` when the load held,
 /// `Some(Some(why))` when it fell short.
 fn apply(
-    rows: &[LoadRow],
+    facts: &LoadFacts,
     inputs: &LoadInputs,
     max_in_flight: i64,
     delivered: Option<f64>,
@@ -298,7 +281,7 @@ fn apply(
                     "client-limited: {d:.2} requests in flight on average over the {window_s:.2} s send \
                      window against --parallel {parallel}"
                 );
-                if let Some(ramp) = ramp_s(rows, inputs, parallel).filter(|r| *r > tol * window_s) {
+                if let Some(ramp) = ramp_s(&facts.requests, parallel).filter(|r| *r > tol * window_s) {
                     why.push_str(&format!("; ramp-up took {ramp:.2} s"));
                 }
                 why
@@ -311,7 +294,7 @@ fn apply(
                  --parallel {parallel} slots were busy; achieved rate ≥ {}% of the intended times' rate)",
                 100.0 - pct
             );
-            (rule, schedule_shortfall(rows, window_s, tol))
+            (rule, schedule_shortfall(facts, window_s, tol))
         }
         LoadRule::Open { .. } | LoadRule::Trace => {
             let what = if inputs.rule == LoadRule::Trace {
@@ -320,21 +303,19 @@ fn apply(
                 "paced: sends keep the drawn arrival schedule"
             };
             let rule = format!("{what} (achieved rate ≥ {}% of the schedule's)", 100.0 - pct);
-            (rule, schedule_shortfall(rows, window_s, tol))
+            (rule, schedule_shortfall(facts, window_s, tol))
         }
         LoadRule::Unjudged(why) => (format!("no rule applies: {why}"), None),
     }
 }
 
 /// The send window against the schedule's: `None` without scheduled times.
-fn schedule_shortfall(rows: &[LoadRow], window_s: f64, tol: f64) -> Option<Option<String>> {
-    let scheduled: Vec<f64> = rows.iter().filter_map(|r| r.scheduled_s).collect();
-    if scheduled.len() < 2 || window_s <= 0.0 {
-        return (scheduled.len() == rows.len()).then_some(None);
+fn schedule_shortfall(facts: &LoadFacts, window_s: f64, tol: f64) -> Option<Option<String>> {
+    let (count, lo, hi) = facts.scheduled;
+    if count < 2 || window_s <= 0.0 {
+        return (count == facts.n).then_some(None);
     }
-    let lo = scheduled.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = scheduled.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let n = (rows.len() - 1) as f64;
+    let n = (facts.n - 1) as f64;
     let (schedule_rate, achieved) = (n / (hi - lo).max(f64::MIN_POSITIVE), n / window_s);
     Some((achieved < schedule_rate * (1.0 - tol)).then(|| {
         format!(
@@ -344,15 +325,14 @@ fn schedule_shortfall(rows: &[LoadRow], window_s: f64, tol: f64) -> Option<Optio
     }))
 }
 
-/// `Load Reached After (s)` over the in-flight steps (warmup included): see [`LoadVerdict`].
-fn reached_after(rule: &LoadRule, steps: &[(f64, i64)]) -> Option<f64> {
+/// `Load Reached After (s)` over the in-flight figures (warmup included): see [`LoadVerdict`].
+fn reached_after(rule: &LoadRule, in_flight: &sweep::InFlight) -> Option<f64> {
     match *rule {
         LoadRule::Closed {
             parallel, number, ..
         } => {
-            let first = steps.first()?.0;
-            let level = 0.95 * parallel.min(number) as f64;
-            let (start, _) = window::span_at_or_above(steps, level)?;
+            let first = in_flight.first_s?;
+            let (start, _) = in_flight.span_at(0.95 * parallel.min(number) as f64)?;
             Some(start - first)
         }
         LoadRule::Open { ramp_up_s, .. } | LoadRule::Paced { ramp_up_s, .. } => {
@@ -363,12 +343,9 @@ fn reached_after(rule: &LoadRule, steps: &[(f64, i64)]) -> Option<f64> {
 }
 
 /// Closed loop: seconds from the first send until `parallel` requests were first in flight (95 %).
-fn ramp_s(rows: &[LoadRow], inputs: &LoadInputs, parallel: u64) -> Option<f64> {
-    let mut in_flight = spans(rows, false);
-    in_flight.extend_from_slice(&inputs.warmup_spans);
-    let steps = window::steps(&in_flight);
-    let first = steps.first()?.0;
-    let (start, _) = window::span_at_or_above(&steps, 0.95 * parallel as f64)?;
+fn ramp_s(requests: &sweep::InFlight, parallel: u64) -> Option<f64> {
+    let first = requests.first_s?;
+    let (start, _) = requests.span_at(0.95 * parallel as f64)?;
     Some(start - first)
 }
 

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::facts::{LoadFacts, Wanted};
 use super::rows::LoadRow;
 use super::window;
 use crate::metrics::nearest_rank::nearest_rank;
@@ -123,51 +124,82 @@ impl<K: StatKeys> Serialize for Stats<K> {
 }
 
 impl<K> Stats<K> {
-    /// The statistics of `values` (rounded to 6 decimals: microseconds); all `None` when empty.
-    fn of(mut values: Vec<f64>) -> Stats<K> {
-        values.retain(|v| v.is_finite());
-        if values.is_empty() {
-            return Stats {
-                avg_s: None,
-                p50_s: None,
-                p99_s: None,
-                keys: std::marker::PhantomData,
-            };
-        }
-        values.sort_by(f64::total_cmp);
-        let mean = values.iter().sum::<f64>() / values.len() as f64;
+    /// From `[mean, p50, p99]` (rounded to 6 decimals: microseconds); all `None` without values.
+    fn from_parts(parts: Option<[f64; 3]>) -> Stats<K> {
+        let r = |i: usize| parts.map(|p| round(p[i], 6));
         Stats {
-            avg_s: Some(round(mean, 6)),
-            p50_s: Some(round(nearest_rank(&values, 50), 6)),
-            p99_s: Some(round(nearest_rank(&values, 99), 6)),
+            avg_s: r(0),
+            p50_s: r(1),
+            p99_s: r(2),
             keys: std::marker::PhantomData,
         }
     }
+}
+
+/// `[mean, p50, p99]` of `values`' finite ones (sorted, summed in ascending order); `None` when empty.
+fn summarize(mut values: Vec<f64>) -> Option<[f64; 3]> {
+    values.retain(|v| v.is_finite());
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    Some([mean, nearest_rank(&values, 50), nearest_rank(&values, 99)])
 }
 
 fn round(x: f64, digits: u32) -> f64 {
     crate::pyjson::round(x, digits)
 }
 
+/// What the plateau's metrics are computed from, over its window (unrounded).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Window {
+    /// Successful requests completed in the window.
+    pub requests: u64,
+    /// Their output tokens.
+    pub output_tokens: u64,
+    /// Their prompt tokens.
+    pub prompt_tokens: u64,
+    /// `[mean, p50, p99]` of the TTFT of the successful requests sent in the window (streamed ones where
+    /// any was streamed).
+    pub ttft: Option<[f64; 3]>,
+    /// The same of TPOT (streamed requests with more than one output token, where any was streamed).
+    pub tpot: Option<[f64; 3]>,
+    /// The same of latency (every successful request sent in the window).
+    pub latency: Option<[f64; 3]>,
+}
+
+impl Window {
+    /// The window `[a, b]`'s figures over `rows` in memory: the reference for [`super::db::plateau_window`].
+    pub fn of_rows(rows: &[LoadRow], (a, b): window::Span) -> Window {
+        let ok = || rows.iter().filter(|r| r.metrics.success);
+        let done: Vec<&LoadRow> = ok().filter(|r| r.end_s >= a && r.end_s <= b).collect();
+        let sent: Vec<&LoadRow> = ok().filter(|r| r.start_s >= a && r.start_s <= b).collect();
+        let any_stream = sent.iter().any(|r| r.metrics.stream);
+        let timed = || sent.iter().filter(|r| r.metrics.stream || !any_stream);
+        Window {
+            requests: done.len() as u64,
+            output_tokens: done.iter().map(|r| r.metrics.completion_tokens).sum(),
+            prompt_tokens: done.iter().map(|r| r.metrics.prompt_tokens).sum(),
+            ttft: summarize(timed().filter_map(|r| r.metrics.ttft_s).collect()),
+            tpot: summarize(
+                timed()
+                    .filter(|r| !any_stream || r.metrics.completion_tokens > 1)
+                    .filter_map(|r| r.metrics.tpot_s)
+                    .collect(),
+            ),
+            latency: summarize(sent.iter().filter_map(|r| r.metrics.latency_s).collect()),
+        }
+    }
+}
+
 /// The plateau window on the rows' own time base: `Ok((start, end))`, or `Err(why)` when there is none.
-/// `warmup_spans` count in flight, as for the verdict (they hold slots).
-pub fn window_of(
-    rows: &[LoadRow],
-    rule: &PlateauRule,
-    warmup_spans: &[window::Span],
-) -> Result<window::Span, String> {
-    let first = rows.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
-    let last_send = rows
-        .iter()
-        .map(|r| r.start_s)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let last_end = rows
-        .iter()
-        .map(|r| r.end_s)
-        .fold(f64::NEG_INFINITY, f64::max);
-    if rows.is_empty() {
+/// The facts' in-flight figures count warmup requests, as for the verdict (they hold slots).
+pub fn window_of(facts: &LoadFacts, rule: &PlateauRule) -> Result<window::Span, String> {
+    if facts.n == 0 {
         return Err("no request was sent".into());
     }
+    let (first, last_send, last_end) = (facts.first_send_s, facts.last_send_s, facts.last_end_s);
     let (start, end) = match *rule {
         PlateauRule::Unmeasured(why) => return Err(why.into()),
         PlateauRule::Closed {
@@ -182,13 +214,13 @@ pub fn window_of(
             conversations,
             ..
         } => {
-            let mut spans = super::spans(rows, conversations);
-            spans.extend_from_slice(warmup_spans);
-            let steps = window::steps(&spans);
             let level = PLATEAU_LEVEL * parallel as f64;
-            let (a, b) = window::span_at_or_above(&steps, level).ok_or_else(|| {
-                format!("requests in flight never reached 95 % of --parallel {parallel}")
-            })?;
+            let (a, b) = facts
+                .in_flight(conversations)
+                .span_at(level)
+                .ok_or_else(|| {
+                    format!("requests in flight never reached 95 % of --parallel {parallel}")
+                })?;
             (a.max(first), b.min(last_end))
         }
         PlateauRule::Open { ramp_s } => (first + ramp_s.unwrap_or(0.0).max(0.0), last_send),
@@ -200,9 +232,13 @@ pub fn window_of(
     }
 }
 
-/// The plateau of a run's stored rows under `rule`.
-pub fn plateau(rows: &[LoadRow], rule: &PlateauRule, warmup_spans: &[window::Span]) -> Plateau {
-    let window = window_of(rows, rule, warmup_spans);
+/// The plateau under `rule` of the run `facts` describe; `measure` gives the figures over its window.
+pub fn plateau_of<E>(
+    facts: &LoadFacts,
+    rule: &PlateauRule,
+    measure: impl FnOnce(window::Span) -> Result<Window, E>,
+) -> Result<Plateau, E> {
+    let window = window_of(facts, rule);
     let rule_words = match (&window, rule) {
         (Err(why), _) => format!("no plateau: {why}"),
         (Ok(_), PlateauRule::Closed { parallel, .. }) => format!(
@@ -216,44 +252,42 @@ pub fn plateau(rows: &[LoadRow], rule: &PlateauRule, warmup_spans: &[window::Spa
         (Ok(_), _) => "open loop: from the first send to the last send".into(),
     };
     let Ok((a, b)) = window else {
-        return Plateau {
+        return Ok(Plateau {
             rule: rule_words,
             ..Default::default()
-        };
+        });
     };
-    let first = rows.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
-    let last_end = rows
-        .iter()
-        .map(|r| r.end_s)
-        .fold(f64::NEG_INFINITY, f64::max);
+    let w = measure((a, b))?;
+    let first = facts.first_send_s;
     let length = b - a;
-    let ok = || rows.iter().filter(|r| r.metrics.success);
-    let done: Vec<&LoadRow> = ok().filter(|r| r.end_s >= a && r.end_s <= b).collect();
-    let output: u64 = done.iter().map(|r| r.metrics.completion_tokens).sum();
-    let prompt: u64 = done.iter().map(|r| r.metrics.prompt_tokens).sum();
-    let sent: Vec<&LoadRow> = ok().filter(|r| r.start_s >= a && r.start_s <= b).collect();
-    let any_stream = sent.iter().any(|r| r.metrics.stream);
-    let timed = || sent.iter().filter(|r| r.metrics.stream || !any_stream);
-    let ttft = timed().filter_map(|r| r.metrics.ttft_s).collect();
-    let tpot = timed()
-        .filter(|r| !any_stream || r.metrics.completion_tokens > 1)
-        .filter_map(|r| r.metrics.tpot_s)
-        .collect();
-    let latency = sent.iter().filter_map(|r| r.metrics.latency_s).collect();
-    let run_s = last_end - first;
-    Plateau {
+    let run_s = facts.last_end_s - first;
+    Ok(Plateau {
         start_s: Some(round(a - first, 6)),
         end_s: Some(round(b - first, 6)),
         coverage_pct: (run_s > 0.0).then(|| round(length / run_s * 100.0, 2)),
-        requests: Some(done.len() as u64),
-        request_throughput: Some(round(done.len() as f64 / length, 4)),
-        output_throughput: Some(round(output as f64 / length, 4)),
-        total_throughput: Some(round((prompt + output) as f64 / length, 4)),
-        ttft: Stats::of(ttft),
-        tpot: Stats::of(tpot),
-        latency: Stats::of(latency),
+        requests: Some(w.requests),
+        request_throughput: Some(round(w.requests as f64 / length, 4)),
+        output_throughput: Some(round(w.output_tokens as f64 / length, 4)),
+        total_throughput: Some(round(
+            (w.prompt_tokens + w.output_tokens) as f64 / length,
+            4,
+        )),
+        ttft: Stats::from_parts(w.ttft),
+        tpot: Stats::from_parts(w.tpot),
+        latency: Stats::from_parts(w.latency),
         rule: rule_words,
-    }
+    })
+}
+
+/// The plateau of `rows` in memory under `rule`, `warmup_spans` counted in flight: the reference for the
+/// streamed one ([`super::judge_db`]).
+pub fn plateau(rows: &[LoadRow], rule: &PlateauRule, warmup_spans: &[window::Span]) -> Plateau {
+    let wanted = Wanted::of(&super::LoadRule::Unjudged(""), rule);
+    let facts = LoadFacts::of_rows(rows, warmup_spans, &wanted);
+    plateau_of(&facts, rule, |w| {
+        Ok::<_, std::convert::Infallible>(Window::of_rows(rows, w))
+    })
+    .unwrap_or_else(|e| match e {})
 }
 
 #[cfg(test)]

@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use rusqlite::{Connection, OpenFlags};
+use anyhow::Result;
 
 /// One stored request, as the load verdict sees it (times in seconds on the database's time base).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -44,10 +43,10 @@ pub struct RowMetrics {
     pub latency_s: Option<f64>,
 }
 
-/// Every row of the database at `db`, in storage order.
+/// Every row of the database at `db`, in storage order: the in-memory reference the streamed verdict
+/// and plateau ([`super::judge_db`]) are tested against.
 pub fn read_rows(db: &Path) -> Result<Vec<LoadRow>> {
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .with_context(|| format!("opening {}", db.display()))?;
+    let conn = crate::metrics::sql_stats::open_read_only(db)?;
     let mut stmt = conn.prepare(
         "SELECT scheduled_time, start_time, completed_time, failure_kind, conversation_id, success, is_stream, \
          prompt_tokens, completion_tokens, first_chunk_latency, time_per_output_token, latency, status_code \

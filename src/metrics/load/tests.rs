@@ -181,3 +181,158 @@ fn warmup_requests_count_in_flight() {
     assert_eq!(v.delivered_concurrency, Some(2.0));
     assert_eq!(v.as_configured, Some(true));
 }
+
+/// The streamed verdict, plateau and facts ([`judge_db`], over a database) against the in-memory ones
+/// over the same rows read back ([`read_rows`]): random rows on a coarse time grid (equal times, missing
+/// ends, ends before sends, conversations, failures of each kind, streamed and not), random rules and
+/// warmup spans.
+#[test]
+fn the_streamed_verdict_and_plateau_equal_the_in_memory_ones() {
+    use rand::{Rng, SeedableRng};
+    use rusqlite::params;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(26);
+    let dir = tempfile::tempdir().unwrap();
+    // Cases that reached each outcome: the random rows must exercise every path, not only empty ones.
+    let (mut windows, mut held, mut fell_short, mut conv_windows) = (0, 0, 0, 0);
+    for case in 0..120 {
+        let path = dir.path().join(format!("{case}.db"));
+        crate::store::Store::create(&path, 100)
+            .unwrap()
+            .finish()
+            .unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let rows = rng.random_range(0..80);
+        for _ in 0..rows {
+            let grid = |rng: &mut rand_chacha::ChaCha8Rng, lo: i32, hi: i32| {
+                f64::from(rng.random_range(lo..hi)) / 8.0
+            };
+            let start = (rng.random_range(0..30) > 0).then(|| grid(&mut rng, 0, 80));
+            let end = start
+                .filter(|_| rng.random_range(0..10) > 0)
+                .map(|s| s + grid(&mut rng, -1, 30));
+            let sometimes = |rng: &mut rand_chacha::ChaCha8Rng, v: f64| {
+                (rng.random_range(0..6) > 0).then_some(v)
+            };
+            let scheduled = start.and_then(|s| {
+                let v = s - grid(&mut rng, 0, 3);
+                sometimes(&mut rng, v)
+            });
+            let kind = ["", "connect", "reset", "disconnect", "http"][rng.random_range(0..5)];
+            let failure = (!kind.is_empty()).then_some(kind);
+            let status = {
+                let v = 200.0;
+                sometimes(&mut rng, v)
+            }
+            .map(|s| s as i64);
+            let conversation = (rng.random_range(0..3) == 0).then(|| rng.random_range(0..6i64));
+            let ttft = {
+                let v = grid(&mut rng, 0, 16);
+                sometimes(&mut rng, v)
+            };
+            let tpot = {
+                let v = grid(&mut rng, 0, 4);
+                sometimes(&mut rng, v)
+            };
+            let latency = {
+                let v = grid(&mut rng, 0, 40);
+                sometimes(&mut rng, v)
+            };
+            let completion = {
+                let v = f64::from(rng.random_range(-1..5));
+                sometimes(&mut rng, v)
+            }
+            .map(|t| t as i64);
+            let prompt = {
+                let v = f64::from(rng.random_range(0..50));
+                sometimes(&mut rng, v)
+            }
+            .map(|t| t as i64);
+            conn.execute(
+                "INSERT INTO result (start_time, completed_time, scheduled_time, failure_kind, status_code, \
+                 conversation_id, success, is_stream, first_chunk_latency, time_per_output_token, latency, \
+                 completion_tokens, prompt_tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                params![
+                    start,
+                    end,
+                    scheduled,
+                    failure,
+                    status,
+                    conversation,
+                    rng.random_bool(0.8),
+                    rng.random_bool(0.7),
+                    ttft,
+                    tpot,
+                    latency,
+                    completion,
+                    prompt
+                ],
+            )
+            .unwrap();
+        }
+        let parallel = rng.random_range(1..6u64);
+        let number = rng.random_range(1..12u64);
+        let conversations = rng.random_bool(0.3);
+        let ramp = (rng.random_bool(0.5)).then(|| f64::from(rng.random_range(0..20)) / 4.0);
+        let rule = match rng.random_range(0..5) {
+            0 => LoadRule::Paced {
+                parallel,
+                rate: 2.0,
+                ramp_up_s: ramp,
+            },
+            1 => LoadRule::Open {
+                rate: 3.0,
+                ramp_up_s: ramp,
+            },
+            2 => LoadRule::Trace,
+            3 => LoadRule::Unjudged("a shard"),
+            _ => LoadRule::Closed {
+                parallel,
+                number,
+                conversations,
+            },
+        };
+        let plateau_rule = match rng.random_range(0..3) {
+            0 => PlateauRule::Open { ramp_s: ramp },
+            1 => PlateauRule::Unmeasured("a shard"),
+            _ => PlateauRule::Closed {
+                parallel,
+                number,
+                conversations,
+            },
+        };
+        let warmup_spans: Vec<(f64, f64)> = (0..rng.random_range(0..4))
+            .map(|_| {
+                let s = f64::from(rng.random_range(-8..40)) / 8.0;
+                (s, s + f64::from(rng.random_range(0..20)) / 8.0)
+            })
+            .collect();
+        let inputs = LoadInputs {
+            rule: rule.clone(),
+            client_limits: vec![],
+            warmup_spans: warmup_spans.clone(),
+        };
+        let in_memory = read_rows(&path).unwrap();
+        let wanted = Wanted::of(&rule, &plateau_rule);
+        assert_eq!(
+            db::facts(&conn, &warmup_spans, &wanted).unwrap(),
+            LoadFacts::of_rows(&in_memory, &warmup_spans, &wanted),
+            "case {case}"
+        );
+        let scans = crate::metrics::sql_stats::open_for_scans(&path).unwrap();
+        let (verdict, plateau) = judge_db(&scans, &inputs, &plateau_rule).unwrap();
+        windows += usize::from(plateau.start_s.is_some());
+        conv_windows += usize::from(plateau.start_s.is_some() && conversations);
+        held += usize::from(verdict.as_configured == Some(true));
+        fell_short += usize::from(verdict.as_configured == Some(false));
+        assert_eq!(verdict, judge(&in_memory, &inputs), "case {case}: {rule:?}");
+        assert_eq!(
+            plateau,
+            super::plateau(&in_memory, &plateau_rule, &warmup_spans),
+            "case {case}: {plateau_rule:?}"
+        );
+    }
+    assert!(
+        windows >= 10 && conv_windows >= 2 && held >= 5 && fell_short >= 5,
+        "windows {windows} (conversations {conv_windows}), held {held}, fell short {fell_short}"
+    );
+}
