@@ -15,8 +15,11 @@
 //!    simulator is `llmperf serve-mock` in a process of its own (so the simulator's timers never share the
 //!    client's runtime or CPU), unless `--in-process` asks for `--api mock`.
 //!
+//! With `--repeat K` each side of a pair is K repeats (`llmperf --repeat K`), and `compare` takes every
+//! interval from the variation between them, which also covers drift from run to run.
+//!
 //! Run (release): `cargo run --release --example compare_calibration` — or `-- --pairs N --number R
-//! --parallel P --ttft-ms T --cv C --model-pairs M --sizes N… [--model-only | --e2e-only]`.
+//! --parallel P --ttft-ms T --cv C --model-pairs M --sizes N… --repeat K [--model-only | --e2e-only]`.
 
 use std::path::Path;
 use std::process::Command;
@@ -68,6 +71,10 @@ struct Args {
     /// Part 2: the simulator in the client's process (`--api mock`) instead of `serve-mock` in its own.
     #[arg(long)]
     in_process: bool,
+    /// Part 2: each side of a pair is `--repeat K` runs of `--number` requests (its own simulator, the
+    /// same seed), so `compare` takes its intervals from the variation between the repeats.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
 }
 
 /// Coverage and gate tallies of one change.
@@ -216,6 +223,12 @@ fn sim_run(args: &Args, dir: &Path, name: &str, ttft_ms: f64, seed: u64) {
         "--name".into(),
         name.into(),
     ])
+    .chain(
+        (args.repeat > 1)
+            .then(|| ["--repeat".to_string(), args.repeat.to_string()])
+            .into_iter()
+            .flatten(),
+    )
     .collect();
     if args.in_process {
         let mut a: Vec<String> = vec!["--api".into(), "mock".into()];
@@ -307,9 +320,14 @@ fn part_e2e(args: &Args) {
     let mut tallies = [Tally::default(); CHANGES.len()];
     let started = Instant::now();
     println!(
-        "Part 2, end to end: {} pairs per change, {} requests per run at --parallel {}, simulator TTFT {} ms × (1 + change), --mock-jitter-cv {}, simulator {}",
+        "Part 2, end to end: {} pairs per change, {} requests per run{} at --parallel {}, simulator TTFT {} ms × (1 + change), --mock-jitter-cv {}, simulator {}",
         args.pairs,
         args.number,
+        if args.repeat > 1 {
+            format!(", --repeat {} per side", args.repeat)
+        } else {
+            String::new()
+        },
         args.parallel,
         args.ttft_ms,
         args.cv,
