@@ -108,6 +108,9 @@ pub struct Accumulator {
     goodput: Option<super::goodput::GoodputCounter>,
     /// Warmup requests' (send, end) times: the load verdict counts them in flight.
     warmup_spans: Vec<(f64, f64)>,
+    /// Warmup conversations' first send and last end (`--multi-turn`): a conversation holds its slot
+    /// through its think time, as the verdict counts measured conversations.
+    warmup_conversations: BTreeMap<u64, (f64, f64)>,
 }
 
 /// Multi-turn sums: context turns, and TTFT of first vs later turns (evalscope's cold / warm split).
@@ -192,13 +195,17 @@ impl Accumulator {
             pd: PdMetrics::new(cap, dir),
             goodput: None,
             warmup_spans: Vec::new(),
+            warmup_conversations: BTreeMap::new(),
         }
     }
 
-    /// Warmup requests' `(start_time, completed_time)`, in arrival order (the load verdict counts them in
-    /// flight; they are neither stored nor measured).
-    pub fn warmup_spans(&self) -> &[(f64, f64)] {
-        &self.warmup_spans
+    /// Warmup requests' `(start_time, completed_time)` (the load verdict counts them in flight; they are
+    /// neither stored nor measured); a warmup conversation's requests as one span, its first send to its
+    /// last end.
+    pub fn warmup_spans(&self) -> Vec<(f64, f64)> {
+        let mut spans = self.warmup_spans.clone();
+        spans.extend(self.warmup_conversations.values());
+        spans
     }
 
     /// `--goodput`: also count the requests meeting these SLOs.
@@ -209,7 +216,18 @@ impl Accumulator {
     /// Counts one finished request; warmup records are ignored entirely.
     pub fn add(&mut self, r: &RequestRecord) {
         if r.is_warmup {
-            self.warmup_spans.push((r.start_time(), r.completed_time()));
+            let span = (r.start_time(), r.completed_time());
+            match r.turn {
+                Some(t) => {
+                    let c = self
+                        .warmup_conversations
+                        .entry(t.conversation)
+                        .or_insert(span);
+                    c.0 = c.0.min(span.0);
+                    c.1 = c.1.max(span.1);
+                }
+                None => self.warmup_spans.push(span),
+            }
             return;
         }
         if let Some(g) = &mut self.goodput {

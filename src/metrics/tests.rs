@@ -151,6 +151,35 @@ fn warmup_records_are_ignored_entirely() {
     assert_eq!(s.avg_ttft_ms, 50.0);
 }
 
+/// Warmup requests count in flight for the load verdict: a single one as itself, a multi-turn warmup
+/// conversation as one span from its first send to its last end (its think time holds the slot).
+#[test]
+fn warmup_spans_keep_requests_and_join_conversations() {
+    let t0 = origin();
+    let mut acc = Accumulator::new(LLM);
+    let warm = |from_ms, to_ms, turn: Option<(u64, u32)>| {
+        let mut r = Rec::new(t0, from_ms, to_ms, true)
+            .ok(10, 1)
+            .chunks(&[from_ms + 1])
+            .r;
+        r.is_warmup = true;
+        r.turn = turn.map(|(conversation, turn_index)| crate::record::TurnTag {
+            conversation,
+            turn_index,
+            is_last: false,
+            cached_tokens: None,
+        });
+        r
+    };
+    acc.add(&warm(0, 100, None));
+    acc.add(&warm(0, 200, Some((3, 0))));
+    acc.add(&warm(700, 900, Some((3, 1))));
+    let spans = acc.warmup_spans();
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    let lengths: Vec<f64> = spans.iter().map(|(a, b)| ((b - a) * 1e3).round()).collect();
+    assert_eq!(lengths, [100.0, 900.0]);
+}
+
 #[test]
 fn stream_run_matches_hand_computation() {
     let t0 = origin();

@@ -52,7 +52,7 @@ pub(super) async fn write(
         &dir,
         (load_rule(ctx, spec), plateau_rule(ctx, spec)),
         client_limits(&summary),
-        acc.warmup_spans(),
+        &acc.warmup_spans(),
     );
     summary.extras.phases = crate::metrics::phases::summarize(&dir.database());
     let percentiles = acc.percentiles();
@@ -196,16 +196,19 @@ fn log_input_check(summary: &crate::metrics::BenchmarkSummary) {
     }
 }
 
+/// `--ramp-up` in seconds, when it ramps at all.
+fn ramp_up_s(ctx: &SweepContext<'_>) -> Option<f64> {
+    ctx.plan.server_side.arrival.ramp_up_s.filter(|d| *d > 0.0)
+}
+
 /// The load rule of run `spec` of this sweep.
 fn load_rule(ctx: &SweepContext<'_>, spec: &RunSpec) -> crate::metrics::load::LoadRule {
-    let ramp_up_s = ctx.plan.server_side.arrival.ramp_up_s.filter(|d| *d > 0.0);
-    super::load_check::rule(spec, sends(ctx), ramp_up_s)
+    super::load_check::rule(spec, sends(ctx), ramp_up_s(ctx))
 }
 
 /// The plateau rule of run `spec` of this sweep.
 fn plateau_rule(ctx: &SweepContext<'_>, spec: &RunSpec) -> crate::metrics::load::PlateauRule {
-    let ramp_s = ctx.plan.server_side.arrival.ramp_up_s;
-    super::load_check::plateau_rule(spec, sends(ctx), ramp_s)
+    super::load_check::plateau_rule(spec, sends(ctx), ramp_up_s(ctx))
 }
 
 /// What this sweep's runs send, as far as their load rule goes.

@@ -83,6 +83,7 @@ fn a_full_closed_loop_delivers_its_concurrency() {
     assert!(!log.contains("the load was not as configured"));
     let report = std::fs::read_to_string(run.root().join("performance_summary.txt")).unwrap();
     assert!(report.contains("Delivered Load"), "{report}");
+    assert!(report.contains("Reached after s"), "{report}");
 }
 
 #[test]

@@ -25,6 +25,7 @@ pub(super) fn print_delivered_load(doc: &mut Doc, runs: &[&RunReport]) {
         "Rate err %",
         "Delivered conc.",
         "Max in flight",
+        "Reached after s",
         "As configured",
     ]
     .map(right);
@@ -44,6 +45,7 @@ pub(super) fn print_delivered_load(doc: &mut Doc, runs: &[&RunReport]) {
             opt(l.rate_error_pct, 2),
             opt(l.delivered_concurrency, 2),
             l.max_in_flight.to_string(),
+            opt(l.reached_after_s, 2),
             verdict.to_string(),
         ]);
     }
