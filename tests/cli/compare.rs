@@ -120,6 +120,28 @@ fn a_known_slowdown_regresses_and_fails_its_gate_and_an_a_a_pair_passes() {
         "{xml}"
     );
 
+    // A percentile gate on single runs is not warned about; a mean gate is (its interval misses drift
+    // between runs), and not with repeats (tests/cli/repeat.rs).
+    let drift = |v: &Value| {
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("misses drift between runs"))
+    };
+    assert!(!drift(&v), "{v}");
+    let o = compare(&[
+        path(&base),
+        path(&slow),
+        "--fail-on",
+        "avg_ttft:+10%",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let w = json_out(&o);
+    assert!(drift(&w), "{w}");
+
     // The same settings with another seed: nothing to fail.
     let o = compare(&[path(&base), path(&same), "--fail-on", "p50_ttft:+10%"]);
     assert_eq!(

@@ -140,13 +140,15 @@ fn compare_takes_its_intervals_from_the_repeats() {
     };
     let (base, slow) = (run("base", "20"), run("slow", "60"));
     let o = Command::new(env!("CARGO_BIN_EXE_llmperf"))
-        .args(["compare", "--format", "json"])
+        .args(["compare", "--format", "json", "--fail-on", "avg_ttft:+500%"])
         .arg(base.root())
         .arg(slow.root())
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // A mean gated on repeats: no warning that its interval misses drift between runs.
+    assert!(!v["warnings"].to_string().contains("misses drift"), "{v}");
     let p = &v["points"][0];
     assert_eq!(
         (p["base_runs"].as_u64(), p["new_runs"].as_u64()),
