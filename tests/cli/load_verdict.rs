@@ -5,31 +5,6 @@
 use crate::common::*;
 use serde_json::Value;
 
-/// Time-weighted mean of requests in flight over [first send, last send], counted from the rows by
-/// overlap (independently of the code under test), and the most in flight at any send.
-fn recount(rows: &[Row]) -> (f64, usize, f64) {
-    let first = rows.iter().map(|r| r.start_time).fold(f64::MAX, f64::min);
-    let last = rows.iter().map(|r| r.start_time).fold(f64::MIN, f64::max);
-    let area: f64 = rows
-        .iter()
-        .map(|r| (r.completed_time.min(last) - r.start_time.max(first)).max(0.0))
-        .sum();
-    let max = rows
-        .iter()
-        .map(|a| {
-            rows.iter()
-                .filter(|b| b.start_time <= a.start_time && b.completed_time > a.start_time)
-                .count()
-        })
-        .max()
-        .unwrap();
-    (
-        area / (last - first),
-        max,
-        (rows.len() - 1) as f64 / (last - first),
-    )
-}
-
 fn num(s: &Value, key: &str) -> f64 {
     s[key].as_f64().unwrap_or_else(|| panic!("{key}: {s}"))
 }
@@ -64,7 +39,7 @@ fn a_full_closed_loop_delivers_its_concurrency() {
     assert!(output.status.success(), "{}", stderr(&output));
     let dir = run.run_dir("parallel_16_number_64");
     let s = dir.summary();
-    let (delivered, max, _) = recount(&dir.rows());
+    let (delivered, max, _) = load_recount(&dir.rows());
     assert!(
         (num(&s, "Delivered Concurrency") - delivered).abs() < 1e-3,
         "{s}"
@@ -96,7 +71,7 @@ fn an_open_loop_delivers_its_rate() {
     run.ok();
     let dir = run.run_dir("rate_200.0_number_400");
     let s = dir.summary();
-    let (_, _, achieved) = recount(&dir.rows());
+    let (_, _, achieved) = load_recount(&dir.rows());
     assert!(
         (num(&s, "Achieved Rate (req/s)") - achieved).abs() < 1e-3,
         "{s}"

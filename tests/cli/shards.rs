@@ -10,7 +10,8 @@ use llmperf::sim::{SimConfig, SimServer};
 use serde_json::Value;
 
 use crate::common::{
-    json_file, llmperf, llmperf_command, ok, py_round, rows, serve_mock, stderr, Row, Run,
+    json_file, llmperf, llmperf_command, load_recount, ok, py_round, rows, serve_mock, stderr, Row,
+    Run,
 };
 
 /// Timing noise allowed between the merged and the single-process percentiles of latency and TTFT, in
@@ -95,22 +96,7 @@ fn run_shards(out: &Path, args: &[&str], start_at: &str) {
 fn assert_merged_verdict_is_a_recount(merged: &Path, parallel: usize) {
     let rows = rows(&merged.join("benchmark_data.db"));
     let s = json_file(&merged.join("benchmark_summary.json"));
-    let first = rows.iter().map(|r| r.start_time).fold(f64::MAX, f64::min);
-    let last = rows.iter().map(|r| r.start_time).fold(f64::MIN, f64::max);
-    let area: f64 = rows
-        .iter()
-        .map(|r| (r.completed_time.min(last) - r.start_time.max(first)).max(0.0))
-        .sum();
-    let delivered = area / (last - first);
-    let max = rows
-        .iter()
-        .map(|a| {
-            rows.iter()
-                .filter(|b| b.start_time <= a.start_time && b.completed_time > a.start_time)
-                .count()
-        })
-        .max()
-        .unwrap();
+    let (delivered, max, _) = load_recount(&rows);
     let got = s["Delivered Concurrency"].as_f64().unwrap();
     assert!((got - delivered).abs() < 1e-3, "{got} vs {delivered}");
     assert_eq!(s["Max In Flight"], max);

@@ -179,6 +179,32 @@ pub struct Row {
     pub chunk_times: Vec<f64>,
 }
 
+/// The delivered load recounted from stored rows, the slow obvious way (a reference for the load
+/// verdict's keys): `(time-weighted mean in flight over the send window, most in flight at a send,
+/// sends per second over the send window)`.
+pub fn load_recount(rows: &[Row]) -> (f64, usize, f64) {
+    let first = rows.iter().map(|r| r.start_time).fold(f64::MAX, f64::min);
+    let last = rows.iter().map(|r| r.start_time).fold(f64::MIN, f64::max);
+    let area: f64 = rows
+        .iter()
+        .map(|r| (r.completed_time.min(last) - r.start_time.max(first)).max(0.0))
+        .sum();
+    let max = rows
+        .iter()
+        .map(|a| {
+            rows.iter()
+                .filter(|b| b.start_time <= a.start_time && b.completed_time > a.start_time)
+                .count()
+        })
+        .max()
+        .unwrap();
+    (
+        area / (last - first),
+        max,
+        (rows.len() - 1) as f64 / (last - first),
+    )
+}
+
 /// Every row of `result`, in insertion order.
 pub fn rows(db: &Path) -> Vec<Row> {
     let conn = rusqlite::Connection::open(db).unwrap();
