@@ -118,6 +118,15 @@ pub fn render(board: &Board) -> String {
         .map(|p| (point_labels(board, p), p.as_ref(), p.stats()))
         .collect();
     let mut out = String::with_capacity(4096 + rows.len() * 8192);
+    sweep_gauges(&mut out, board, &points);
+    point_gauges(&mut out, &rows);
+    request_counters(&mut out, &rows);
+    latency_histograms(&mut out, &rows);
+    out
+}
+
+/// The sweep's own gauges: the point being sent, the points planned, whether it has finished.
+fn sweep_gauges(out: &mut String, board: &Board, points: &[std::sync::Arc<Point>]) {
     let labels = board_labels(board);
     let current = points
         .iter()
@@ -125,7 +134,7 @@ pub fn render(board: &Board) -> String {
         .find(|p| !p.is_finished())
         .map_or(0, |p| p.desc.index);
     Family::new(
-        &mut out,
+        out,
         "llmperf_sweep_current_point",
         "gauge",
         "1-based place in the sweep of the run being sent now (0: none).",
@@ -133,7 +142,7 @@ pub fn render(board: &Board) -> String {
     .sample("llmperf_sweep_current_point", &labels, current as f64);
     if let Some(n) = board.planned {
         Family::new(
-            &mut out,
+            out,
             "llmperf_sweep_points_planned",
             "gauge",
             "Runs the sweep plans.",
@@ -141,7 +150,7 @@ pub fn render(board: &Board) -> String {
         .sample("llmperf_sweep_points_planned", &labels, n as f64);
     }
     Family::new(
-        &mut out,
+        out,
         "llmperf_sweep_finished",
         "gauge",
         "1 once every run of the sweep has ended.",
@@ -151,33 +160,37 @@ pub fn render(board: &Board) -> String {
         &labels,
         f64::from(u8::from(board.is_finished())),
     );
+}
+
+/// Each point's place, state and target.
+fn point_gauges(out: &mut String, rows: &[(String, &Point, PointStats)]) {
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_sweep_point",
         "gauge",
         "1-based place of the run (sweep point) in the sweep.",
         |p, _| Some(p.desc.index as f64),
     );
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_point_running",
         "gauge",
         "1 while the run is being sent, else 0.",
         |p, _| Some(f64::from(u8::from(!p.is_finished()))),
     );
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_requests_planned",
         "gauge",
         "Measured requests the run sends (this shard's share).",
         |p, _| Some(p.desc.total as f64),
     );
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_target_concurrency",
         "gauge",
         "Closed loop: requests in flight at most.",
@@ -187,8 +200,8 @@ pub fn render(board: &Board) -> String {
         },
     );
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_target_rate_requests_per_second",
         "gauge",
         "Open loop or paced closed loop: the arrival rate aimed at.",
@@ -198,41 +211,45 @@ pub fn render(board: &Board) -> String {
             Target::Trace => None,
         },
     );
+}
+
+/// Each point's request and token counters, failures by kind.
+fn request_counters(out: &mut String, rows: &[(String, &Point, PointStats)]) {
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_requests_sent_total",
         "counter",
         "Requests started (warmup included).",
         |p, _| Some(p.sent() as f64),
     );
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_requests_in_flight",
         "gauge",
         "Requests started and not finished (warmup included).",
         |p, _| Some(p.in_flight() as f64),
     );
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_warmup_requests_completed_total",
         "counter",
         "Warmup requests finished (never stored).",
         |p, _| Some(p.warmup_done() as f64),
     );
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_requests_completed_total",
         "counter",
         "Measured requests finished, each a row of the run's database.",
         |_, s| Some(s.completed as f64),
     );
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_requests_succeeded_total",
         "counter",
         "Measured requests that succeeded.",
@@ -240,69 +257,72 @@ pub fn render(board: &Board) -> String {
     );
     let name = "llmperf_requests_failed_total";
     let mut fam = Family::new(
-        &mut out,
+        out,
         name,
         "counter",
         "Measured requests that failed, by kind (the failure_kind column).",
     );
-    for (labels, _, s) in &rows {
+    for (labels, _, s) in rows {
         for kind in FailureKind::ALL {
             let l = format!("{labels},kind=\"{}\"", kind.label());
             fam.sample(name, &l, s.failed[kind.index()] as f64);
         }
     }
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_input_tokens_total",
         "counter",
         "Prompt tokens of the successful requests.",
         |_, s| Some(s.input_tokens as f64),
     );
     per_point(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_output_tokens_total",
         "counter",
         "Completion tokens of the successful requests.",
         |_, s| Some(s.output_tokens as f64),
     );
+}
+
+/// Each point's latency histograms, and the client's own send and read lags.
+fn latency_histograms(out: &mut String, rows: &[(String, &Point, PointStats)]) {
     histogram(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_time_to_first_token_seconds",
         "Time to first token of the successful requests (evalscope's TTFT).",
         |s| &s.ttft,
     );
     histogram(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_inter_token_latency_seconds",
         "Gaps between output chunks of the successful requests (evalscope's ITL).",
         |s| &s.itl,
     );
     histogram(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_request_latency_seconds",
         "Whole-request latency of the successful requests.",
         |s| &s.latency,
     );
     histogram(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_send_lag_seconds",
         "Actual minus intended send time of each measured request (the client's own delay).",
         |s| &s.send_lag,
     );
     histogram(
-        &mut out,
-        &rows,
+        out,
+        rows,
         "llmperf_read_lag_seconds",
         "Longest wait of a response's bytes in the socket before llmperf read them.",
         |s| &s.read_lag,
     );
-    out
 }
 
 #[cfg(test)]
