@@ -103,49 +103,15 @@ pub(crate) async fn handle(
     let Some(api) = api else {
         return Ok(embeddings(&shared, &request, &model, received, (received_s, arrived_s)).await);
     };
-    let words = match api {
-        Api::Chat if request.messages.is_some() => request.chat_prompt_tokens(),
-        Api::Completion if request.prompt.is_some() => request.prompt.map_or(0, |c| c.tokens),
-        Api::Responses if request.input.is_some() => request.input.map_or(0, |c| c.tokens),
-        Api::Chat => return Ok(missing("messages")),
-        Api::Completion => return Ok(missing("prompt")),
-        Api::Responses => return Ok(missing("input")),
-    };
-    let cfg = &shared.cfg;
-    let prompt_tokens = match (&cfg.prompt_counter, api) {
-        (Some(counter), Api::Chat | Api::Completion) => PromptCount {
-            tokens: counter.count(&body).unwrap_or(words),
-            words,
-        },
-        _ => PromptCount::words(words),
+    let prompt_tokens = match prompt_count(&shared.cfg, api, &request, &body) {
+        Ok(count) => count,
+        Err(response) => return Ok(*response),
     };
     let id = shared.next_id();
-    let header = parts
-        .headers
-        .get(FAULT_HEADER)
-        .and_then(|v| v.to_str().ok());
-    let fault = match fault::pick(header, request.llmperf_fault.as_deref(), &cfg.faults, id) {
+    let fault = match fault_of(&shared.cfg, &parts.headers, &request, id) {
         Ok(f) => f,
-        Err(msg) => {
-            return Ok(error(
-                StatusCode::BAD_REQUEST,
-                &msg,
-                "invalid_request_error",
-            ))
-        }
+        Err(response) => return Ok(*response),
     };
-    if let Some((status, kind, retry_after)) = fault.and_then(Fault::http_error) {
-        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let msg = format!(
-            "simulated fault {} (request {id})",
-            fault.map_or("", Fault::name)
-        );
-        let mut resp = error(status, &msg, kind);
-        if let Some(s) = retry_after {
-            resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
-        }
-        return Ok(resp);
-    }
     if fault == Some(Fault::Hang) {
         // Never answer; the connection task ends when the client leaves or the server stops.
         std::future::pending::<()>().await;
@@ -168,6 +134,65 @@ pub(crate) async fn handle(
         &body,
     )
     .await)
+}
+
+/// The request's prompt length: the simulator's own word count, or `--mock-tokenizer`'s count of the body
+/// (chat and completions); the 400 answer when the API's prompt field is missing.
+fn prompt_count(
+    cfg: &super::SimConfig,
+    api: Api,
+    request: &GenRequest,
+    body: &[u8],
+) -> Result<PromptCount, Box<Response<SimBody>>> {
+    let words = match api {
+        Api::Chat if request.messages.is_some() => request.chat_prompt_tokens(),
+        Api::Completion if request.prompt.is_some() => {
+            request.prompt.as_ref().map_or(0, |c| c.tokens)
+        }
+        Api::Responses if request.input.is_some() => request.input.as_ref().map_or(0, |c| c.tokens),
+        Api::Chat => return Err(Box::new(missing("messages"))),
+        Api::Completion => return Err(Box::new(missing("prompt"))),
+        Api::Responses => return Err(Box::new(missing("input"))),
+    };
+    Ok(match (&cfg.prompt_counter, api) {
+        (Some(counter), Api::Chat | Api::Completion) => PromptCount {
+            tokens: counter.count(body).unwrap_or(words),
+            words,
+        },
+        _ => PromptCount::words(words),
+    })
+}
+
+/// The fault request `id` gets (the header, the body's field, or `--mock-fault-*` rates); the answer itself
+/// when the fault is an HTTP error, or a 400 for an unknown fault name.
+fn fault_of(
+    cfg: &super::SimConfig,
+    headers: &hyper::HeaderMap,
+    request: &GenRequest,
+    id: u64,
+) -> Result<Option<Fault>, Box<Response<SimBody>>> {
+    let header = headers.get(FAULT_HEADER).and_then(|v| v.to_str().ok());
+    let fault =
+        fault::pick(header, request.llmperf_fault.as_deref(), &cfg.faults, id).map_err(|msg| {
+            Box::new(error(
+                StatusCode::BAD_REQUEST,
+                &msg,
+                "invalid_request_error",
+            ))
+        })?;
+    if let Some((status, kind, retry_after)) = fault.and_then(Fault::http_error) {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let msg = format!(
+            "simulated fault {} (request {id})",
+            fault.map_or("", Fault::name)
+        );
+        let mut resp = error(status, &msg, kind);
+        if let Some(s) = retry_after {
+            resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(s));
+        }
+        return Err(Box::new(resp));
+    }
+    Ok(fault)
 }
 
 /// What a request's path and method ask for.
