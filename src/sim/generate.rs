@@ -106,7 +106,7 @@ pub(super) async fn generate(
         Some(j) => j.scale(ttft),
         None => ttft,
     };
-    let mut plan = Plan {
+    let plan = Plan {
         api,
         id,
         created: unix_now(),
@@ -138,57 +138,7 @@ pub(super) async fn generate(
         h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         return resp;
     }
-    // Counted even if the client leaves while the body is being produced.
-    let counter = NonStreamCount {
-        shared: shared.clone(),
-        prompt_tokens,
-        received,
-        done: None,
-    };
-    if plan.gap_by_gap() {
-        let mut due = plan.received + plan.ttft;
-        for _ in 1..tokens {
-            sleep_until(due).await;
-            due += plan.token_gap();
-        }
-        sleep_until(due).await;
-    } else {
-        sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
-    }
-    let answer_tokens = tokens - reasoning_tokens;
-    let body = whole_body(&plan, answer_tokens, fault);
-    let sent_s = clock::now_s();
-    counter.finish(tokens, sent_s, fault.is_none());
-    if cfg.record_truth {
-        let at = (tokens > 0).then_some(sent_s);
-        shared.truth.push(TruthRecord {
-            received_s,
-            arrived_s,
-            first_token_s: at,
-            last_token_s: at,
-            prompt_tokens,
-            completion_tokens: u64::from(tokens),
-            path: api.path().to_string(),
-            stream: false,
-            request_id: plan.id,
-            chunk_times_s: Vec::new(),
-            first_answer_s: at.filter(|_| reasoning_tokens > 0 && answer_tokens > 0),
-            reasoning_tokens: u64::from(reasoning_tokens),
-            structured: plan.structured.as_deref().map(|s| s.truth(tokens, at)),
-        });
-    }
-    let mut resp = json(StatusCode::OK, body.freeze());
-    if fault.is_some() {
-        let faulty = with_transport_fault(
-            std::mem::replace(resp.body_mut(), SimBody::full("")),
-            fault,
-            reset,
-        );
-        *resp.body_mut() = faulty;
-        resp.headers_mut()
-            .insert(CONTENT_TYPE, content_type(fault, "application/json"));
-    }
-    resp
+    whole_answer(shared, plan, reset, times).await
 }
 
 /// The whole (non-stream) response body, cut or replaced as `fault` says: the plan's reasoning text, then
@@ -312,4 +262,74 @@ impl Drop for NonStreamCount {
             success,
         });
     }
+}
+
+/// A non-streamed answer: waits until its last token is due (gap by gap when the gaps vary), then one
+/// whole body; counted and recorded even if the client leaves while it waits.
+async fn whole_answer(
+    shared: &Arc<Shared>,
+    plan: Plan,
+    reset: ResetFlag,
+    times: Times,
+) -> Response<SimBody> {
+    let Times {
+        received,
+        received_s,
+        arrived_s,
+    } = times;
+    let (api, tokens, fault) = (plan.api, plan.tokens, plan.fault);
+    let (prompt_tokens, reasoning_tokens) = (plan.prompt_tokens, plan.reasoning_tokens);
+    let cfg = &shared.cfg;
+    // Counted even if the client leaves while the body is being produced.
+    let counter = NonStreamCount {
+        shared: shared.clone(),
+        prompt_tokens,
+        received,
+        done: None,
+    };
+    let mut plan = plan;
+    if plan.gap_by_gap() {
+        let mut due = plan.received + plan.ttft;
+        for _ in 1..tokens {
+            sleep_until(due).await;
+            due += plan.token_gap();
+        }
+        sleep_until(due).await;
+    } else {
+        sleep_until(plan.token_due(tokens.saturating_sub(1))).await;
+    }
+    let answer_tokens = tokens - reasoning_tokens;
+    let body = whole_body(&plan, answer_tokens, fault);
+    let sent_s = clock::now_s();
+    counter.finish(tokens, sent_s, fault.is_none());
+    if cfg.record_truth {
+        let at = (tokens > 0).then_some(sent_s);
+        shared.truth.push(TruthRecord {
+            received_s,
+            arrived_s,
+            first_token_s: at,
+            last_token_s: at,
+            prompt_tokens,
+            completion_tokens: u64::from(tokens),
+            path: api.path().to_string(),
+            stream: false,
+            request_id: plan.id,
+            chunk_times_s: Vec::new(),
+            first_answer_s: at.filter(|_| reasoning_tokens > 0 && answer_tokens > 0),
+            reasoning_tokens: u64::from(reasoning_tokens),
+            structured: plan.structured.as_deref().map(|s| s.truth(tokens, at)),
+        });
+    }
+    let mut resp = json(StatusCode::OK, body.freeze());
+    if fault.is_some() {
+        let faulty = with_transport_fault(
+            std::mem::replace(resp.body_mut(), SimBody::full("")),
+            fault,
+            reset,
+        );
+        *resp.body_mut() = faulty;
+        resp.headers_mut()
+            .insert(CONTENT_TYPE, content_type(fault, "application/json"));
+    }
+    resp
 }
