@@ -8,6 +8,17 @@ use crate::metrics::ClientDiagnostics;
 use crate::text::format::{fmt_num, Unit};
 use crate::text::table::{Align, Column};
 
+/// `! Run …` lines after a blank line; nothing when there are none.
+pub(super) fn print_notes(doc: &mut Doc, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    doc.print("");
+    for line in lines {
+        doc.print(line);
+    }
+}
+
 /// llmperf's additions, after every evalscope part: failures by kind, interrupted runs.
 pub(super) fn print_llmperf_extras(doc: &mut Doc, runs: &[&RunReport]) {
     let failing: Vec<&&RunReport> = runs
@@ -44,12 +55,7 @@ pub(super) fn print_llmperf_extras(doc: &mut Doc, runs: &[&RunReport]) {
                     .map(move |e| format!("! Run {run}: first {} error: {}", e.kind, e.line()))
             })
             .collect();
-        if !first.is_empty() {
-            doc.print("");
-            for line in first {
-                doc.print(&line);
-            }
-        }
+        print_notes(doc, &first);
     }
     let interrupted: Vec<String> = runs
         .iter()
@@ -61,12 +67,7 @@ pub(super) fn print_llmperf_extras(doc: &mut Doc, runs: &[&RunReport]) {
             )
         })
         .collect();
-    if !interrupted.is_empty() {
-        doc.print("");
-        for line in interrupted {
-            doc.print(&line);
-        }
-    }
+    print_notes(doc, &interrupted);
     print_client_diagnostics(doc, runs);
 }
 
@@ -113,12 +114,7 @@ fn print_client_diagnostics(doc: &mut Doc, runs: &[&RunReport]) {
         .iter()
         .filter_map(|(r, c)| c.warning().map(|w| format!("! Run {}: {w}", run_label(r))))
         .collect();
-    if !warnings.is_empty() {
-        doc.print("");
-        for line in warnings {
-            doc.print(&line);
-        }
-    }
+    print_notes(doc, &warnings);
 }
 
 /// `conc 4`, `rate 5`, or `conc 4, rate 5` for a run.

@@ -2,7 +2,7 @@
 //! diagnostics) and one `! Run …: WARNING …` line per run whose load was not as configured
 //! (docs/load-verdict.md), and the `Plateau` table (each run's plateau window and its metrics).
 
-use super::extras::run_label;
+use super::extras::{print_notes, run_label};
 use super::{conc_rate, report_table, Doc, RunReport};
 use crate::metrics::load::{LoadVerdict, Plateau};
 use crate::text::format::fmt_num;
@@ -57,12 +57,7 @@ pub(super) fn print_delivered_load(doc: &mut Doc, runs: &[&RunReport]) {
                 .map(|w| format!("! Run {}: WARNING: {w}", run_label(r)))
         })
         .collect();
-    if !warnings.is_empty() {
-        doc.print("");
-        for line in warnings {
-            doc.print(&line);
-        }
-    }
+    print_notes(doc, &warnings);
 }
 
 /// The `Plateau` table: one row per run with a plateau window (its start, end, coverage and metrics over
