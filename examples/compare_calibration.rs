@@ -19,7 +19,8 @@
 //! interval from the variation between them, which also covers drift from run to run.
 //!
 //! Run (release): `cargo run --release --example compare_calibration` — or `-- --pairs N --number R
-//! --parallel P --ttft-ms T --cv C --model-pairs M --sizes N… --repeat K [--model-only | --e2e-only]`.
+//! --parallel P --ttft-ms T --cv C --model-pairs M --sizes N… --repeat K --changes 0 25 [--model-only |
+//! --e2e-only]`.
 
 use std::path::Path;
 use std::process::Command;
@@ -75,6 +76,27 @@ struct Args {
     /// same seed), so `compare` takes its intervals from the variation between the repeats.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
+    /// Part 2: only these true changes, in percent (of 0, 5, 10, 20, 25; each keeps its seeds).
+    #[arg(long, num_args = 1.., value_parser = ["0", "5", "10", "20", "25"])]
+    changes: Vec<String>,
+}
+
+impl Args {
+    /// Part 2's changes: `(index in CHANGES, change)`.
+    fn e2e_changes(&self) -> Vec<(usize, f64)> {
+        CHANGES
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, c)| {
+                self.changes.is_empty()
+                    || self
+                        .changes
+                        .iter()
+                        .any(|p| p.parse::<f64>().is_ok_and(|p| (p / 100.0 - c).abs() < 1e-9))
+            })
+            .collect()
+    }
 }
 
 /// Coverage and gate tallies of one change.
@@ -317,7 +339,8 @@ fn compare(base: &Path, new: &Path) -> (i32, Interval, Interval) {
 
 fn part_e2e(args: &Args) {
     let tmp = tempfile::tempdir().expect("temporary folder");
-    let mut tallies = [Tally::default(); CHANGES.len()];
+    let changes = args.e2e_changes();
+    let mut tallies = vec![Tally::default(); changes.len()];
     let started = Instant::now();
     println!(
         "Part 2, end to end: {} pairs per change, {} requests per run{} at --parallel {}, simulator TTFT {} ms × (1 + change), --mock-jitter-cv {}, simulator {}",
@@ -340,12 +363,12 @@ fn part_e2e(args: &Args) {
     for i in 0..args.pairs {
         let base = tmp.path().join("base");
         sim_run(args, tmp.path(), "base", args.ttft_ms, 1_000_000 + i as u64);
-        for (k, &c) in CHANGES.iter().enumerate() {
+        for (slot, &(k, c)) in changes.iter().enumerate() {
             let seed = 2_000_000 + (k * 100_000 + i) as u64;
             sim_run(args, tmp.path(), "new", args.ttft_ms * (1.0 + c), seed);
             let new = tmp.path().join("new");
             let (code, p99, avg) = compare(&base, &new);
-            let t = &mut tallies[k];
+            let t = &mut tallies[slot];
             t.pairs += 1;
             let covers = |i: Interval| i.is_some_and(|(lo, hi)| lo <= c && c <= hi);
             t.p99_covered += usize::from(covers(p99));
@@ -365,16 +388,16 @@ fn part_e2e(args: &Args) {
             );
         }
     }
-    let rows: Vec<(f64, Tally)> = CHANGES.iter().copied().zip(tallies).collect();
+    let rows: Vec<(f64, Tally)> = changes.iter().map(|(_, c)| *c).zip(tallies).collect();
     print_table(
         "Part 2, end to end (llmperf compare on simulator runs):",
         &rows,
     );
-    let runs = args.pairs * (1 + CHANGES.len());
+    let runs = args.pairs * (1 + changes.len());
     let wall = started.elapsed().as_secs_f64();
     println!(
         "  {runs} runs and {} comparisons in {wall:.0} s ({:.2} s per run and comparison)",
-        args.pairs * CHANGES.len(),
+        args.pairs * changes.len(),
         wall / runs as f64
     );
 }
