@@ -77,7 +77,7 @@ pub async fn run_single(
     let client = HttpClient::new(plan, ctx.url.clone(), sending.work.parallel)?;
     // Interrupted before sending anything: the run still gets its (empty) database and a summary marked
     // interrupted, so every run folder is complete.
-    let stopped_early = ctx.shutdown.stopping() || !test_connection(ctx, &client, seed).await?;
+    let stopped_early = ctx.shutdown.stopping() || !test_connection(ctx, seed).await?;
     if stopped_early {
         sending.payload = sending.payload.nothing();
     }
@@ -106,12 +106,15 @@ pub async fn run_single(
 }
 
 /// The connection test before the run (not for embedding and rerank APIs, as evalscope). `false` when a
-/// signal interrupted it.
-async fn test_connection(ctx: &SweepContext<'_>, client: &HttpClient, seed: u64) -> Result<bool> {
+/// signal interrupted it. It goes through a client of its own, as evalscope's does (a fresh client): its
+/// connection is closed with it, so the run's first requests open theirs, in their TTFT and their
+/// connection phases, as every later connection is.
+async fn test_connection(ctx: &SweepContext<'_>, seed: u64) -> Result<bool> {
     let plan = ctx.plan;
     if !plan.test_connection || plan.api.input_only() {
         return Ok(true);
     }
+    let client = HttpClient::new(plan, ctx.url.clone(), 1)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5EED);
     let token_ids = plan
         .tokens
@@ -125,7 +128,7 @@ async fn test_connection(ctx: &SweepContext<'_>, client: &HttpClient, seed: u64)
         .flatten();
     let probe = BodyComposer::probe_item(plan.apply_chat_template, token_ids);
     let body = ctx.composer.connection_test(&probe, &mut rng);
-    let checked = conn_test::check(client, body, plan.timeouts.total, &ctx.shutdown).await?;
+    let checked = conn_test::check(&client, body, plan.timeouts.total, &ctx.shutdown).await?;
     Ok(checked != conn_test::Checked::Interrupted)
 }
 

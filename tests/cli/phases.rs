@@ -162,6 +162,22 @@ fn over_tls_a_connections_first_request_carries_its_handshakes() {
     );
     let html = std::fs::read_to_string(run.root().join("perf_report.html")).unwrap();
     assert!(html.contains(r#"<section id="phases"><h2>Connection phases</h2>"#));
+
+    // With the connection test (a client of its own, as evalscope's): one more handshake, and the run's
+    // own connections are all new ones, each carried by a stored row and counted in New Connections.
+    let before = handshakes.load(Ordering::SeqCst);
+    let run = Run::with_url(&format!(
+        "https://localhost:{}/v1/chat/completions",
+        addr.port()
+    ))
+    .flags("--prompt x --parallel 2 --number 8 --stream --max-tokens 4")
+    .env("SSL_CERT_FILE", tls_fixture("", "ca.pem"));
+    let dir = run.ok_dir("parallel_2_number_8");
+    let rows = phase_rows(&dir.db());
+    let opened = rows.iter().filter(|r| r.phases[1].is_some()).count();
+    assert_eq!(opened, 2, "both of the run's connections are new");
+    assert_eq!(handshakes.load(Ordering::SeqCst) - before, opened + 1);
+    assert_eq!(dir.summary()["New Connections"], 2);
 }
 
 #[test]
