@@ -3,11 +3,10 @@
 //! from rows in memory ([`LoadFacts::of_rows`], the reference) or streamed out of the run's database
 //! ([`super::db`]), so both paths share every decision made from them.
 
-use super::plateau::{PlateauRule, PLATEAU_LEVEL};
 use super::rows::LoadRow;
+use super::rules::{LoadRule, PlateauRule, PLATEAU_LEVEL};
 use super::sweep::InFlight;
 use super::window::{self, Span};
-use super::LoadRule;
 
 /// The send and end times of the rows, and how the server refused them.
 #[derive(Debug, Clone, PartialEq)]

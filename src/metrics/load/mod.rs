@@ -9,53 +9,19 @@ mod db;
 mod facts;
 mod plateau;
 mod rows;
+mod rules;
 mod sweep;
 mod window;
 
 pub use facts::{LoadFacts, Wanted};
-pub use plateau::{plateau, Plateau, PlateauRule};
+pub use plateau::{plateau, Plateau};
 pub use rows::{read_rows, LoadRow, RowMetrics};
+pub use rules::{LoadRule, PlateauRule, PLATEAU_LEVEL};
 
 use serde::Serialize;
 
 /// How far (percent) the delivered load may fall short of the configured one and still be "as configured".
 pub const LOAD_TOLERANCE_PCT: f64 = 5.0;
-
-/// The rule a run's load is judged by, from how it releases its requests.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LoadRule {
-    /// Closed loop: `parallel` requests (`conversations`: conversations of a multi-turn run) kept in flight,
-    /// `number` measured requests in all (or conversations' requests).
-    Closed {
-        /// `--parallel`.
-        parallel: u64,
-        /// `--number` (measured requests of the run).
-        number: u64,
-        /// Count conversations in flight (multi-turn: think time between turns is part of a conversation).
-        conversations: bool,
-    },
-    /// Closed loop paced by `--rate`: the rate is the rule while the cap never binds.
-    Paced {
-        /// `--parallel`.
-        parallel: u64,
-        /// `--rate`.
-        rate: f64,
-        /// `--ramp-up` (seconds), if any.
-        ramp_up_s: Option<f64>,
-    },
-    /// Open loop at `--rate` (Poisson or `--arrival`, `--ramp-up` included): the send times against the
-    /// drawn schedule.
-    Open {
-        /// `--rate`.
-        rate: f64,
-        /// `--ramp-up` (seconds), if any.
-        ramp_up_s: Option<f64>,
-    },
-    /// A trace's own arrival times: the send times against the trace's.
-    Trace,
-    /// No rule applies (the reason, in words).
-    Unjudged(&'static str),
-}
 
 /// The delivered load of one run and its verdict; serialised as its summary keys.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -8,32 +8,9 @@ use serde::Serialize;
 
 use super::facts::{LoadFacts, Wanted};
 use super::rows::LoadRow;
+use super::rules::{LoadRule, PlateauRule, PLATEAU_LEVEL};
 use super::window;
 use crate::metrics::nearest_rank::nearest_rank;
-
-/// Requests in flight, as a share of `--parallel`, from which a closed loop is on its plateau.
-pub const PLATEAU_LEVEL: f64 = 0.95;
-
-/// How a run's plateau window is found.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PlateauRule {
-    /// Closed loop (paced or not): in flight ≥ [`PLATEAU_LEVEL`] × `parallel`.
-    Closed {
-        /// `--parallel`.
-        parallel: u64,
-        /// `--number` (≤ `parallel`: no plateau).
-        number: u64,
-        /// Count conversations in flight (`--multi-turn`).
-        conversations: bool,
-    },
-    /// Open loop: from `ramp_s` (`--ramp-up`, 0 without) after the first send to the last send.
-    Open {
-        /// `--ramp-up` in seconds.
-        ramp_s: Option<f64>,
-    },
-    /// No window applies (why, in words).
-    Unmeasured(&'static str),
-}
 
 /// A run's plateau and its metrics; serialised as its `Plateau …` keys (every key present, `null` where
 /// there is no window or no request to measure).
@@ -282,7 +259,7 @@ pub fn plateau_of<E>(
 /// The plateau of `rows` in memory under `rule`, `warmup_spans` counted in flight: the reference for the
 /// streamed one ([`super::judge_db`]).
 pub fn plateau(rows: &[LoadRow], rule: &PlateauRule, warmup_spans: &[window::Span]) -> Plateau {
-    let wanted = Wanted::of(&super::LoadRule::Unjudged(""), rule);
+    let wanted = Wanted::of(&LoadRule::Unjudged(""), rule);
     let facts = LoadFacts::of_rows(rows, warmup_spans, &wanted);
     plateau_of(&facts, rule, |w| {
         Ok::<_, std::convert::Infallible>(Window::of_rows(rows, w))
