@@ -228,11 +228,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for case in 0..40 {
             let path = dir.path().join(format!("{case}.db"));
-            crate::store::Store::create(&path, 100)
-                .unwrap()
-                .finish()
-                .unwrap();
-            let conn = Connection::open(&path).unwrap();
+            let conn = crate::store::empty_for_test(&path);
             for _ in 0..rng.random_range(0..150) {
                 let new = rng.random_bool(0.2);
                 let mut v = |on: bool| on.then(|| rng.random_range(0.0..0.01));

@@ -235,6 +235,47 @@ fn request_url(
     Ok((url, appended))
 }
 
+/// The flags as typed, for the run's arguments file (evalscope records them so).
+fn as_typed(cli: &Cli, workload: &Workload) -> AsTyped {
+    AsTyped {
+        connect_timeout_s: cli.connect_timeout,
+        read_timeout_s: cli.read_timeout,
+        total_timeout_s: cli.total_timeout,
+        // A replayed trace takes its warmup from its own records: evalscope records 0.
+        warmup_num: cli
+            .warmup_num
+            .filter(|_| !matches!(workload, Workload::WorkloadTrace(_) | Workload::Replay(_))),
+        duration_s: cli.duration,
+        prompt: cli.prompt.clone(),
+        query_template: cli.query_template.clone(),
+        dataset_path: cli.dataset_path.clone(),
+        data_source: cli.data_source.clone(),
+        dataset_args: cli.dataset_args.clone(),
+    }
+}
+
+/// The workload the flags ask for: multi-turn conversations, a workload trace, a replayed trace, an AgentX
+/// scenario (`agentx`, already planned), or single requests. Each picks itself and refuses the others' flags
+/// (AgentX: --multi-turn, --open-loop; multi-turn: --open-loop, which both traces need), so at most one is set.
+fn workload_of(
+    cli: &Cli,
+    mode: LoadMode,
+    prompt_source: &PromptSource,
+    runs: &mut [RunSpec],
+    agentx: Option<std::sync::Arc<agentx::AgentxPlan>>,
+) -> Result<Workload, UsageError> {
+    let multi_turn = multi_turn::multi_turn_settings(cli, mode, prompt_source)?;
+    let trace = trace::workload_trace(cli, mode, prompt_source, runs)?;
+    let replay = trace::replay_trace(cli, mode, prompt_source, runs)?;
+    Ok(match (multi_turn, trace, replay, agentx) {
+        (Some(m), ..) => Workload::MultiTurn(m),
+        (_, Some(t), ..) => Workload::WorkloadTrace(t),
+        (_, _, Some(r), _) => Workload::Replay(r),
+        (.., Some(a)) => Workload::AgentGraph(a),
+        (None, None, None, None) => Workload::SingleTurn,
+    })
+}
+
 impl RunPlan {
     /// Validates `cli` into a plan. `now` names the timestamp folder.
     pub fn from_cli(
@@ -263,18 +304,7 @@ impl RunPlan {
         }
         let max_tokens = prompts::max_tokens(&cli)?;
         let prompt_source = prompts::source(&cli)?;
-        let multi_turn = multi_turn::multi_turn_settings(&cli, mode, &prompt_source)?;
-        let trace = trace::workload_trace(&cli, mode, &prompt_source, &mut runs)?;
-        let replay = trace::replay_trace(&cli, mode, &prompt_source, &mut runs)?;
-        // Each picks itself and refuses the others' flags (AgentX: --multi-turn, --open-loop; multi-turn:
-        // --open-loop, which both traces need), so at most one is set.
-        let workload = match (multi_turn, trace, replay, agentx) {
-            (Some(m), ..) => Workload::MultiTurn(m),
-            (_, Some(t), ..) => Workload::WorkloadTrace(t),
-            (_, _, Some(r), _) => Workload::Replay(r),
-            (.., Some(a)) => Workload::AgentGraph(a),
-            (None, None, None, None) => Workload::SingleTurn,
-        };
+        let workload = workload_of(&cli, mode, &prompt_source, &mut runs, agentx)?;
         load::check_rates(&runs, &workload)?;
         let repeats = repeat::repeats(&cli, &prompt_source, &workload, &mut runs)?;
         let tokens = token_settings(&cli, &prompt_source, api)?;
@@ -354,21 +384,7 @@ impl RunPlan {
             pd_metrics: cli.enable_pd_metrics,
             port: cli.local.port.unwrap_or(8877),
             local,
-            as_typed: AsTyped {
-                connect_timeout_s: cli.connect_timeout,
-                read_timeout_s: cli.read_timeout,
-                total_timeout_s: cli.total_timeout,
-                // A replayed trace takes its warmup from its own records: evalscope records 0.
-                warmup_num: cli.warmup_num.filter(|_| {
-                    !matches!(workload, Workload::WorkloadTrace(_) | Workload::Replay(_))
-                }),
-                duration_s: cli.duration,
-                prompt: cli.prompt,
-                query_template: cli.query_template,
-                dataset_path: cli.dataset_path,
-                data_source: cli.data_source,
-                dataset_args: cli.dataset_args,
-            },
+            as_typed: as_typed(&cli, &workload),
             sla,
             goodput,
             workload,

@@ -471,3 +471,12 @@ impl Writer {
 fn is_busy(e: &rusqlite::Error) -> bool {
     e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
 }
+
+/// An empty run database at `path` with the real `result` table, opened for the test to fill.
+#[cfg(test)]
+pub(crate) fn empty_for_test(path: &Path) -> Connection {
+    Store::create(path, 100)
+        .and_then(Store::finish)
+        .expect("an empty run database");
+    Connection::open(path).expect("opening it")
+}

@@ -123,16 +123,22 @@ fn assert_summary_recounts(s: &Value, rows: &[PhaseRow]) {
     assert!(at("New Connections") > at("Client Limited"));
 }
 
+/// Two streams of four requests each through the TLS terminator at `addr`, with `extra` flags.
+fn tls_run(addr: std::net::SocketAddr, extra: &str) -> Run {
+    Run::with_url(&format!(
+        "https://localhost:{}/v1/chat/completions",
+        addr.port()
+    ))
+    .flags("--prompt x --parallel 2 --number 8 --stream --max-tokens 4")
+    .flags(extra)
+    .env("SSL_CERT_FILE", tls_fixture("", "ca.pem"))
+}
+
 #[test]
 fn over_tls_a_connections_first_request_carries_its_handshakes() {
     let sim = timed_sim(20, 2);
     let (addr, _rt, handshakes) = counting_tls_terminator(&tls_fixture("", ""), sim.addr());
-    let run = Run::with_url(&format!(
-        "https://localhost:{}/v1/chat/completions",
-        addr.port()
-    ))
-    .flags("--prompt x --parallel 2 --number 8 --stream --max-tokens 4 --no-test-connection")
-    .env("SSL_CERT_FILE", tls_fixture("", "ca.pem"));
+    let run = tls_run(addr, "--no-test-connection");
     let dir = run.ok_dir("parallel_2_number_8");
     let rows = phase_rows(&dir.db());
     assert_eq!(rows.len(), 8);
@@ -166,12 +172,7 @@ fn over_tls_a_connections_first_request_carries_its_handshakes() {
     // With the connection test (a client of its own, as evalscope's): one more handshake, and the run's
     // own connections are all new ones, each carried by a stored row and counted in New Connections.
     let before = handshakes.load(Ordering::SeqCst);
-    let run = Run::with_url(&format!(
-        "https://localhost:{}/v1/chat/completions",
-        addr.port()
-    ))
-    .flags("--prompt x --parallel 2 --number 8 --stream --max-tokens 4")
-    .env("SSL_CERT_FILE", tls_fixture("", "ca.pem"));
+    let run = tls_run(addr, "");
     let dir = run.ok_dir("parallel_2_number_8");
     let rows = phase_rows(&dir.db());
     let opened = rows.iter().filter(|r| r.phases[1].is_some()).count();

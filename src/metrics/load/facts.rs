@@ -4,7 +4,7 @@
 //! ([`super::db`]), so both paths share every decision made from them.
 
 use super::rows::LoadRow;
-use super::rules::{LoadRule, PlateauRule, PLATEAU_LEVEL};
+use super::rules::{full_level, LoadRule, PlateauRule};
 use super::sweep::InFlight;
 use super::window::{self, Span};
 
@@ -61,8 +61,8 @@ impl Wanted {
         } = *rule
         {
             // `Load Reached After (s)` over what the rule counts; the ramp-up in the reason over requests.
-            ask(conversations, 0.95 * parallel.min(number) as f64);
-            ask(false, 0.95 * parallel as f64);
+            ask(conversations, full_level(parallel.min(number)));
+            ask(false, full_level(parallel));
         }
         if let PlateauRule::Closed {
             parallel,
@@ -70,7 +70,7 @@ impl Wanted {
             ..
         } = *plateau
         {
-            ask(conversations, PLATEAU_LEVEL * parallel as f64);
+            ask(conversations, full_level(parallel));
         }
         w
     }

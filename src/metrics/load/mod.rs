@@ -16,6 +16,7 @@ mod window;
 pub use facts::{LoadFacts, Wanted};
 pub use plateau::{plateau, Plateau};
 pub use rows::{read_rows, LoadRow, RowMetrics};
+use rules::full_level;
 pub use rules::{LoadRule, PlateauRule, PLATEAU_LEVEL};
 
 use serde::Serialize;
@@ -298,7 +299,7 @@ fn reached_after(rule: &LoadRule, in_flight: &sweep::InFlight) -> Option<f64> {
             parallel, number, ..
         } => {
             let first = in_flight.first_s?;
-            let (start, _) = in_flight.span_at(0.95 * parallel.min(number) as f64)?;
+            let (start, _) = in_flight.span_at(full_level(parallel.min(number)))?;
             Some(start - first)
         }
         LoadRule::Open { ramp_up_s, .. } | LoadRule::Paced { ramp_up_s, .. } => {
@@ -311,7 +312,7 @@ fn reached_after(rule: &LoadRule, in_flight: &sweep::InFlight) -> Option<f64> {
 /// Closed loop: seconds from the first send until `parallel` requests were first in flight (95 %).
 fn ramp_s(requests: &sweep::InFlight, parallel: u64) -> Option<f64> {
     let first = requests.first_s?;
-    let (start, _) = requests.span_at(0.95 * parallel as f64)?;
+    let (start, _) = requests.span_at(full_level(parallel))?;
     Some(start - first)
 }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::facts::{LoadFacts, Wanted};
 use super::rows::LoadRow;
-use super::rules::{LoadRule, PlateauRule, PLATEAU_LEVEL};
+use super::rules::{full_level, LoadRule, PlateauRule};
 use super::window;
 use crate::metrics::nearest_rank::nearest_rank;
 
@@ -191,7 +191,7 @@ pub fn window_of(facts: &LoadFacts, rule: &PlateauRule) -> Result<window::Span, 
             conversations,
             ..
         } => {
-            let level = PLATEAU_LEVEL * parallel as f64;
+            let level = full_level(parallel);
             let (a, b) = facts
                 .in_flight(conversations)
                 .span_at(level)

@@ -41,6 +41,13 @@ pub enum LoadRule {
 /// Requests in flight, as a share of `--parallel`, from which a closed loop is on its plateau.
 pub const PLATEAU_LEVEL: f64 = 0.95;
 
+/// The in-flight count at which `slots` are taken as full ([`PLATEAU_LEVEL`] of them): the level the
+/// verdict's `Load Reached After (s)` and ramp-up and the closed-loop plateau look for, and the level the
+/// facts are asked to measure ([`super::Wanted`]), computed here once so both always agree.
+pub fn full_level(slots: u64) -> f64 {
+    PLATEAU_LEVEL * slots as f64
+}
+
 /// How a run's plateau window is found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlateauRule {

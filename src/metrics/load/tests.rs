@@ -196,11 +196,7 @@ fn the_streamed_verdict_and_plateau_equal_the_in_memory_ones() {
     let (mut windows, mut held, mut fell_short, mut conv_windows) = (0, 0, 0, 0);
     for case in 0..120 {
         let path = dir.path().join(format!("{case}.db"));
-        crate::store::Store::create(&path, 100)
-            .unwrap()
-            .finish()
-            .unwrap();
-        let conn = rusqlite::Connection::open(&path).unwrap();
+        let conn = crate::store::empty_for_test(&path);
         let rows = rng.random_range(0..80);
         for _ in 0..rows {
             let grid = |rng: &mut rand_chacha::ChaCha8Rng, lo: i32, hi: i32| {
